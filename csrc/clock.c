@@ -1,0 +1,217 @@
+/*
+ * clock.c: the probe's monotonic nanosecond clock.
+ *
+ * Candidates: the invariant TSC (rdtsc, calibrated against
+ * CLOCK_MONOTONIC_RAW), clock_gettime(CLOCK_MONOTONIC) and
+ * clock_gettime(CLOCK_MONOTONIC_RAW). Each candidate's read cost is measured
+ * at start; the TSC is used only where CPUID says it is invariant (constant
+ * rate, keeps ticking in deep C-states) and the kernel does not distrust it,
+ * and only when it is the cheapest. Otherwise the cheaper clock_gettime wins.
+ * PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice (the TSC
+ * only where invariant).
+ */
+#include "pp_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define PP_HAVE_TSC 1
+#else
+#define PP_HAVE_TSC 0
+#endif
+
+pp_clock_state pp_clk = {.kind = PP_CLOCK_MONOTONIC, .mult = 1ull << 32};
+
+static pp_clock_info info;
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+static char reason_buf[160];
+
+static uint64_t gettime_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if PP_HAVE_TSC
+static int tsc_is_invariant(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+    return 0;
+  __get_cpuid(0x80000007u, &a, &b, &c, &d);
+  return (d >> 8) & 1u;
+}
+
+/* The kernel demotes the TSC from its clocksource list when it sees it
+ * misbehave (unsynchronised across sockets, halting). If it is listed as
+ * unstable in the kernel log we cannot see that, but a TSC that the kernel
+ * still offers as a clocksource has passed its checks. */
+static int kernel_offers_tsc(void) {
+  FILE *f = fopen(
+      "/sys/devices/system/clocksource/clocksource0/available_clocksource", "r");
+  if (!f)
+    return 1; /* no sysfs (container without it): rely on CPUID alone */
+  char buf[256] = {0};
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return strstr(buf, "tsc") != NULL;
+}
+
+/* Pairs a TSC read with a CLOCK_MONOTONIC_RAW read, keeping the pair with the
+ * tightest bracketing so the error of each calibration point is small. */
+static void paired_read(uint64_t *tsc, uint64_t *ns) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 16; i++) {
+    uint64_t t0 = __rdtsc();
+    uint64_t n = gettime_ns(CLOCK_MONOTONIC_RAW);
+    uint64_t t1 = __rdtsc();
+    if (t1 - t0 < best) {
+      best = t1 - t0;
+      *tsc = t0 + (t1 - t0) / 2;
+      *ns = n;
+    }
+  }
+}
+
+static double calibrate_tsc(uint64_t *mult_out) {
+  uint64_t t0, n0, t1, n1;
+  paired_read(&t0, &n0);
+  uint64_t until = n0 + 20000000ull; /* 20 ms */
+  while (gettime_ns(CLOCK_MONOTONIC_RAW) < until) {
+  }
+  paired_read(&t1, &n1);
+  double ghz = (double)(t1 - t0) / (double)(n1 - n0);
+  /* ns = ticks * mult >> 32 */
+  *mult_out = (uint64_t)((double)(1ull << 32) / ghz + 0.5);
+  return ghz;
+}
+#endif
+
+static double cost_ns(pp_clock_kind kind) {
+  enum { N = 20000 };
+  uint64_t sink = 0;
+  uint64_t best = UINT64_MAX;
+  for (int rep = 0; rep < 5; rep++) {
+    uint64_t start = gettime_ns(CLOCK_MONOTONIC);
+    for (int i = 0; i < N; i++) {
+      switch (kind) {
+#if PP_HAVE_TSC
+      case PP_CLOCK_TSC: sink += __rdtsc(); break;
+#else
+      case PP_CLOCK_TSC: break;
+#endif
+      case PP_CLOCK_MONOTONIC: sink += gettime_ns(CLOCK_MONOTONIC); break;
+      case PP_CLOCK_MONOTONIC_RAW: sink += gettime_ns(CLOCK_MONOTONIC_RAW); break;
+      }
+    }
+    uint64_t el = gettime_ns(CLOCK_MONOTONIC) - start;
+    if (el < best)
+      best = el;
+  }
+  __asm__ volatile("" ::"r"(sink));
+  return (double)best / N;
+}
+
+static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
+
+static void apply(pp_clock_kind kind) {
+  pp_clk.kind = kind;
+  info.kind = kind;
+  info.name = names[kind];
+  pp_clk.mult = kind == PP_CLOCK_TSC ? info.mult : 1ull << 32;
+}
+
+static void choose(void) {
+  memset(&info, 0, sizeof info);
+  info.read_ns[PP_CLOCK_MONOTONIC] = cost_ns(PP_CLOCK_MONOTONIC);
+  info.read_ns[PP_CLOCK_MONOTONIC_RAW] = cost_ns(PP_CLOCK_MONOTONIC_RAW);
+  int tsc_ok = 0;
+#if PP_HAVE_TSC
+  info.tsc_invariant = tsc_is_invariant();
+  tsc_ok = info.tsc_invariant && kernel_offers_tsc();
+  if (tsc_ok) {
+    info.read_ns[PP_CLOCK_TSC] = cost_ns(PP_CLOCK_TSC);
+    info.tsc_ghz = calibrate_tsc(&info.mult);
+  }
+#endif
+  pp_clock_kind gt = info.read_ns[PP_CLOCK_MONOTONIC_RAW] <
+                             info.read_ns[PP_CLOCK_MONOTONIC]
+                         ? PP_CLOCK_MONOTONIC_RAW
+                         : PP_CLOCK_MONOTONIC;
+  pp_clock_kind pick = gt;
+  if (tsc_ok && info.read_ns[PP_CLOCK_TSC] < info.read_ns[gt]) {
+    pick = PP_CLOCK_TSC;
+    snprintf(reason_buf, sizeof reason_buf,
+             "invariant TSC, %.1f ns a read against %.1f ns for %s",
+             info.read_ns[PP_CLOCK_TSC], info.read_ns[gt], names[gt]);
+  } else if (tsc_ok) {
+    snprintf(reason_buf, sizeof reason_buf,
+             "cheapest read: %.1f ns (TSC %.1f ns)", info.read_ns[gt],
+             info.read_ns[PP_CLOCK_TSC]);
+  } else {
+    snprintf(reason_buf, sizeof reason_buf,
+             "TSC not usable (%s); cheapest clock_gettime: %.1f ns",
+             PP_HAVE_TSC ? (info.tsc_invariant ? "not offered by the kernel"
+                                               : "not invariant")
+                         : "not x86",
+             info.read_ns[gt]);
+  }
+  const char *force = getenv("PHASEPROBE_CLOCK");
+  if (force && *force) {
+    for (int k = 0; k < 3; k++) {
+      if (strcmp(force, names[k]) == 0 && (k != PP_CLOCK_TSC || tsc_ok)) {
+        pick = (pp_clock_kind)k;
+        snprintf(reason_buf, sizeof reason_buf, "forced by PHASEPROBE_CLOCK=%s",
+                 force);
+      }
+    }
+  }
+  info.reason = reason_buf;
+  apply(pick);
+}
+
+void pp_clock_init(void) { pthread_once(&clock_once, choose); }
+
+const pp_clock_info *pp_clock(void) {
+  pp_clock_init();
+  return &info;
+}
+
+int pp_clock_select(pp_clock_kind kind) {
+  pp_clock_init();
+  if ((int)kind < 0 || kind > PP_CLOCK_MONOTONIC_RAW)
+    return -1;
+  if (kind == PP_CLOCK_TSC && info.tsc_ghz == 0.0)
+    return -1;
+  apply(kind);
+  snprintf(reason_buf, sizeof reason_buf, "selected by pp_clock_select");
+  return 0;
+}
+
+pp_ticks pp_now_slow(void) {
+  switch (pp_clk.kind) {
+#if PP_HAVE_TSC
+  case PP_CLOCK_TSC: return __rdtsc();
+#endif
+  case PP_CLOCK_MONOTONIC_RAW: return gettime_ns(CLOCK_MONOTONIC_RAW);
+  default: return gettime_ns(CLOCK_MONOTONIC);
+  }
+}
+
+pp_ticks pp_now(void) { return pp_now_inline(); }
+
+uint64_t pp_ticks_to_ns(pp_ticks from, pp_ticks to) {
+  return pp_ticks_delta_ns(from, to);
+}
+
+uint64_t pp_now_ns(void) {
+  pp_clock_init();
+  pp_ticks t = pp_now_inline();
+  return (uint64_t)(((unsigned __int128)t * pp_clk.mult) >> 32);
+}

@@ -1,0 +1,859 @@
+/*
+ * lua_phaseprobe.c: luaopen_phaseprobe and the probe's Lua API.
+ *
+ *   local pp = require "phaseprobe"
+ *   pp.enable()
+ *   pp.begin()
+ *   do local _ <close> = pp.phase("prepare") ... end
+ *   pp.measure("ptx", lower, program)
+ *   pp.counts{ nodes = 120, ptx_bytes = #ptx }
+ *   local rec = pp.emit{ seq = 1 }
+ *
+ * Disabled, every entry point returns after one load of the enable flag
+ * (pp.phase returns nil, which a <close> variable accepts; pp.measure makes
+ * the unmodified call).
+ */
+#include "pp_lua.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define SCOPE_DEPTH 64
+#define STATE_MT "phaseprobe.state"
+#define TOKEN_MT "phaseprobe.scope"
+#define SCHEMA_MT "phaseprobe.schema"
+
+/* Per-Lua-state data: the open scopes (a stack, since <close> variables
+ * close in LIFO order) and name tables for the schema they were built for
+ * (user values 1: phase names, 2: nested names). */
+typedef struct {
+  int schema_id;
+  int depth;
+  pp_ticks start[SCOPE_DEPTH];
+  int index[SCOPE_DEPTH];
+  char nested[SCOPE_DEPTH];
+} lstate;
+
+typedef struct {
+  int index;
+  int nested;
+} token;
+
+static lstate *get_state(lua_State *L) {
+  return (lstate *)lua_touserdata(L, lua_upvalueindex(1));
+}
+
+static void build_names(lua_State *L, int st_idx, lstate *st,
+                        const pp_schema *s) {
+  for (int kind = 0; kind < 2; kind++) {
+    size_t n = kind ? s->nnested : s->nphases;
+    lua_createtable(L, 0, (int)n * 2);
+    for (size_t i = 0; i < n; i++) {
+      token *t = lua_newuserdatauv(L, sizeof *t, 0);
+      t->index = (int)i;
+      t->nested = kind;
+      luaL_setmetatable(L, TOKEN_MT);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, -3, kind ? s->nested[i] : s->phase[i]);
+      lua_setfield(L, -2, kind ? s->nested_label[i] : s->phase_label[i]);
+    }
+    lua_setiuservalue(L, st_idx, kind + 1);
+  }
+  st->schema_id = s->id;
+}
+
+static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  size_t n = nested ? s->nnested : s->nphases;
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      luaL_addstring(&b, ", ");
+    luaL_addstring(&b, nested ? s->nested[i] : s->phase[i]);
+  }
+  if (n == 0)
+    luaL_addstring(&b, "(none)");
+  luaL_pushresult(&b);
+  const char *msg = lua_pushfstring(
+      L, "unknown %s '%s' (valid: %s)", nested ? "nested region" : "phase",
+      luaL_tolstring(L, arg, NULL), lua_tostring(L, -1));
+  return luaL_argerror(L, arg, msg);
+}
+
+/* The schema a charge goes against: the open dispatch's. Raises if none is
+ * open (misuse from Lua: the C API instead opens one implicitly). */
+static const pp_schema *open_schema(lua_State *L, const char *what) {
+  const pp_schema *s = pp_open_schema();
+  if (!s)
+    luaL_error(L, "phaseprobe.%s: no dispatch open on this thread (call "
+                  "phaseprobe.begin() first)",
+               what);
+  return s;
+}
+
+/* Looks up argument `arg` as a phase (nested=0) or nested region name and
+ * returns its index, raising on an unknown name. */
+static int lookup(lua_State *L, int arg, int nested, const char *what) {
+  const pp_schema *s = open_schema(L, what);
+  lstate *st = get_state(L);
+  if (st->schema_id != s->id)
+    build_names(L, lua_upvalueindex(1), st, s);
+  lua_getiuservalue(L, lua_upvalueindex(1), nested + 1);
+  lua_pushvalue(L, arg);
+  if (lua_rawget(L, -2) != LUA_TUSERDATA)
+    return unknown_name(L, arg, s, nested);
+  int idx = ((token *)lua_touserdata(L, -1))->index;
+  lua_pop(L, 2);
+  return idx;
+}
+
+/* ---- enable ------------------------------------------------------------- */
+static int l_enable(lua_State *L) {
+  pp_set_enabled(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  return 0;
+}
+static int l_disable(lua_State *L) {
+  (void)L;
+  pp_set_enabled(0);
+  return 0;
+}
+static int l_enabled(lua_State *L) {
+  lua_pushboolean(L, pp_enabled());
+  return 1;
+}
+
+/* ---- scopes ------------------------------------------------------------- */
+static int push_scope(lua_State *L, int nested, const char *what) {
+  if (!pp_enabled())
+    return 0;
+  lstate *st = get_state(L);
+  const pp_schema *s = open_schema(L, what);
+  if (st->schema_id != s->id)
+    build_names(L, lua_upvalueindex(1), st, s);
+  lua_getiuservalue(L, lua_upvalueindex(1), nested + 1);
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, -2) != LUA_TUSERDATA)
+    return unknown_name(L, 1, s, nested);
+  if (st->depth >= SCOPE_DEPTH)
+    return luaL_error(L, "phaseprobe.%s: more than %d scopes open at once",
+                      what, SCOPE_DEPTH);
+  int d = st->depth++;
+  st->index[d] = ((token *)lua_touserdata(L, -1))->index;
+  st->nested[d] = (char)nested;
+  st->start[d] = pp_now_inline();
+  return 1;
+}
+
+static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
+static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
+
+/* __close(token, err): charges the innermost open scope, error or not. */
+static int token_close(lua_State *L) {
+  pp_ticks now = pp_now_inline();
+  lstate *st = get_state(L);
+  if (st->depth <= 0)
+    return 0;
+  int d = --st->depth;
+  if (!pp_is_open())
+    return 0; /* the dispatch was emitted inside the scope */
+  if (st->nested[d])
+    pp_add_nested_ns(st->index[d], pp_ticks_to_ns(st->start[d], now));
+  else
+    pp_add_ns(st->index[d], pp_ticks_to_ns(st->start[d], now));
+  return 0;
+}
+
+static int token_tostring(lua_State *L) {
+  token *t = luaL_checkudata(L, 1, TOKEN_MT);
+  lua_pushfstring(L, "phaseprobe.scope (%s %d)", t->nested ? "nested" : "phase",
+                  t->index);
+  return 1;
+}
+
+/* measure(phase, fn, ...) -> fn's results; charged on error too. */
+static int measure(lua_State *L, int nested, const char *what) {
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  if (!pp_enabled()) {
+    lua_call(L, lua_gettop(L) - 2, LUA_MULTRET);
+    return lua_gettop(L) - 1;
+  }
+  int idx = lookup(L, 1, nested, what);
+  int nargs = lua_gettop(L) - 2;
+  pp_ticks t0 = pp_now_inline();
+  int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
+  pp_ticks t1 = pp_now_inline();
+  if (pp_is_open()) {
+    if (nested)
+      pp_add_nested_ns(idx, pp_ticks_to_ns(t0, t1));
+    else
+      pp_add_ns(idx, pp_ticks_to_ns(t0, t1));
+  }
+  if (rc != LUA_OK)
+    return lua_error(L);
+  return lua_gettop(L) - 1;
+}
+static int l_measure(lua_State *L) { return measure(L, 0, "measure"); }
+static int l_measure_nested(lua_State *L) {
+  return measure(L, 1, "measure_nested");
+}
+
+/* ---- marks and charges --------------------------------------------------- */
+static int l_mark(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  lua_pushinteger(L, (lua_Integer)pp_now_inline());
+  return 1;
+}
+
+static pp_ticks opt_ticks(lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg))
+    return 0;
+  return (pp_ticks)luaL_checkinteger(L, arg);
+}
+
+static int l_charge(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  int idx = lookup(L, 1, 0, "charge");
+  pp_charge(idx, opt_ticks(L, 2));
+  return 0;
+}
+
+static int l_lap(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  int idx = lookup(L, 1, 0, "lap");
+  pp_ticks t = opt_ticks(L, 2);
+  if (!t)
+    return 0;
+  lua_pushinteger(L, (lua_Integer)pp_lap(idx, t));
+  return 1;
+}
+
+static int l_charge_nested(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  int idx = lookup(L, 1, 1, "charge_nested");
+  pp_charge_nested(idx, opt_ticks(L, 2));
+  return 0;
+}
+
+static int l_charge_remainder(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  int outer = lookup(L, 1, 0, "charge_remainder");
+  int inner = lookup(L, 3, 0, "charge_remainder");
+  pp_charge_remainder(outer, opt_ticks(L, 2), inner);
+  return 0;
+}
+
+static uint64_t check_ns(lua_State *L, int arg) {
+  lua_Integer v = luaL_checkinteger(L, arg);
+  luaL_argcheck(L, v >= 0, arg, "nanoseconds must not be negative");
+  return (uint64_t)v;
+}
+
+static int l_add_ns(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  int idx = lookup(L, 1, 0, "add_ns");
+  pp_add_ns(idx, check_ns(L, 2));
+  return 0;
+}
+
+static int l_add_nested_ns(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  int idx = lookup(L, 1, 1, "add_nested_ns");
+  pp_add_nested_ns(idx, check_ns(L, 2));
+  return 0;
+}
+
+static int l_phase_ns(lua_State *L) {
+  if (!pp_enabled() || !pp_is_open()) {
+    lua_pushinteger(L, 0);
+    return 1;
+  }
+  lua_pushinteger(L, (lua_Integer)pp_phase_ns(lookup(L, 1, 0, "phase_ns")));
+  return 1;
+}
+
+/* ---- counts, kernel time, caches, tags --------------------------------- */
+static void set_count(lua_State *L, const pp_schema *s, int name_idx,
+                      int val_idx) {
+  const char *name = luaL_checkstring(L, name_idx);
+  int i = pp_schema_count_index(s, name);
+  if (i < 0) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (size_t k = 0; k < s->ncounts; k++) {
+      if (k)
+        luaL_addstring(&b, ", ");
+      luaL_addstring(&b, s->count[k]);
+    }
+    luaL_pushresult(&b);
+    luaL_error(L, "phaseprobe.counts: unknown count '%s' (valid: %s)", name,
+               lua_tostring(L, -1));
+  }
+  lua_Integer v = lua_tointeger(L, val_idx);
+  if (!lua_isinteger(L, val_idx) || v < 0)
+    luaL_error(L, "phaseprobe.counts: count '%s' must be a non-negative "
+                  "integer, got %s",
+               name, luaL_tolstring(L, val_idx, NULL));
+  pp_set_count(i, (uint64_t)v);
+}
+
+/* counts{name = n, ...} or count(name, n) */
+static int l_counts(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  const pp_schema *s = open_schema(L, "counts");
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    set_count(L, s, -2, -1);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static int l_count(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  const pp_schema *s = open_schema(L, "count");
+  set_count(L, s, 1, 2);
+  return 0;
+}
+
+static int l_kernel_ns(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  open_schema(L, "kernel_ns");
+  static const char *const srcs[] = {"none", "event", "cupti", "user", NULL};
+  uint64_t ns = check_ns(L, 1);
+  int src = luaL_checkoption(L, 2, "user", srcs);
+  uint64_t floor_ns = lua_isnoneornil(L, 3) ? 0 : check_ns(L, 3);
+  pp_record_kernel(ns, (pp_kernel_src)src, floor_ns);
+  return 0;
+}
+
+static int l_device_window_ns(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  open_schema(L, "device_window_ns");
+  pp_record_device_window_ns(check_ns(L, 1));
+  return 0;
+}
+
+static int l_cache(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  const pp_schema *s = open_schema(L, "cache");
+  static const char *const outcomes[] = {"hit", "miss", "disk_hit", NULL};
+  const char *name = luaL_checkstring(L, 1);
+  int c = pp_schema_cache_index(s, name);
+  if (c < 0)
+    return luaL_argerror(
+        L, 1, lua_pushfstring(L, "unknown cache '%s' (schema '%s' has %d)",
+                              name, s->prefix, (int)s->ncaches));
+  pp_cache_event(c, (pp_cache_outcome)luaL_checkoption(L, 2, NULL, outcomes));
+  return 0;
+}
+
+static int l_probe_ns(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  open_schema(L, "probe_ns");
+  pp_add_probe_ns(check_ns(L, 1));
+  return 0;
+}
+
+static int l_tag(lua_State *L) {
+  const char *key = luaL_checkstring(L, 1);
+  const char *value = lua_isnoneornil(L, 2) ? NULL : luaL_tolstring(L, 2, NULL);
+  if (pp_tag(key, value) != 0)
+    return luaL_error(L,
+                      "phaseprobe.tag: refused '%s'='%s' (keys are [a-z0-9_], "
+                      "values printable without spaces or '=', at most 128 "
+                      "bytes, and all tags of a thread fit in %d bytes)",
+                      key, value ? value : "nil", PP_TAGS_MAX);
+  return 0;
+}
+
+/* ---- dispatch lifetime --------------------------------------------------- */
+static int l_begin(lua_State *L) {
+  get_state(L)->depth = 0;
+  pp_begin();
+  return 0;
+}
+
+static int l_finish(lua_State *L) {
+  (void)L;
+  pp_end();
+  return 0;
+}
+
+static int l_is_open(lua_State *L) {
+  lua_pushboolean(L, pp_is_open());
+  return 1;
+}
+
+static uint64_t opt_field(lua_State *L, int t, const char *name) {
+  if (lua_isnoneornil(L, t))
+    return PP_AUTO;
+  lua_getfield(L, t, name);
+  uint64_t v = PP_AUTO;
+  if (!lua_isnil(L, -1)) {
+    lua_Integer i = lua_tointeger(L, -1);
+    if (!lua_isinteger(L, -1) || i < 0)
+      luaL_error(L, "phaseprobe.emit: field '%s' must be a non-negative "
+                    "integer, got %s",
+                 name, luaL_tolstring(L, -1, NULL));
+    v = (uint64_t)i;
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* emit{seq=, wall_ns=, enqueue_ns=, wait_ns=, device_window_ns=} -> record */
+static int l_emit(lua_State *L) {
+  if (!pp_enabled())
+    return 0;
+  if (!lua_isnoneornil(L, 1))
+    luaL_checktype(L, 1, LUA_TTABLE);
+  if (!pp_is_open())
+    return luaL_error(L, "phaseprobe.emit: no dispatch open on this thread "
+                         "(call phaseprobe.begin() first)");
+  pp_emit_args a = {
+      opt_field(L, 1, "seq"), opt_field(L, 1, "wall_ns"),
+      opt_field(L, 1, "enqueue_ns"), opt_field(L, 1, "wait_ns"),
+      opt_field(L, 1, "device_window_ns")};
+  pp_record r;
+  if (pp_emit(&a, &r) != 0)
+    return 0;
+  pp_lua_push_record(L, &r);
+  return 1;
+}
+
+/* ---- schemas ------------------------------------------------------------- */
+typedef struct {
+  const pp_schema *s;
+} schema_ud;
+
+static void push_schema(lua_State *L, const pp_schema *s) {
+  schema_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->s = s;
+  luaL_setmetatable(L, SCHEMA_MT);
+}
+
+static const pp_schema *check_schema(lua_State *L, int i) {
+  return ((schema_ud *)luaL_checkudata(L, i, SCHEMA_MT))->s;
+}
+
+static void push_names(lua_State *L, size_t n, const char *(*get)(const pp_schema *, size_t),
+                       const pp_schema *s) {
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, get(s, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
+static int schema_index(lua_State *L) {
+  const pp_schema *s = check_schema(L, 1);
+  const char *k = luaL_checkstring(L, 2);
+  if (strcmp(k, "prefix") == 0)
+    lua_pushstring(L, s->prefix);
+  else if (strcmp(k, "phases") == 0)
+    push_names(L, s->nphases, pp_schema_phase_name, s);
+  else if (strcmp(k, "phase_labels") == 0)
+    push_names(L, s->nphases, pp_schema_phase_label, s);
+  else if (strcmp(k, "nested") == 0)
+    push_names(L, s->nnested, pp_schema_nested_name, s);
+  else if (strcmp(k, "nested_labels") == 0)
+    push_names(L, s->nnested, pp_schema_nested_label, s);
+  else if (strcmp(k, "counts") == 0)
+    push_names(L, s->ncounts, pp_schema_count_name, s);
+  else if (strcmp(k, "caches") == 0)
+    push_names(L, s->ncaches, pp_schema_cache_name, s);
+  else if (strcmp(k, "fields") == 0)
+    push_names(L, s->nfields, pp_schema_field_name, s);
+  else if (strcmp(k, "id") == 0)
+    lua_pushinteger(L, s->id);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
+static int schema_tostring(lua_State *L) {
+  const pp_schema *s = check_schema(L, 1);
+  lua_pushfstring(L, "phaseprobe.schema '%s' (%d phases, %d nested, %d counts)",
+                  s->prefix, (int)s->nphases, (int)s->nnested, (int)s->ncounts);
+  return 1;
+}
+
+static int schema_eq(lua_State *L) {
+  lua_pushboolean(L, check_schema(L, 1) == check_schema(L, 2));
+  return 1;
+}
+
+/* Reads list field `name` of the definition table into names[]. */
+static size_t read_list(lua_State *L, int def, const char *name,
+                        const char **out, size_t max) {
+  lua_getfield(L, def, name);
+  size_t n = 0;
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (!lua_istable(L, -1))
+    luaL_error(L, "phaseprobe.schema: field '%s' must be a list of names", name);
+  lua_Integer len = luaL_len(L, -1);
+  if (len > (lua_Integer)max)
+    luaL_error(L, "phaseprobe.schema: %s: %d given, at most %d", name, (int)len,
+               (int)max);
+  for (lua_Integer i = 1; i <= len; i++) {
+    lua_rawgeti(L, -1, i);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "phaseprobe.schema: %s[%d] must be a string, got %s", name,
+                 (int)i, luaL_typename(L, -1));
+    out[n++] = lua_tostring(L, -1); /* kept alive by the list table */
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return n;
+}
+
+/* schema() -> current; schema{prefix=, phases=, nested=, counts=, caches=} ->
+ * a new (validated) schema, made current unless use=false. */
+static int l_schema(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {
+    push_schema(L, pp_schema_current());
+    return 1;
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);
+  const char *phases[PP_MAX_PHASES + 1], *nested[PP_MAX_NESTED + 1],
+      *counts[PP_MAX_COUNTS + 1], *caches[PP_MAX_CACHES + 1];
+  pp_schema_def d;
+  lua_getfield(L, 1, "prefix");
+  d.prefix = lua_tostring(L, -1);
+  lua_pop(L, 1);
+  if (!d.prefix)
+    d.prefix = "phaseprobe";
+  d.phases = phases;
+  d.nphases = read_list(L, 1, "phases", phases, PP_MAX_PHASES + 1);
+  d.nested = nested;
+  d.nnested = read_list(L, 1, "nested", nested, PP_MAX_NESTED + 1);
+  d.counts = counts;
+  d.ncounts = read_list(L, 1, "counts", counts, PP_MAX_COUNTS + 1);
+  d.caches = caches;
+  lua_getfield(L, 1, "caches");
+  int has_caches = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (has_caches) {
+    d.ncaches = read_list(L, 1, "caches", caches, PP_MAX_CACHES + 1);
+  } else {
+    caches[0] = "ptx";
+    d.ncaches = 1;
+  }
+  char err[256];
+  const pp_schema *s = pp_schema_declare(&d, err, sizeof err);
+  if (!s)
+    return luaL_error(L, "phaseprobe.schema: %s", err);
+  lua_getfield(L, 1, "use");
+  int use = lua_isnil(L, -1) || lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (use)
+    pp_schema_use(s);
+  push_schema(L, s);
+  return 1;
+}
+
+static int l_use(lua_State *L) {
+  pp_schema_use(check_schema(L, 1));
+  return 0;
+}
+
+static int l_default_schema(lua_State *L) {
+  push_schema(L, pp_schema_default());
+  return 1;
+}
+
+/* ---- store and sinks ----------------------------------------------------- */
+static int l_store_records(lua_State *L) {
+  lua_Integer from = luaL_optinteger(L, 1, 1);
+  luaL_argcheck(L, from >= 1, 1, "index starts at 1");
+  size_t n = pp_store_count();
+  lua_createtable(L, n >= (size_t)from ? (int)(n - (size_t)from + 1) : 0, 0);
+  pp_record r;
+  lua_Integer out = 1;
+  for (size_t i = (size_t)from - 1; pp_store_get(i, &r) == 0; i++) {
+    pp_lua_push_record(L, &r);
+    lua_rawseti(L, -2, out++);
+  }
+  return 1;
+}
+
+static int l_store_get(lua_State *L) {
+  lua_Integer i = luaL_checkinteger(L, 1);
+  pp_record r;
+  if (i < 1 || pp_store_get((size_t)i - 1, &r) != 0)
+    return 0;
+  pp_lua_push_record(L, &r);
+  return 1;
+}
+
+static int l_store_count(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)pp_store_count());
+  return 1;
+}
+
+static int l_store_clear(lua_State *L) {
+  (void)L;
+  pp_store_clear();
+  return 0;
+}
+
+static int l_store_dropped(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)pp_store_dropped());
+  return 1;
+}
+
+static int l_store_capacity(lua_State *L) {
+  if (!lua_isnoneornil(L, 1)) {
+    lua_Integer n = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, n >= 0, 1, "capacity must not be negative");
+    pp_store_set_capacity((size_t)n);
+  }
+  lua_pushinteger(L, (lua_Integer)pp_store_capacity());
+  return 1;
+}
+
+static int l_store_enable(lua_State *L) {
+  pp_store_enable(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  return 0;
+}
+
+/* sink("stderr" | "none" | path | fd) -> true, or nil, message */
+static int l_sink(lua_State *L) {
+  if (lua_isinteger(L, 1)) {
+    pp_sink_fd((int)lua_tointeger(L, 1));
+  } else {
+    const char *what = luaL_checkstring(L, 1);
+    if (strcmp(what, "stderr") == 0)
+      pp_sink_fd(2);
+    else if (strcmp(what, "stdout") == 0)
+      pp_sink_fd(1);
+    else if (strcmp(what, "none") == 0)
+      pp_sink_fd(-1);
+    else if (pp_sink_file(what) != 0) {
+      luaL_pushfail(L);
+      lua_pushfstring(L, "phaseprobe.sink: cannot open '%s': %s", what,
+                      strerror(errno));
+      return 2;
+    }
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_stats(lua_State *L) {
+  pp_stats_t s;
+  pp_stats(&s);
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, (lua_Integer)s.emitted);
+  lua_setfield(L, -2, "emitted");
+  lua_pushinteger(L, (lua_Integer)s.stored);
+  lua_setfield(L, -2, "stored");
+  lua_pushinteger(L, (lua_Integer)s.dropped);
+  lua_setfield(L, -2, "dropped");
+  lua_pushinteger(L, (lua_Integer)s.line_failures);
+  lua_setfield(L, -2, "line_failures");
+  if (s.line_failures) {
+    lua_pushstring(L, strerror(s.last_errno));
+    lua_setfield(L, -2, "last_error");
+  }
+  return 1;
+}
+
+/* ---- clock --------------------------------------------------------------- */
+static int l_clock(lua_State *L) {
+  const pp_clock_info *c = pp_clock();
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, c->name);
+  lua_setfield(L, -2, "name");
+  lua_pushstring(L, c->reason);
+  lua_setfield(L, -2, "reason");
+  lua_pushboolean(L, c->tsc_invariant);
+  lua_setfield(L, -2, "tsc_invariant");
+  lua_pushnumber(L, c->tsc_ghz);
+  lua_setfield(L, -2, "tsc_ghz");
+  lua_createtable(L, 0, 3);
+  static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
+  for (int k = 0; k < 3; k++) {
+    if (k == PP_CLOCK_TSC && c->tsc_ghz == 0.0)
+      continue;
+    lua_pushnumber(L, c->read_ns[k]);
+    lua_setfield(L, -2, names[k]);
+  }
+  lua_setfield(L, -2, "read_ns");
+  return 1;
+}
+
+static int l_select_clock(lua_State *L) {
+  static const char *const names[] = {"tsc", "monotonic", "monotonic_raw", NULL};
+  int k = luaL_checkoption(L, 1, NULL, names);
+  if (pp_clock_select((pp_clock_kind)k) != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "clock '%s' is not usable here", names[k]);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_now(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)pp_now_ns());
+  return 1;
+}
+
+static int l_ticks_to_ns(lua_State *L) {
+  pp_ticks a = (pp_ticks)luaL_checkinteger(L, 1);
+  pp_ticks b = (pp_ticks)luaL_checkinteger(L, 2);
+  lua_pushinteger(L, (lua_Integer)pp_ticks_to_ns(a, b));
+  return 1;
+}
+
+static int l_thread_id(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)pp_thread_id());
+  return 1;
+}
+
+/* ---- lazily loaded Lua submodules ------------------------------------------ */
+/* pp.analyze -> require "phaseprobe.analyze", when such a file exists. */
+static int lazy_index(lua_State *L) {
+  const char *k = lua_tostring(L, 2);
+  if (!k || strlen(k) > 64)
+    return 0;
+  for (const char *p = k; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || *p == '_'))
+      return 0;
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "searchpath");
+  lua_pushfstring(L, "phaseprobe.%s", k);
+  lua_getfield(L, -3, "path");
+  lua_call(L, 2, 1);
+  if (lua_isnil(L, -1))
+    return 0;
+  lua_getglobal(L, "require");
+  lua_pushfstring(L, "phaseprobe.%s", k);
+  lua_call(L, 1, 1);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 1);
+  return 1;
+}
+
+static const luaL_Reg store_fns[] = {
+    {"records", l_store_records}, {"get", l_store_get},
+    {"count", l_store_count},     {"clear", l_store_clear},
+    {"dropped", l_store_dropped}, {"capacity", l_store_capacity},
+    {"enable", l_store_enable},   {NULL, NULL}};
+
+/* functions that need the per-state upvalue */
+static const luaL_Reg state_fns[] = {
+    {"phase", l_phase},
+    {"nested", l_nested},
+    {"measure", l_measure},
+    {"measure_nested", l_measure_nested},
+    {"charge", l_charge},
+    {"charge_since", l_charge},
+    {"lap", l_lap},
+    {"charge_nested", l_charge_nested},
+    {"charge_remainder", l_charge_remainder},
+    {"add_ns", l_add_ns},
+    {"add_nested_ns", l_add_nested_ns},
+    {"phase_ns", l_phase_ns},
+    {"begin", l_begin},
+    {NULL, NULL}};
+
+static const luaL_Reg plain_fns[] = {
+    {"enable", l_enable},
+    {"disable", l_disable},
+    {"enabled", l_enabled},
+    {"mark", l_mark},
+    {"counts", l_counts},
+    {"count", l_count},
+    {"kernel_ns", l_kernel_ns},
+    {"device_window_ns", l_device_window_ns},
+    {"cache", l_cache},
+    {"probe_ns", l_probe_ns},
+    {"tag", l_tag},
+    {"finish", l_finish},
+    {"is_open", l_is_open},
+    {"emit", l_emit},
+    {"schema", l_schema},
+    {"use", l_use},
+    {"default_schema", l_default_schema},
+    {"sink", l_sink},
+    {"stats", l_stats},
+    {"clock", l_clock},
+    {"select_clock", l_select_clock},
+    {"now", l_now},
+    {"ticks_to_ns", l_ticks_to_ns},
+    {"thread_id", l_thread_id},
+    {NULL, NULL}};
+
+PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
+  pp_schema_default();
+  pp_clock_init();
+
+  luaL_newmetatable(L, SCHEMA_MT);
+  lua_pushcfunction(L, schema_index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, schema_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, schema_eq);
+  lua_setfield(L, -2, "__eq");
+  lua_pop(L, 1);
+
+  lua_newtable(L); /* the module */
+
+  lstate *st = lua_newuserdatauv(L, sizeof *st, 2);
+  memset(st, 0, sizeof *st);
+  st->schema_id = -1;
+  luaL_newmetatable(L, STATE_MT);
+  lua_setmetatable(L, -2);
+  int st_idx = lua_gettop(L);
+
+  luaL_newmetatable(L, TOKEN_MT);
+  lua_pushvalue(L, st_idx);
+  lua_pushcclosure(L, token_close, 1);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, token_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+
+  luaL_setfuncs(L, state_fns, 1); /* pops the state: an upvalue now */
+  luaL_setfuncs(L, plain_fns, 0);
+
+  lua_newtable(L);
+  luaL_setfuncs(L, store_fns, 0);
+  lua_setfield(L, -2, "store");
+
+  pp_lua_open_ptx(L);
+  lua_setfield(L, -2, "ptx");
+  pp_lua_open_cuda(L);
+  lua_setfield(L, -2, "cuda");
+  pp_lua_open_parse(L);
+  lua_setfield(L, -2, "parse");
+
+  lua_pushliteral(L, PP_VERSION);
+  lua_setfield(L, -2, "version");
+
+  lua_newtable(L);
+  lua_pushcfunction(L, lazy_index);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, -2);
+  return 1;
+}

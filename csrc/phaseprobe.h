@@ -1,0 +1,289 @@
+/*
+ * phaseprobe.h: per-dispatch phase probe, public C API.
+ *
+ * A native runtime instruments its dispatch path with these calls and gets
+ * the same records (and the same line format) as the Lua module.
+ *
+ *     pp_schema_use(pp_schema_default());      // optional: the reference's
+ *     pp_set_enabled(1);                       // or PHASEPROBE=1
+ *     pp_begin();                              // a dispatch opens
+ *     pp_ticks t = pp_mark();
+ *     prepare(...);
+ *     t = pp_lap(PP_PREPARE, t);               // charge, and start the next
+ *     lower(...);
+ *     t = pp_lap(PP_PTX, t);
+ *     ...
+ *     pp_end();                                // wall_ns captured here
+ *     pp_emit(&(pp_emit_args){ .seq = n });    // one record, written after
+ *
+ * Disabled, every entry point is one relaxed load of pp_enabled_flag and,
+ * for the measuring wrappers, the unmodified call.
+ *
+ * Times are integer nanoseconds (uint64_t) end to end; all arithmetic
+ * saturates; no entry point can fail the caller.
+ */
+#ifndef PHASEPROBE_H
+#define PHASEPROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PP_VERSION "0.1.0"
+
+/* ---- limits -------------------------------------------------------------- */
+#define PP_MAX_PHASES 32
+#define PP_MAX_NESTED 16
+#define PP_MAX_COUNTS 16
+#define PP_MAX_CACHES 4
+#define PP_NAME_MAX 40   /* longest short name, without "sub_" / "_ns"      */
+#define PP_LABEL_MAX 64  /* room for a printed field name, with its NUL        */
+#define PP_PREFIX_MAX 64
+#define PP_MAX_FIELDS                                                          \
+  (1 + PP_MAX_COUNTS + 5 + PP_MAX_PHASES + PP_MAX_NESTED + 2 +                 \
+   3 * PP_MAX_CACHES + 8)
+#define PP_TAGS_MAX 256  /* bytes of " key=value" text carried per record   */
+
+/* ---- the enable flag ----------------------------------------------------- */
+/* The only hot-path global. Read with one relaxed load. */
+extern int pp_enabled_flag;
+
+static inline int pp_enabled(void) {
+  return __atomic_load_n(&pp_enabled_flag, __ATOMIC_RELAXED);
+}
+void pp_set_enabled(int on);
+/* Reads PHASEPROBE and VYRE_CUDA_DISPATCH_PHASE_PROBE once; called by the
+ * library's constructor, callable again after changing the environment. */
+void pp_enable_from_env(void);
+
+/* ---- the clock ----------------------------------------------------------- */
+typedef uint64_t pp_ticks; /* raw clock units; 0 means "not measured"         */
+
+typedef enum {
+  PP_CLOCK_TSC = 0,           /* invariant TSC, calibrated to ns            */
+  PP_CLOCK_MONOTONIC = 1,     /* clock_gettime(CLOCK_MONOTONIC)             */
+  PP_CLOCK_MONOTONIC_RAW = 2, /* clock_gettime(CLOCK_MONOTONIC_RAW)         */
+} pp_clock_kind;
+
+typedef struct {
+  pp_clock_kind kind;
+  const char *name;          /* "tsc", "monotonic", "monotonic_raw"         */
+  const char *reason;        /* why this clock was picked                   */
+  int tsc_invariant;         /* CPUID says constant + nonstop TSC           */
+  double tsc_ghz;            /* calibrated TSC rate, 0 if not calibrated    */
+  double read_ns[3];         /* measured cost of one read, per kind         */
+  uint64_t mult;             /* ns = ticks * mult >> 32                     */
+} pp_clock_info;
+
+/* Chooses and calibrates the clock once (about 20 ms); idempotent and
+ * thread-safe. PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice. */
+void pp_clock_init(void);
+const pp_clock_info *pp_clock(void);
+/* Re-selects the clock; returns 0, or -1 if the kind is not usable here.
+ * Only for tests and benchmarks: never call it while a dispatch is open. */
+int pp_clock_select(pp_clock_kind kind);
+
+/* Current reading, in ticks of the selected clock (never 0). */
+pp_ticks pp_now(void);
+/* Tick difference to nanoseconds (saturating; b earlier than a gives 0). */
+uint64_t pp_ticks_to_ns(pp_ticks from, pp_ticks to);
+/* Clock reading in nanoseconds on the selected clock's own timeline. */
+uint64_t pp_now_ns(void);
+
+/* ---- schemas ------------------------------------------------------------- */
+/* A schema names the host phases (a partition: disjoint leaves that add),
+ * the nested regions (measured inside a phase, never added), the counted
+ * quantities, the caches and the line prefix. Phase "prepare" prints as
+ * "prepare_ns"; nested region "ptx_digest" prints as "sub_ptx_digest_ns". */
+typedef struct {
+  const char *prefix;
+  const char *const *phases;  size_t nphases;
+  const char *const *nested;  size_t nnested;
+  const char *const *counts;  size_t ncounts;
+  const char *const *caches;  size_t ncaches;
+} pp_schema_def;
+
+typedef enum { PP_FIELD_U64 = 0, PP_FIELD_KERNEL_SRC = 1 } pp_field_kind;
+
+typedef struct pp_schema pp_schema;
+
+/* Validates and registers a schema. NULL on refusal, with the reason (naming
+ * the offending entry) written to err. Schemas are immutable and live for
+ * the life of the process. */
+const pp_schema *pp_schema_declare(const pp_schema_def *def, char *err,
+                                   size_t errlen);
+/* The reference's: nine phases, two nested regions, six counts, the ptx
+ * cache, prefix "vyre-cuda-dispatch-phase". */
+const pp_schema *pp_schema_default(void);
+/* The schema the next pp_begin() on any thread uses. */
+void pp_schema_use(const pp_schema *s);
+const pp_schema *pp_schema_current(void);
+
+const char *pp_schema_prefix(const pp_schema *s);
+size_t pp_schema_nphases(const pp_schema *s);
+size_t pp_schema_nnested(const pp_schema *s);
+size_t pp_schema_ncounts(const pp_schema *s);
+size_t pp_schema_ncaches(const pp_schema *s);
+/* Short names ("prepare") and printed labels ("prepare_ns"). */
+const char *pp_schema_phase_name(const pp_schema *s, size_t i);
+const char *pp_schema_phase_label(const pp_schema *s, size_t i);
+const char *pp_schema_nested_name(const pp_schema *s, size_t i);
+const char *pp_schema_nested_label(const pp_schema *s, size_t i);
+const char *pp_schema_count_name(const pp_schema *s, size_t i);
+const char *pp_schema_cache_name(const pp_schema *s, size_t i);
+/* Index of a phase/nested/count/cache by short name or label; -1 if none. */
+int pp_schema_phase_index(const pp_schema *s, const char *name);
+int pp_schema_nested_index(const pp_schema *s, const char *name);
+int pp_schema_count_index(const pp_schema *s, const char *name);
+int pp_schema_cache_index(const pp_schema *s, const char *name);
+/* Every printed field, in line order. */
+size_t pp_schema_nfields(const pp_schema *s);
+const char *pp_schema_field_name(const pp_schema *s, size_t i);
+pp_field_kind pp_schema_field_kind(const pp_schema *s, size_t i);
+/* Position of a named field in line order; -1 if none. */
+int pp_schema_field_index(const pp_schema *s, const char *name);
+
+/* The default schema's indices, for C callers using it. */
+enum {
+  PP_PREPARE = 0, PP_PTX, PP_MODKEY, PP_STAGE, PP_RESOLVE, PP_LEASE,
+  PP_LAUNCH, PP_RELEASE, PP_READBACK
+};
+enum { PP_SUB_PTX_DIGEST = 0, PP_SUB_PTX_VSA };
+enum {
+  PP_COUNT_NODES = 0, PP_COUNT_PTX_BYTES, PP_COUNT_BUFFERS, PP_COUNT_BINDINGS,
+  PP_COUNT_FIXPOINT, PP_COUNT_GRID_BLOCKS
+};
+enum { PP_CACHE_PTX = 0 };
+
+/* ---- the per-thread accumulator ------------------------------------------ */
+/* Opens a dispatch on this thread: clears the accumulator, binds it to the
+ * current schema and takes the start time. */
+void pp_begin(void);
+/* Captures wall_ns (begin to now); later charges still land in the record. */
+void pp_end(void);
+/* Whether a dispatch is open on this thread (begun and not yet emitted). */
+int pp_is_open(void);
+/* The schema the open dispatch on this thread charges against. */
+const pp_schema *pp_open_schema(void);
+
+/* Start a region: 0 when disabled, so the caller pays no clock read. */
+static inline pp_ticks pp_mark(void) { return pp_enabled() ? pp_now() : 0; }
+
+void pp_add_ns(int phase, uint64_t ns);
+void pp_add_nested_ns(int nested, uint64_t ns);
+/* Charge the time since `started` (from pp_mark; 0 is a no-op). */
+void pp_charge(int phase, pp_ticks started);
+/* Charge the time since `started`, which the caller took for its own use. */
+void pp_charge_since(int phase, pp_ticks started);
+/* Charge and return the end time, to start the next adjacent phase: one
+ * clock read per phase boundary. Returns 0 when disabled. */
+pp_ticks pp_lap(int phase, pp_ticks started);
+/* Charge time since `started` to `outer`, less what `inner` already holds. */
+void pp_charge_remainder(int outer, pp_ticks started, int inner);
+void pp_charge_nested(int nested, pp_ticks started);
+/* Host ns charged to `phase` in the open dispatch so far. */
+uint64_t pp_phase_ns(int phase);
+
+void pp_set_count(int count, uint64_t value);
+void pp_add_count(int count, uint64_t delta);
+void pp_record_kernel_ns(uint64_t ns);
+void pp_record_device_window_ns(uint64_t ns);
+typedef enum {
+  PP_KSRC_NONE = 0, PP_KSRC_EVENT = 1, PP_KSRC_CUPTI = 2, PP_KSRC_USER = 3
+} pp_kernel_src;
+/* Kernel time with its source and, for event pairs, the calibrated floor. */
+void pp_record_kernel(uint64_t ns, pp_kernel_src src, uint64_t floor_ns);
+typedef enum { PP_CACHE_HIT = 0, PP_CACHE_MISS = 1, PP_CACHE_DISK_HIT = 2 } pp_cache_outcome;
+/* One cache lookup of this dispatch. A disk hit counts as a hit and also
+ * in <cache>_cache_disk_hits. */
+void pp_cache_event(int cache, pp_cache_outcome outcome);
+/* Host time the probe itself added to this dispatch (events, queries). */
+void pp_add_probe_ns(uint64_t ns);
+/* Sticky per-thread tag printed as " key=value" on every record of this
+ * thread until changed; value NULL removes it. Returns -1 if refused
+ * (bad key or value, or no room). */
+int pp_tag(const char *key, const char *value);
+
+#define PP_MEASURE(phase, stmt)                                                \
+  do {                                                                         \
+    pp_ticks pp_measure_t0_ = pp_mark();                                       \
+    stmt;                                                                      \
+    pp_charge((phase), pp_measure_t0_);                                        \
+  } while (0)
+
+#define PP_MEASURE_NESTED(nested, stmt)                                        \
+  do {                                                                         \
+    pp_ticks pp_measure_t0_ = pp_mark();                                       \
+    stmt;                                                                      \
+    pp_charge_nested((nested), pp_measure_t0_);                                \
+  } while (0)
+
+/* ---- records ------------------------------------------------------------- */
+/* One dispatch. values[] follows pp_schema_field_name() order. */
+typedef struct pp_record {
+  const pp_schema *schema;
+  uint64_t values[PP_MAX_FIELDS];
+  char tags[PP_TAGS_MAX]; /* " key=value ..." or "" */
+} pp_record;
+
+uint64_t pp_record_get(const pp_record *r, const char *field, int *found);
+
+/* What the dispatch's own telemetry knows. A field left at PP_AUTO is
+ * filled by the probe: seq from a process-wide counter, wall_ns from
+ * pp_begin..pp_end (or ..emit), device_window_ns from
+ * pp_record_device_window_ns, enqueue_ns/wait_ns as 0. */
+#define PP_AUTO UINT64_MAX
+typedef struct {
+  uint64_t seq, wall_ns, enqueue_ns, wait_ns, device_window_ns;
+} pp_emit_args;
+#define PP_EMIT_ARGS_AUTO                                                      \
+  ((pp_emit_args){PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO})
+
+/* Turns this thread's accumulator into one record, clears it, and hands the
+ * record to the sinks. `out` (may be NULL) receives a copy. Returns 0, or -1
+ * when disabled or no dispatch is open (nothing emitted). */
+int pp_emit(const pp_emit_args *args, pp_record *out);
+
+/* Formats the record as one line (no newline). Returns the length; the
+ * output is truncated to cap-1 bytes and NUL-terminated. */
+size_t pp_format_line(const pp_record *r, char *buf, size_t cap);
+
+/* ---- sinks --------------------------------------------------------------- */
+/* Line sink: stderr by default. fd -1 turns line output off. */
+void pp_sink_fd(int fd);
+/* Opens (appending) and uses a file; returns 0 or -1 with errno set. */
+int pp_sink_file(const char *path);
+/* In-memory store: bounded; records past capacity are dropped and counted. */
+void pp_store_enable(int on);
+void pp_store_set_capacity(size_t records);
+size_t pp_store_count(void);
+size_t pp_store_capacity(void);
+uint64_t pp_store_dropped(void);
+/* Copies record i (0-based, in emit order); -1 if out of range. */
+int pp_store_get(size_t i, pp_record *out);
+void pp_store_clear(void);
+
+typedef struct {
+  uint64_t emitted;       /* records emitted, all threads                  */
+  uint64_t stored;        /* currently in the store                        */
+  uint64_t dropped;       /* refused by a full store                       */
+  uint64_t line_failures; /* line writes that failed                       */
+  int last_errno;         /* errno of the last failed line write           */
+} pp_stats_t;
+void pp_stats(pp_stats_t *out);
+
+/* Calls fn(record) for each emitted record, after the sinks (same thread as
+ * the emit). One hook; NULL removes it. */
+typedef void (*pp_record_hook)(const pp_record *r, void *ud);
+void pp_set_record_hook(pp_record_hook fn, void *ud);
+
+/* This thread's id as printed in tid= (the kernel's thread id). */
+uint64_t pp_thread_id(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PHASEPROBE_H */

@@ -1,0 +1,93 @@
+/* pp_internal.h: shared between the C core's files; not installed. */
+#ifndef PP_INTERNAL_H
+#define PP_INTERNAL_H
+
+#include "phaseprobe.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#define PP_EXPORT __attribute__((visibility("default")))
+
+/* ---- clock --------------------------------------------------------------- */
+typedef struct {
+  pp_clock_kind kind;
+  uint64_t mult; /* ns = ticks * mult >> 32 (1<<32 for ns clocks) */
+} pp_clock_state;
+extern pp_clock_state pp_clk;
+
+pp_ticks pp_now_slow(void);
+
+static inline pp_ticks pp_now_inline(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_expect(pp_clk.kind == PP_CLOCK_TSC, 1))
+    return __rdtsc();
+#endif
+  return pp_now_slow();
+}
+
+static inline uint64_t pp_ticks_delta_ns(pp_ticks from, pp_ticks to) {
+  if (to <= from)
+    return 0;
+  unsigned __int128 ns = (unsigned __int128)(to - from) * pp_clk.mult;
+  ns >>= 32;
+  return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
+}
+
+static inline uint64_t pp_sat_add(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* ---- schema -------------------------------------------------------------- */
+struct pp_schema {
+  int id;
+  char prefix[PP_PREFIX_MAX];
+  size_t nphases, nnested, ncounts, ncaches;
+  char phase[PP_MAX_PHASES][PP_NAME_MAX + 1];
+  char phase_label[PP_MAX_PHASES][PP_LABEL_MAX];
+  char nested[PP_MAX_NESTED][PP_NAME_MAX + 1];
+  char nested_label[PP_MAX_NESTED][PP_LABEL_MAX];
+  char count[PP_MAX_COUNTS][PP_NAME_MAX + 1];
+  char cache[PP_MAX_CACHES][PP_NAME_MAX + 1];
+  /* line order */
+  size_t nfields;
+  char field[PP_MAX_FIELDS][PP_LABEL_MAX];
+  pp_field_kind kind[PP_MAX_FIELDS];
+  /* positions in line order */
+  int f_seq, f_count0, f_wall, f_enqueue, f_wait, f_window, f_kernel;
+  int f_phase0, f_nested0, f_named, f_unattr, f_cache0; /* hits,misses pairs */
+  int f_disk0, f_tid, f_start, f_probe, f_ksrc, f_kfloor;
+};
+
+/* ---- accumulator --------------------------------------------------------- */
+typedef struct {
+  const pp_schema *schema;
+  int open;
+  int ended;
+  pp_ticks begin_ticks;
+  uint64_t start_ns; /* begin time on the clock's ns timeline */
+  uint64_t wall_ns;  /* set by pp_end */
+  uint64_t phase_ns[PP_MAX_PHASES];
+  uint64_t nested_ns[PP_MAX_NESTED];
+  uint64_t count[PP_MAX_COUNTS];
+  uint64_t cache[PP_MAX_CACHES][3]; /* hits, misses, disk hits */
+  uint64_t kernel_ns, kernel_floor_ns, device_window_ns;
+  int has_window;
+  pp_kernel_src kernel_src;
+  uint64_t clock_reads; /* for the self-overhead estimate */
+  uint64_t probe_ns;    /* measured probe host cost (events etc.) */
+  char tags[PP_TAGS_MAX];
+  uint64_t tid;
+} pp_acc;
+
+/* This thread's accumulator (allocated on first use). */
+pp_acc *pp_acc_get(void);
+
+/* ---- sinks --------------------------------------------------------------- */
+void pp_sinks_deliver(const pp_record *r);
+/* Estimated cost of one clock read plus accumulator update, in ns. */
+double pp_charge_cost_ns(void);
+
+#endif

@@ -1,0 +1,31 @@
+/* pp_lua.h: shared by the Lua binding files (csrc/lua_*.c); not installed. */
+#ifndef PP_LUA_H
+#define PP_LUA_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "pp_internal.h"
+
+int luaopen_phaseprobe(lua_State *L);
+
+/* Each binding area pushes its table; luaopen_phaseprobe stores it under
+ * the name given in the comment. */
+int pp_lua_open_ptx(lua_State *L);   /* pp.ptx     (lua_ptx.c)    */
+int pp_lua_open_cuda(lua_State *L);  /* pp.cuda    (lua_cuda.c)   */
+int pp_lua_open_parse(lua_State *L); /* pp.parse   (lua_parse.c)  */
+
+/* Records as Lua tables: name = value for every field (integers; strings for
+ * kernel_src and tags), with a metatable whose __tostring prints the line.
+ * The metatable also answers r._prefix and r._fields (field names in line
+ * order). */
+void pp_lua_push_record(lua_State *L, const pp_record *r);
+/* Pushes the shared record metatable for this prefix and field order
+ * (created once, cached in the registry). */
+void pp_lua_push_record_mt(lua_State *L, const char *prefix,
+                           const char *const *fields, size_t nfields);
+
+/* luaL_Stream-like release pattern shared by handle types: see lfs. */
+#define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)
+
+#endif

@@ -1,0 +1,399 @@
+/*
+ * probe.c: the enable flag, the per-thread accumulator and the charging
+ * entry points.
+ *
+ * Every entry point starts with one relaxed load of pp_enabled_flag and
+ * returns at once when it is clear. Enabled, a charge is one clock read,
+ * one subtraction, one multiply-shift and a saturating add into this
+ * thread's accumulator: no lock, no allocation, no write to anything shared.
+ */
+#include "pp_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+PP_EXPORT int pp_enabled_flag;
+
+static __thread pp_acc *tls_acc __attribute__((tls_model("initial-exec")));
+static pthread_key_t acc_key;
+static pthread_once_t acc_key_once = PTHREAD_ONCE_INIT;
+static uint64_t next_seq;
+
+static void acc_free(void *p) { free(p); }
+static void acc_key_init(void) { pthread_key_create(&acc_key, acc_free); }
+
+static pp_acc *acc_new(void) {
+  pthread_once(&acc_key_once, acc_key_init);
+  pp_acc *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->tid = (uint64_t)syscall(SYS_gettid);
+  pthread_setspecific(acc_key, a);
+  tls_acc = a;
+  return a;
+}
+
+pp_acc *pp_acc_get(void) {
+  pp_acc *a = tls_acc;
+  return __builtin_expect(a != NULL, 1) ? a : acc_new();
+}
+
+/* The accumulator of an open dispatch, opening one implicitly (as the
+ * reference's always-present accumulator does) when charges arrive before
+ * pp_begin. NULL only if allocation failed: the charge is then dropped. */
+static inline pp_acc *open_acc(void) {
+  pp_acc *a = pp_acc_get();
+  if (__builtin_expect(a && !a->open, 0)) {
+    a->schema = pp_schema_current();
+    a->open = 1;
+  }
+  return a;
+}
+
+static void clear_acc(pp_acc *a) {
+  char tags[PP_TAGS_MAX];
+  uint64_t tid = a->tid;
+  memcpy(tags, a->tags, sizeof tags);
+  memset(a, 0, sizeof *a);
+  memcpy(a->tags, tags, sizeof tags);
+  a->tid = tid;
+}
+
+PP_EXPORT void pp_set_enabled(int on) {
+  if (on)
+    pp_clock_init();
+  __atomic_store_n(&pp_enabled_flag, on ? 1 : 0, __ATOMIC_RELAXED);
+}
+
+static int env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && strcmp(v, "0") != 0 && strcmp(v, "") != 0;
+}
+
+PP_EXPORT void pp_enable_from_env(void) {
+  /* The reference enables on the presence of its variable. PHASEPROBE=0 (or
+   * empty) switches the probe off even when that variable is set. */
+  const char *ours = getenv("PHASEPROBE");
+  if (ours)
+    pp_set_enabled(env_on("PHASEPROBE"));
+  else if (getenv("VYRE_CUDA_DISPATCH_PHASE_PROBE"))
+    pp_set_enabled(1);
+}
+
+__attribute__((constructor)) static void pp_init_from_env(void) {
+  pp_enable_from_env();
+}
+
+PP_EXPORT void pp_begin(void) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = pp_acc_get();
+  if (!a)
+    return;
+  clear_acc(a);
+  a->schema = pp_schema_current();
+  a->open = 1;
+  a->begin_ticks = pp_now_inline();
+  a->start_ns = (uint64_t)(((unsigned __int128)a->begin_ticks * pp_clk.mult) >> 32);
+}
+
+PP_EXPORT void pp_end(void) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = pp_acc_get();
+  if (!a || !a->open || !a->begin_ticks)
+    return;
+  a->wall_ns = pp_ticks_delta_ns(a->begin_ticks, pp_now_inline());
+  a->ended = 1;
+}
+
+PP_EXPORT int pp_is_open(void) {
+  pp_acc *a = tls_acc;
+  return a && a->open;
+}
+
+PP_EXPORT const pp_schema *pp_open_schema(void) {
+  pp_acc *a = tls_acc;
+  return a && a->open ? a->schema : NULL;
+}
+
+static inline void add_phase(pp_acc *a, int phase, uint64_t ns) {
+  if ((unsigned)phase < a->schema->nphases)
+    a->phase_ns[phase] = pp_sat_add(a->phase_ns[phase], ns);
+}
+
+PP_EXPORT void pp_add_ns(int phase, uint64_t ns) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (a)
+    add_phase(a, phase, ns);
+}
+
+PP_EXPORT void pp_add_nested_ns(int nested, uint64_t ns) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (a && (unsigned)nested < a->schema->nnested)
+    a->nested_ns[nested] = pp_sat_add(a->nested_ns[nested], ns);
+}
+
+PP_EXPORT void pp_charge(int phase, pp_ticks started) {
+  if (!started || !pp_enabled())
+    return;
+  pp_ticks now = pp_now_inline();
+  pp_acc *a = open_acc();
+  if (!a)
+    return;
+  a->clock_reads++;
+  add_phase(a, phase, pp_ticks_delta_ns(started, now));
+}
+
+PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
+  if (!pp_enabled())
+    return;
+  pp_charge(phase, started);
+}
+
+PP_EXPORT pp_ticks pp_lap(int phase, pp_ticks started) {
+  if (!started || !pp_enabled())
+    return 0;
+  pp_ticks now = pp_now_inline();
+  pp_acc *a = open_acc();
+  if (a) {
+    a->clock_reads++;
+    add_phase(a, phase, pp_ticks_delta_ns(started, now));
+  }
+  return now;
+}
+
+PP_EXPORT void pp_charge_remainder(int outer, pp_ticks started, int inner) {
+  if (!started || !pp_enabled())
+    return;
+  pp_ticks now = pp_now_inline();
+  pp_acc *a = open_acc();
+  if (!a)
+    return;
+  a->clock_reads++;
+  uint64_t total = pp_ticks_delta_ns(started, now);
+  uint64_t held = (unsigned)inner < a->schema->nphases ? a->phase_ns[inner] : 0;
+  add_phase(a, outer, total > held ? total - held : 0);
+}
+
+PP_EXPORT void pp_charge_nested(int nested, pp_ticks started) {
+  if (!started || !pp_enabled())
+    return;
+  pp_ticks now = pp_now_inline();
+  pp_acc *a = open_acc();
+  if (!a)
+    return;
+  a->clock_reads++;
+  if ((unsigned)nested < a->schema->nnested)
+    a->nested_ns[nested] =
+        pp_sat_add(a->nested_ns[nested], pp_ticks_delta_ns(started, now));
+}
+
+PP_EXPORT uint64_t pp_phase_ns(int phase) {
+  pp_acc *a = tls_acc;
+  if (!a || !a->open || (unsigned)phase >= a->schema->nphases)
+    return 0;
+  return a->phase_ns[phase];
+}
+
+PP_EXPORT void pp_set_count(int count, uint64_t value) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (a && (unsigned)count < a->schema->ncounts)
+    a->count[count] = value;
+}
+
+PP_EXPORT void pp_add_count(int count, uint64_t delta) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (a && (unsigned)count < a->schema->ncounts)
+    a->count[count] = pp_sat_add(a->count[count], delta);
+}
+
+PP_EXPORT void pp_record_kernel(uint64_t ns, pp_kernel_src src,
+                                uint64_t floor_ns) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (!a)
+    return;
+  a->kernel_ns = ns;
+  a->kernel_src = src;
+  a->kernel_floor_ns = floor_ns;
+}
+
+PP_EXPORT void pp_record_kernel_ns(uint64_t ns) {
+  pp_record_kernel(ns, PP_KSRC_USER, 0);
+}
+
+PP_EXPORT void pp_record_device_window_ns(uint64_t ns) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (!a)
+    return;
+  a->device_window_ns = ns;
+  a->has_window = 1;
+}
+
+PP_EXPORT void pp_cache_event(int cache, pp_cache_outcome outcome) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (!a || (unsigned)cache >= a->schema->ncaches)
+    return;
+  if (outcome == PP_CACHE_MISS) {
+    a->cache[cache][1] = pp_sat_add(a->cache[cache][1], 1);
+  } else {
+    a->cache[cache][0] = pp_sat_add(a->cache[cache][0], 1);
+    if (outcome == PP_CACHE_DISK_HIT)
+      a->cache[cache][2] = pp_sat_add(a->cache[cache][2], 1);
+  }
+}
+
+PP_EXPORT void pp_add_probe_ns(uint64_t ns) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (a)
+    a->probe_ns = pp_sat_add(a->probe_ns, ns);
+}
+
+static int tag_char_ok(char c, int key) {
+  if (key)
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  return c > ' ' && c < 127 && c != '=';
+}
+
+/* Tags are kept as " k1=v1 k2=v2", sorted by key, so the C line and the Lua
+ * record print them in the same order. */
+PP_EXPORT int pp_tag(const char *key, const char *value) {
+  pp_acc *a = pp_acc_get();
+  if (!a || !key || !*key || strlen(key) > PP_NAME_MAX)
+    return -1;
+  for (const char *p = key; *p; p++)
+    if (!tag_char_ok(*p, 1))
+      return -1;
+  if (value) {
+    if (!*value || strlen(value) > 128)
+      return -1;
+    for (const char *p = value; *p; p++)
+      if (!tag_char_ok(*p, 0))
+        return -1;
+  }
+  char out[PP_TAGS_MAX] = {0};
+  size_t n = 0, klen = strlen(key);
+  int placed = value == NULL;
+  const char *p = a->tags;
+  while (*p == ' ') {
+    const char *k = p + 1, *eq = strchr(k, '='), *end = strchr(k, ' ');
+    if (!end)
+      end = k + strlen(k);
+    size_t kl = (size_t)(eq - k);
+    int cmp = strncmp(k, key, kl < klen ? kl : klen);
+    if (cmp == 0)
+      cmp = kl < klen ? -1 : kl > klen ? 1 : 0;
+    if (!placed && cmp >= 0) {
+      int w = snprintf(out + n, sizeof out - n, " %s=%s", key, value);
+      if (w < 0 || (size_t)w >= sizeof out - n)
+        return -1;
+      n += (size_t)w;
+      placed = 1;
+    }
+    if (cmp != 0) {
+      size_t len = (size_t)(end - p);
+      if (n + len >= sizeof out)
+        return -1;
+      memcpy(out + n, p, len);
+      n += len;
+    }
+    p = end;
+  }
+  if (!placed) {
+    int w = snprintf(out + n, sizeof out - n, " %s=%s", key, value);
+    if (w < 0 || (size_t)w >= sizeof out - n)
+      return -1;
+    n += (size_t)w;
+  }
+  out[n] = 0;
+  memcpy(a->tags, out, sizeof out);
+  return 0;
+}
+
+PP_EXPORT uint64_t pp_thread_id(void) {
+  pp_acc *a = pp_acc_get();
+  return a ? a->tid : 0;
+}
+
+double pp_charge_cost_ns(void) {
+  const pp_clock_info *c = pp_clock();
+  return c->read_ns[c->kind];
+}
+
+PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
+  if (!pp_enabled())
+    return -1;
+  pp_ticks now = pp_now_inline();
+  pp_acc *a = tls_acc;
+  if (!a || !a->open)
+    return -1;
+  pp_emit_args d = args ? *args : PP_EMIT_ARGS_AUTO;
+  const pp_schema *s = a->schema;
+  pp_record r;
+  memset(r.values, 0, sizeof(uint64_t) * s->nfields);
+  r.schema = s;
+  memcpy(r.tags, a->tags, sizeof r.tags);
+  uint64_t *v = r.values;
+  v[s->f_seq] = d.seq != PP_AUTO
+                    ? d.seq
+                    : __atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED);
+  uint64_t wall = d.wall_ns;
+  if (wall == PP_AUTO)
+    wall = a->ended ? a->wall_ns
+           : a->begin_ticks ? pp_ticks_delta_ns(a->begin_ticks, now)
+                            : 0;
+  for (size_t i = 0; i < s->ncounts; i++)
+    v[s->f_count0 + (int)i] = a->count[i];
+  v[s->f_wall] = wall;
+  v[s->f_enqueue] = d.enqueue_ns == PP_AUTO ? 0 : d.enqueue_ns;
+  v[s->f_wait] = d.wait_ns == PP_AUTO ? 0 : d.wait_ns;
+  v[s->f_window] = d.device_window_ns != PP_AUTO ? d.device_window_ns
+                   : a->has_window               ? a->device_window_ns
+                                                 : 0;
+  v[s->f_kernel] = a->kernel_ns;
+  uint64_t named = 0;
+  for (size_t i = 0; i < s->nphases; i++) {
+    v[s->f_phase0 + (int)i] = a->phase_ns[i];
+    named = pp_sat_add(named, a->phase_ns[i]);
+  }
+  for (size_t i = 0; i < s->nnested; i++)
+    v[s->f_nested0 + (int)i] = a->nested_ns[i];
+  v[s->f_named] = named;
+  v[s->f_unattr] = wall > named ? wall - named : 0;
+  for (size_t i = 0; i < s->ncaches; i++) {
+    v[s->f_cache0 + 2 * (int)i] = a->cache[i][0];
+    v[s->f_cache0 + 2 * (int)i + 1] = a->cache[i][1];
+    v[s->f_disk0 + (int)i] = a->cache[i][2];
+  }
+  v[s->f_tid] = a->tid;
+  v[s->f_start] = a->start_ns;
+  uint64_t est = (uint64_t)((double)a->clock_reads * pp_charge_cost_ns() + 0.5);
+  v[s->f_probe] = pp_sat_add(a->probe_ns, est);
+  v[s->f_ksrc] = (uint64_t)a->kernel_src;
+  v[s->f_kfloor] = a->kernel_floor_ns;
+  clear_acc(a);
+  if (out)
+    *out = r;
+  pp_sinks_deliver(&r);
+  return 0;
+}
