@@ -22,7 +22,8 @@ BINDIR     ?= $(PREFIX)/bin
 OPT      ?= -O2
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= $(OPT) -g
-CFLAGS   += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -pthread
+# Flags the build needs whatever CFLAGS a caller (luarocks) passes.
+PP_CFLAGS := $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -pthread
 CPPFLAGS += -Icsrc -I$(LUA_INCDIR)
 # Headers that Debian installs beside Lua's (xxhash.h) are found through the
 # parent of LUA_INCDIR, so an unpacked package tree works as well as /usr.
@@ -62,19 +63,19 @@ $(BUILD):
 	@mkdir -p $(BUILD)
 
 $(BUILD)/%.o: csrc/%.c $(HDRS) | $(BUILD)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -c $< -o $@
 
 $(MODULE): $(CORE_OBJ) $(LUA_OBJ)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(PP_CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS)
 
 $(STATIC): $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
 $(C_EXAMPLE): examples/c_dispatch.c $(STATIC) csrc/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 $(BUILD)/threads_helper: spec/helpers/threads_helper.c $(STATIC) csrc/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # Installs the Debian packages the tests need when they are missing (as root),
 # or says what to install.
@@ -119,3 +120,7 @@ examples/kernels/%.ptx: examples/kernels/%.cu
 
 clean:
 	rm -rf $(BUILD) $(MODULE)
+
+$(BUILD)/bench_probe_cost: bench/probe_cost.c $(STATIC) csrc/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+all: $(BUILD)/bench_probe_cost

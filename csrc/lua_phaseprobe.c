@@ -156,6 +156,7 @@ static int token_close(lua_State *L) {
   int d = --st->depth;
   if (!pp_is_open())
     return 0; /* the dispatch was emitted inside the scope */
+  pp_note_clock_reads(2);
   if (st->nested[d])
     pp_add_nested_ns(st->index[d], pp_ticks_to_ns(st->start[d], now));
   else
@@ -183,6 +184,7 @@ static int measure(lua_State *L, int nested, const char *what) {
   int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
   pp_ticks t1 = pp_now_inline();
   if (pp_is_open()) {
+    pp_note_clock_reads(2);
     if (nested)
       pp_add_nested_ns(idx, pp_ticks_to_ns(t0, t1));
     else

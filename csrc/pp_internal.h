@@ -85,6 +85,10 @@ typedef struct {
 /* This thread's accumulator (allocated on first use). */
 pp_acc *pp_acc_get(void);
 
+/* Notes clock reads made on this thread's open dispatch by a binding (for
+ * the self-overhead estimate). */
+void pp_note_clock_reads(unsigned n);
+
 /* ---- sinks --------------------------------------------------------------- */
 void pp_sinks_deliver(const pp_record *r);
 /* Estimated cost of one clock read plus accumulator update, in ns. */

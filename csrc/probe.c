@@ -197,6 +197,12 @@ PP_EXPORT void pp_charge_nested(int nested, pp_ticks started) {
         pp_sat_add(a->nested_ns[nested], pp_ticks_delta_ns(started, now));
 }
 
+void pp_note_clock_reads(unsigned n) {
+  pp_acc *a = tls_acc;
+  if (a && a->open)
+    a->clock_reads += n;
+}
+
 PP_EXPORT uint64_t pp_phase_ns(int phase) {
   pp_acc *a = tls_acc;
   if (!a || !a->open || (unsigned)phase >= a->schema->nphases)
