@@ -23,7 +23,7 @@ OPT      ?= -O2
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= $(OPT) -g
 # Flags the build needs whatever CFLAGS a caller (luarocks) passes.
-PP_CFLAGS := $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -pthread
+PP_CFLAGS := $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -fno-semantic-interposition -pthread
 CPPFLAGS += -Icsrc -I$(LUA_INCDIR)
 # Headers that Debian installs beside Lua's (xxhash.h) are found through the
 # parent of LUA_INCDIR, so an unpacked package tree works as well as /usr.

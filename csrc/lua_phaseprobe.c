@@ -24,14 +24,24 @@
 #define SCHEMA_MT "phaseprobe.schema"
 
 /* Per-Lua-state data: the open scopes (a stack, since <close> variables
- * close in LIFO order) and name tables for the schema they were built for
- * (user values 1: phase names, 2: nested names). */
+ * close in LIFO order), name tables for the schema they were built for
+ * (user values 1: phase names, 2: nested names) and a small cache from
+ * interned name strings to indices (user value 3 anchors the cached strings,
+ * so a cached pointer always names the string it was looked up with).
+ *
+ * pp.phase() returns this state object itself as the to-be-closed value:
+ * nothing is allocated per scope. */
+#define NAME_CACHE 16
 typedef struct {
   int schema_id;
   int depth;
   pp_ticks start[SCOPE_DEPTH];
   int index[SCOPE_DEPTH];
   char nested[SCOPE_DEPTH];
+  const char *cache_key[NAME_CACHE];
+  int cache_index[NAME_CACHE];
+  char cache_nested[NAME_CACHE];
+  unsigned cache_next;
 } lstate;
 
 typedef struct {
@@ -59,6 +69,10 @@ static void build_names(lua_State *L, int st_idx, lstate *st,
     }
     lua_setiuservalue(L, st_idx, kind + 1);
   }
+  lua_createtable(L, NAME_CACHE, 0);
+  lua_setiuservalue(L, st_idx, 3);
+  memset(st->cache_key, 0, sizeof st->cache_key);
+  st->cache_next = 0;
   st->schema_id = s->id;
 }
 
@@ -123,24 +137,44 @@ static int l_enabled(lua_State *L) {
 }
 
 /* ---- scopes ------------------------------------------------------------- */
+/* Index of the name at stack slot 1 for this schema, through the cache. */
+static int scope_index(lua_State *L, lstate *st, const pp_schema *s, int nested,
+                       const char *what) {
+  if (st->schema_id != s->id)
+    build_names(L, lua_upvalueindex(1), st, s);
+  const char *key = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : NULL;
+  if (key)
+    for (int i = 0; i < NAME_CACHE; i++)
+      if (st->cache_key[i] == key && st->cache_nested[i] == nested)
+        return st->cache_index[i];
+  int idx = lookup(L, 1, nested, what);
+  if (key) {
+    unsigned slot = st->cache_next++ % NAME_CACHE;
+    lua_getiuservalue(L, lua_upvalueindex(1), 3);
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, -2, (lua_Integer)slot + 1); /* anchors the string */
+    lua_pop(L, 1);
+    st->cache_key[slot] = key;
+    st->cache_index[slot] = idx;
+    st->cache_nested[slot] = (char)nested;
+  }
+  return idx;
+}
+
 static int push_scope(lua_State *L, int nested, const char *what) {
   if (!pp_enabled())
     return 0;
   lstate *st = get_state(L);
   const pp_schema *s = open_schema(L, what);
-  if (st->schema_id != s->id)
-    build_names(L, lua_upvalueindex(1), st, s);
-  lua_getiuservalue(L, lua_upvalueindex(1), nested + 1);
-  lua_pushvalue(L, 1);
-  if (lua_rawget(L, -2) != LUA_TUSERDATA)
-    return unknown_name(L, 1, s, nested);
+  int idx = scope_index(L, st, s, nested, what);
   if (st->depth >= SCOPE_DEPTH)
     return luaL_error(L, "phaseprobe.%s: more than %d scopes open at once",
                       what, SCOPE_DEPTH);
   int d = st->depth++;
-  st->index[d] = ((token *)lua_touserdata(L, -1))->index;
+  st->index[d] = idx;
   st->nested[d] = (char)nested;
   st->start[d] = pp_now_inline();
+  lua_pushvalue(L, lua_upvalueindex(1));
   return 1;
 }
 
@@ -148,9 +182,9 @@ static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
 static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 
 /* __close(token, err): charges the innermost open scope, error or not. */
-static int token_close(lua_State *L) {
+static int state_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
-  lstate *st = get_state(L);
+  lstate *st = (lstate *)lua_touserdata(L, 1);
   if (st->depth <= 0)
     return 0;
   int d = --st->depth;
@@ -178,7 +212,7 @@ static int measure(lua_State *L, int nested, const char *what) {
     lua_call(L, lua_gettop(L) - 2, LUA_MULTRET);
     return lua_gettop(L) - 1;
   }
-  int idx = lookup(L, 1, nested, what);
+  int idx = scope_index(L, get_state(L), open_schema(L, what), nested, what);
   int nargs = lua_gettop(L) - 2;
   pp_ticks t0 = pp_now_inline();
   int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
@@ -821,17 +855,18 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
 
   lua_newtable(L); /* the module */
 
-  lstate *st = lua_newuserdatauv(L, sizeof *st, 2);
+  lstate *st = lua_newuserdatauv(L, sizeof *st, 3);
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
   luaL_newmetatable(L, STATE_MT);
+  lua_pushcfunction(L, state_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushliteral(L, "phaseprobe.scope");
+  lua_setfield(L, -2, "__name");
   lua_setmetatable(L, -2);
-  int st_idx = lua_gettop(L);
+  (void)0;
 
   luaL_newmetatable(L, TOKEN_MT);
-  lua_pushvalue(L, st_idx);
-  lua_pushcclosure(L, token_close, 1);
-  lua_setfield(L, -2, "__close");
   lua_pushcfunction(L, token_tostring);
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
