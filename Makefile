@@ -54,7 +54,7 @@ HELPERS  := $(BUILD)/threads_helper
 
 BUSTED   ?= $(LUA) spec/run.lua
 
-.PHONY: all clean test test-gpu test-deps asan bench demo install uninstall ptx fuzz
+.PHONY: all clean test test-gpu test-deps asan valgrind bench demo install uninstall ptx fuzz
 
 all: $(MODULE) $(STATIC) $(C_EXAMPLE) $(HELPERS)
 	@echo "phaseprobe: $(CUDA_NOTE)"
@@ -94,6 +94,14 @@ asan:
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0 PHASEPROBE_SANITIZED=1 $(BUSTED) --exclude-tags=gpu,nosan spec
 	$(MAKE) clean
+
+# The non-GPU suite with the interpreter under valgrind memcheck: any error,
+# or any definitely lost block, fails.
+valgrind: all
+	valgrind --quiet --error-exitcode=99 --leak-check=full \
+	  --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+	  --suppressions=spec/helpers/valgrind.supp \
+	  $(BUSTED) --exclude-tags=gpu,novalgrind spec
 
 bench: all
 	@for b in bench/*.lua; do echo "== $$b"; $(LUA) $$b || exit 1; done

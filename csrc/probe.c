@@ -24,7 +24,22 @@ static pthread_once_t acc_key_once = PTHREAD_ONCE_INIT;
 static uint64_t next_seq;
 
 static void acc_free(void *p) { free(p); }
-static void acc_key_init(void) { pthread_key_create(&acc_key, acc_free); }
+static int acc_key_made;
+static void acc_key_init(void) {
+  acc_key_made = pthread_key_create(&acc_key, acc_free) == 0;
+}
+
+/* On unload: a thread exiting later must not call into unmapped code, so the
+ * key goes; this thread's accumulator goes with it. Other threads' (still
+ * alive at unload) are leaked, which is the lesser harm. */
+__attribute__((destructor)) static void acc_fini(void) {
+  if (acc_key_made) {
+    pthread_setspecific(acc_key, NULL);
+    pthread_key_delete(acc_key);
+  }
+  free(tls_acc);
+  tls_acc = NULL;
+}
 
 static pp_acc *acc_new(void) {
   pthread_once(&acc_key_once, acc_key_init);

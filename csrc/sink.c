@@ -206,6 +206,15 @@ PP_EXPORT void pp_store_clear(void) {
   pthread_mutex_unlock(&sink_lock);
 }
 
+/* The module can be unloaded (lua_close dlcloses it): release the store so
+ * nothing it allocated outlives the code that owns it. */
+__attribute__((destructor)) static void store_fini(void) {
+  pp_store_clear();
+  free(store);
+  store = NULL;
+  store_alloc = 0;
+}
+
 /* Called with sink_lock held. */
 static void store_add(const pp_record *r) {
   if (store_n >= store_cap) {
