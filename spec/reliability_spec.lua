@@ -1,0 +1,117 @@
+-- Reliability of the core: many threads at once, sinks that fail, and misuse
+-- from Lua that must raise a clear error and never crash.
+local pp = require "phaseprobe"
+
+local function run(cmd)
+  local p = io.popen(cmd)
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  return out, ok, code
+end
+
+describe("threads", function()
+  it("8 C threads x 100k dispatches: every record is exactly its thread's, nothing lost", function()
+    local out, ok = run("build/threads_helper 8 100000 1000000 2>&1")
+    assert.truthy(out:find("^ok threads=8 records=800000 stored=800000 dropped=0 emitted=800000 bad=0"), out)
+    assert.is_true(ok)
+  end)
+
+  it("with a store too small, stored + dropped == emitted and the drop is said once", function()
+    local out, ok = run("build/threads_helper 8 100000 50000 2>&1")
+    assert.truthy(out:find("ok threads=8 records=800000 stored=50000 dropped=750000 emitted=800000 bad=0", 1, true), out)
+    local _, n = out:gsub("record store full", "")
+    assert.are.equal(1, n)
+    assert.is_true(ok)
+  end)
+end)
+
+describe("failing sinks", function()
+  before_each(function()
+    pp.use(pp.default_schema())
+    pp.enable()
+    pp.store.enable(true)
+    pp.store.capacity(100000)
+    pp.store.clear()
+  end)
+  after_each(function() pp.sink("none") end)
+
+  it("a closed descriptor: dispatches go on, failures counted, records kept", function()
+    local before = pp.stats().line_failures
+    -- a descriptor number far above anything open in this process
+    pp.sink(1000)
+    for i = 1, 3 do pp.begin(); pp.add_ns("ptx", i); pp.emit { seq = i } end
+    pp.sink("none")
+    local st = pp.stats()
+    assert.are.equal(3, st.line_failures - before)
+    assert.are.equal("Bad file descriptor", st.last_error)
+    assert.are.equal(3, pp.store.count())
+    assert.are.equal(2, pp.store.get(2).ptx_ns)
+  end)
+
+  it("/dev/full reports the failure once on stderr, in a separate process", function()
+    local script = [[
+      package.cpath = "./?.so;" .. package.cpath
+      local pp = require "phaseprobe"
+      pp.enable(); pp.sink("/dev/full")
+      for i = 1, 50 do pp.begin(); pp.emit{seq = i} end
+      local st = pp.stats()
+      print("failures=" .. st.line_failures .. " stored=" .. st.stored)
+    ]]
+    local out, ok = run("lua5.4 -e '" .. script:gsub("'", "'\\''") .. "' 2>&1")
+    assert.is_true(ok)
+    assert.truthy(out:find("failures=50 stored=50", 1, true), out)
+    local _, n = out:gsub("writing a record line", "")
+    assert.are.equal(1, n)
+  end)
+end)
+
+describe("misuse from Lua raises, never crashes", function()
+  before_each(function()
+    pp.use(pp.default_schema())
+    pp.enable()
+    pp.sink("none")
+  end)
+  after_each(function()
+    if pp.is_open() then pp.emit() end
+  end)
+
+  local cases = {
+    { "measure without a function", function() pp.begin(); pp.measure("ptx", 42) end, "function expected" },
+    { "phase name of the wrong type", function() pp.begin(); pp.add_ns({}, 1) end, "unknown phase" },
+    { "add_ns with a float", function() pp.begin(); pp.add_ns("ptx", 1.5) end, "number has no integer representation" },
+    { "add_ns with a string", function() pp.begin(); pp.add_ns("ptx", "x") end, "number expected" },
+    { "counts with a non-table", function() pp.begin(); pp.counts(5) end, "table expected" },
+    { "count of the wrong type", function() pp.begin(); pp.counts { nodes = "many" } end, "count 'nodes' must be a non-negative integer" },
+    { "kernel_ns with a bad source", function() pp.begin(); pp.kernel_ns(5, "guess") end, "invalid option 'guess'" },
+    { "emit with a bad field", function() pp.begin(); pp.emit { wall_ns = -3 } end, "field 'wall_ns' must be a non-negative integer" },
+    { "emit with a non-table", function() pp.begin(); pp.emit(7) end, "table expected" },
+    { "charging with no dispatch open", function() pp.charge("ptx", pp.mark()) end, "no dispatch open" },
+    { "lap with no dispatch open", function() pp.lap("ptx", pp.mark()) end, "no dispatch open" },
+    { "nested scope with no dispatch open", function() local _ <close> = pp.nested("ptx_digest") end, "no dispatch open" },
+    { "use with a non-schema", function() pp.use({}) end, "phaseprobe.schema expected" },
+    { "schema list of non-strings", function() pp.schema { phases = { 1, 2 } } end, "phases[1] must be a string" },
+    { "store capacity negative", function() pp.store.capacity(-1) end, "capacity must not be negative" },
+    { "unknown cache", function() pp.begin(); pp.cache("module", "hit") end, "unknown cache 'module'" },
+    { "unknown clock", function() pp.select_clock("sundial") end, "invalid option 'sundial'" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local ok, err = pcall(c[2])
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find(c[3], 1, true), tostring(err))
+    end)
+  end
+
+  it("scopes nested deeper than the stack raise instead of overflowing it", function()
+    pp.begin()
+    local function deep(n)
+      local _ <close> = pp.phase("ptx")
+      if n > 0 then return deep(n - 1) end
+    end
+    local ok, err = pcall(deep, 100)
+    assert.is_false(ok)
+    assert.truthy(err:find("more than 64 scopes open at once", 1, true))
+    -- the scopes that did open were all closed and charged
+    assert.is_true(pp.emit().ptx_ns > 0)
+  end)
+end)
