@@ -50,7 +50,8 @@ LUA_OBJ  := $(LUA_SRC:csrc/%.c=$(BUILD)/%.o)
 MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
-HELPERS  := $(BUILD)/threads_helper
+HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state
+LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 
 BUSTED   ?= $(LUA) spec/run.lua
 
@@ -76,6 +77,10 @@ $(C_EXAMPLE): examples/c_dispatch.c $(STATIC) csrc/phaseprobe.h
 
 $(BUILD)/threads_helper: spec/helpers/threads_helper.c $(STATIC) csrc/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# N threads, each with its own lua_State, running one script (multi-GPU specs).
+$(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
 
 # Installs the Debian packages the tests need when they are missing (as root),
 # or says what to install.
