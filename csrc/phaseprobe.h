@@ -207,18 +207,27 @@ void pp_add_probe_ns(uint64_t ns);
  * (bad key or value, or no room). */
 int pp_tag(const char *key, const char *value);
 
+/* Disabled, these are one flag load and the statement itself. */
 #define PP_MEASURE(phase, stmt)                                                \
   do {                                                                         \
-    pp_ticks pp_measure_t0_ = pp_mark();                                       \
-    stmt;                                                                      \
-    pp_charge((phase), pp_measure_t0_);                                        \
+    if (!pp_enabled()) {                                                       \
+      stmt;                                                                    \
+    } else {                                                                   \
+      pp_ticks pp_measure_t0_ = pp_now();                                      \
+      stmt;                                                                    \
+      pp_charge((phase), pp_measure_t0_);                                      \
+    }                                                                          \
   } while (0)
 
 #define PP_MEASURE_NESTED(nested, stmt)                                        \
   do {                                                                         \
-    pp_ticks pp_measure_t0_ = pp_mark();                                       \
-    stmt;                                                                      \
-    pp_charge_nested((nested), pp_measure_t0_);                                \
+    if (!pp_enabled()) {                                                       \
+      stmt;                                                                    \
+    } else {                                                                   \
+      pp_ticks pp_measure_t0_ = pp_now();                                      \
+      stmt;                                                                    \
+      pp_charge_nested((nested), pp_measure_t0_);                              \
+    }                                                                          \
   } while (0)
 
 /* ---- records ------------------------------------------------------------- */
