@@ -124,6 +124,14 @@ describe("phaseprobe.dispatch with the CPU double", function()
     assert.equal("base", r.knob)
   end)
 
+  it("captures wall_ns before collecting the device times and emitting", function()
+    local d, dev = fresh()
+    dev.faults.collect_spin_ns = 50000000 -- 50 ms inside collect()
+    local r = run(d, small).record
+    assert.is_true(r.wall_ns < 50000000, "wall_ns " .. r.wall_ns .. " includes collect()")
+    assert.equal(r.wall_ns, r.named_host_ns + r.unattributed_ns)
+  end)
+
   it("counts PTX cache outcomes per dispatch, not cumulatively", function()
     local d = fresh()
     local r1 = run(d, small).record
@@ -224,6 +232,9 @@ describe("phaseprobe.dispatch with the CPU double", function()
       assert.equal("memo_digest", res.record.knob)
     end
     assert.equal(4, d.stats.digest_walks)
+    d:set_knobs{}
+    run(d, barred)
+    assert.equal(5, d.stats.digest_walks, "without the knob the memo is not consulted")
   end)
 
   it("scans the PTX for markers once per module with cache_scan", function()

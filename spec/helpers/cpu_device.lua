@@ -11,6 +11,7 @@
 --   dev.faults.load_fails = "message"   load returns nil, message
 --   dev.faults.extra_arrivals = k       each launch adds k arrivals more
 --   dev.faults.max_active = b           blocks per SM the occupancy query reports
+--   dev.faults.collect_spin_ns = t      collect() busy-waits t ns (host time after the wall)
 local pp = require "phaseprobe"
 
 local M = {}
@@ -147,6 +148,11 @@ end
 function Window:collect()
   log(self.dev, "collect")
   assert(self.closed, "collect before close")
+  local spin = self.dev.faults.collect_spin_ns
+  if spin then
+    local t0 = pp.now()
+    while pp.now() - t0 < spin do end
+  end
   local dw, k = self.window_ns, self.kernel_ns or 0
   if pp.enabled() and pp.is_open() then
     pp.device_window_ns(dw)
