@@ -124,7 +124,7 @@ clean:
 # The demo through examples/demo.lua, which needs no bin/phaseprobe:
 #   make demo-example [DEMO_ARGS="--rounds 10 --log demo.log"]
 .PHONY: demo-example demo-record demo-fixture
-demo-example: test-deps all
+demo-example: all
 	@$(LUA) examples/demo.lua $(DEMO_ARGS)
 
 # On the GPU machine: records the log that the demo reports without a GPU.

@@ -107,10 +107,12 @@ describe("phaseprobe.lower", function()
     assert.are_not.equal(lower.ptx(p1), lower.ptx(p2))
   end)
 
-  it("keeps the 10,000-node program's PTX within the 300 KB JIT budget", function()
-    local ptx = lower.ptx(P.generate{ nodes = 10000, barriers = 6, seed = 13 })
-    assert.is_true(#ptx <= 300000, #ptx .. " bytes")
-    assert.equal(6, count(ptx, "grid.sync barrier #"))
+  it("keeps every demo shape's PTX within the 300 KB JIT budget", function()
+    for _, sh in ipairs(require("phaseprobe.demo").SHAPES) do
+      local ptx = lower.ptx(P.generate{ nodes = sh.nodes, barriers = sh.barriers, seed = sh.seed })
+      assert.is_true(#ptx <= 300000, sh.name .. ": " .. #ptx .. " bytes")
+      assert.equal(sh.barriers, count(ptx, "grid.sync barrier #"))
+    end
   end)
 
   describe("accepted by ptxas -arch=sm_90", function()
@@ -135,11 +137,15 @@ describe("phaseprobe.lower", function()
           },
         }
       end },
-      { "a 2,500-node program with 2 barriers", function() return P.generate{ nodes = 2500, barriers = 2 } end },
-      { "the 10,000-node program with 6 barriers", function()
-        return P.generate{ nodes = 10000, barriers = 6, seed = 13 }
-      end },
     }
+    -- the demo's programs, exactly as it generates them
+    for _, sh in ipairs(require("phaseprobe.demo").SHAPES) do
+      cases[#cases + 1] = { string.format("the demo's %s shape (%d nodes, %d barriers)", sh.name, sh.nodes, sh.barriers),
+        function()
+          return P.generate{ nodes = sh.nodes, barriers = sh.barriers, seed = sh.seed, name = sh.name,
+                             fixpoint = sh.fixpoint }
+        end }
+    end
     for _, case in ipairs(cases) do
       if have_ptxas() then
         it(case[1], function()

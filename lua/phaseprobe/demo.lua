@@ -445,6 +445,8 @@ function M.run(o)
   checks.verified = verify
   checks.why = o.why_unverified
   local d = D.new{ device = dev }
+  -- short collector pauses: a pause inside a dispatch lands in some phase
+  local gc_mode = collectgarbage("generational")
   local records = {}
   local total = 0
   for _, sh in ipairs(shapes) do total = total + rounds * sh.per_round * #knob_sets end
@@ -489,8 +491,8 @@ function M.run(o)
           end
         end
         done = done + 1
-        local now = os.clock()
-        if err and (now - last_progress > 0.1 or done == total) then
+        local now = pp.now()
+        if err and (now - last_progress > 100000000 or done == total) then
           last_progress = now
           progress(err, fmt("phaseprobe demo: %s/%s %d/%d dispatches", sh.name, d:knob_label(), done, total))
         end
@@ -499,6 +501,7 @@ function M.run(o)
   end
   progress_clear(err)
   d:close()
+  collectgarbage(gc_mode)
   return records, checks
 end
 
@@ -653,7 +656,13 @@ function M.main(args, out, err)
     out(fmt("phaseprobe demo: no GPU here (%s); reporting the recorded log %s instead", tostring(why), data))
     return M.replay(data, out)
   end
-  return M.live(dev, o, out, err)
+  local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)
+  if not ran then
+    progress_clear(err)
+    out("phaseprobe demo: the run failed: " .. tostring(code))
+    return 1
+  end
+  return code
 end
 
 return M
