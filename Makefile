@@ -137,3 +137,20 @@ clean:
 $(BUILD)/bench_probe_cost: bench/probe_cost.c $(STATIC) csrc/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 all: $(BUILD)/bench_probe_cost
+
+# ---- dispatcher and demo (lua/phaseprobe/dispatch.lua, demo.lua) ----------
+# The demo through examples/demo.lua, which needs no bin/phaseprobe:
+#   make demo-example [DEMO_ARGS="--rounds 10 --log demo.log"]
+.PHONY: demo-example demo-record demo-fixture
+demo-example: all
+	@$(LUA) examples/demo.lua $(DEMO_ARGS)
+
+# On the GPU machine: records the log that the demo reports without a GPU.
+demo-record: all
+	@mkdir -p examples/data
+	$(LUA) examples/demo.lua --log examples/data/demo-h200.log
+
+# Regenerates spec/fixtures/demo-cpu-double.log with the CPU test double
+# (host clock readings, no kernels: a fixture for the specs, not GPU data).
+demo-fixture: all
+	$(LUA) spec/fixtures/make_demo_fixture.lua >/dev/null

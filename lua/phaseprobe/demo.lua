@@ -1,0 +1,668 @@
+-- phaseprobe.demo: the nine-phase decomposition of real dispatches.
+--
+--   require("phaseprobe.demo").main{ "--log", "demo.log" }   -> exit code
+--
+-- On a GPU it dispatches three generated programs that mirror the
+-- reference's investigation (a small program with few dispatches per round,
+-- a large one with grid barriers and more, one in between), under three knob
+-- sets (base; memo_digest; memo_digest+cache_scan+skip_gate), checks every
+-- output against the CPU evaluation and every barrier dispatch's arrival
+-- audit, and prints per shape the phase decomposition and what grows with
+-- program size. Without a GPU it says so in one line and prints the same
+-- report from a record log recorded on the GPU machine (examples/data/).
+--
+-- Options:
+--   --log PATH      write every record line (and the run's header and
+--                   checks) to PATH
+--   --rounds N      rounds per shape and knob set (default 30)
+--   --replay PATH   only print the report of a recorded log
+--   --data PATH     the recorded log to fall back to without a GPU
+--   -h, --help
+local pp = require "phaseprobe"
+local P = require "phaseprobe.program"
+local D = require "phaseprobe.dispatch"
+
+local M = {}
+local fmt = string.format
+
+M.VERSION = 1
+M.SHAPES = {
+  { name = "small", nodes = 48, barriers = 0, n = 4096, block = 256, fixpoint = 1, per_round = 4, seed = 11 },
+  { name = "mid", nodes = 2500, barriers = 2, n = 2048, block = 256, fixpoint = 2, per_round = 5, seed = 12 },
+  { name = "large", nodes = 10000, barriers = 6, n = 2048, block = 256, fixpoint = 3, per_round = 6, seed = 13 },
+}
+M.KNOB_SETS = {
+  {},
+  { memo_digest = true },
+  { memo_digest = true, cache_scan = true, skip_gate = true },
+}
+M.DEFAULT_ROUNDS = 30
+M.DATA_FILE = "examples/data/demo-h200.log"
+M.HEADER = "# phaseprobe-demo"
+M.CHECKS = "# phaseprobe-demo-checks"
+
+local PHASE_FIELDS = {}
+for i, name in ipairs(D.PHASES) do PHASE_FIELDS[i] = name .. "_ns" end
+
+-- ---- small statistics ----------------------------------------------------------
+local function median(xs)
+  local n = #xs
+  if n == 0 then return 0 end
+  local s = table.move(xs, 1, n, 1, {})
+  table.sort(s)
+  if n % 2 == 1 then return s[(n + 1) // 2] end
+  return (s[n // 2] + s[n // 2 + 1]) / 2
+end
+M.median = median
+
+local function column(recs, field)
+  local out = {}
+  for i, r in ipairs(recs) do out[i] = tonumber(r[field]) or 0 end
+  return out
+end
+
+local function sum(xs)
+  local s = 0
+  for _, x in ipairs(xs) do s = s + x end
+  return s
+end
+
+-- least-squares slope of ys over xs
+local function own_slope(xs, ys)
+  local n = #xs
+  if n < 2 then return 0 end
+  local mx, my = sum(xs) / n, sum(ys) / n
+  local sxx, sxy = 0, 0
+  for i = 1, n do
+    sxx = sxx + (xs[i] - mx) ^ 2
+    sxy = sxy + (xs[i] - mx) * (ys[i] - my)
+  end
+  return sxx > 0 and sxy / sxx or 0
+end
+
+-- phaseprobe.fit, when it is installed and answers fit.linear(xs, ys) with
+-- a slope; our own least squares otherwise.
+local function slope(xs, ys)
+  local ok, fit = pcall(require, "phaseprobe.fit")
+  if ok and type(fit) == "table" and type(fit.linear) == "function" then
+    local called, res = pcall(fit.linear, xs, ys)
+    if called and type(res) == "table" and type(res.slope) == "number" then
+      return res.slope
+    end
+  end
+  return own_slope(xs, ys)
+end
+M.slope = slope
+
+-- ---- formatting ------------------------------------------------------------------
+local function thousands(x)
+  local s = fmt("%d", math.floor(x + 0.5))
+  local neg = s:sub(1, 1) == "-"
+  if neg then s = s:sub(2) end
+  s = s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return (neg and "-" or "") .. s
+end
+M.thousands = thousands
+
+local function pct(x)
+  return fmt("%5.1f%%", 100 * x)
+end
+
+local function kb(bytes)
+  return fmt("%.1f KB", bytes / 1000)
+end
+
+-- ---- record logs -------------------------------------------------------------------
+local function parse_kv(s)
+  local t = {}
+  for k, q, v in s:gmatch('([%w_]+)=("?)([^"%s]*)') do
+    if q == '"' then
+      v = s:match(k .. '="([^"]*)"') or v
+    end
+    t[k] = v
+  end
+  return t
+end
+M.parse_kv = parse_kv
+
+--- demo.load_log(path) -> {meta=, checks=, records=} | nil, message.
+--- Record lines are "<prefix> key=value ..."; numbers become integers.
+--- Lines "# phaseprobe-demo ..." and "# phaseprobe-demo-checks ..." carry
+--- the run's device, date and checks.
+function M.load_log(path)
+  local f, err = io.open(path, "r")
+  if not f then return nil, err end
+  local log = { meta = {}, checks = nil, records = {}, path = path }
+  local lineno = 0
+  for line in f:lines() do
+    lineno = lineno + 1
+    if line:sub(1, #M.CHECKS + 1) == M.CHECKS .. " " then
+      log.checks = parse_kv(line:sub(#M.CHECKS + 2))
+    elseif line:sub(1, #M.HEADER + 1) == M.HEADER .. " " then
+      log.meta = parse_kv(line:sub(#M.HEADER + 2))
+    elseif line ~= "" and line:sub(1, 1) ~= "#" then
+      local prefix, rest = line:match("^(%S+)(.*)$")
+      local r = { _prefix = prefix }
+      for k, v in rest:gmatch("%s([%w_]+)=(%S*)") do
+        r[k] = math.tointeger(tonumber(v)) or tonumber(v) or v
+      end
+      if r.wall_ns == nil then
+        f:close()
+        return nil, fmt("%s:%d: not a record line (no wall_ns)", path, lineno)
+      end
+      log.records[#log.records + 1] = r
+    end
+  end
+  f:close()
+  if #log.records == 0 then
+    return nil, path .. ": no record lines"
+  end
+  return log
+end
+
+-- ---- the report ----------------------------------------------------------------------
+local function group(records)
+  local by = {}
+  local shapes, knobs = {}, {}
+  local seen_shape, seen_knob = {}, {}
+  for _, r in ipairs(records) do
+    local s, k = r.shape or "?", r.knob or "base"
+    by[s] = by[s] or {}
+    by[s][k] = by[s][k] or {}
+    local list = by[s][k]
+    list[#list + 1] = r
+    if not seen_shape[s] then
+      seen_shape[s] = true
+      shapes[#shapes + 1] = s
+    end
+    if not seen_knob[k] then
+      seen_knob[k] = true
+      knobs[#knobs + 1] = k
+    end
+  end
+  -- shapes by program size
+  table.sort(shapes, function(a, b)
+    local ra = by[a][next(by[a])][1]
+    local rb = by[b][next(by[b])][1]
+    return (ra.nodes or 0) < (rb.nodes or 0)
+  end)
+  -- knob sets: base first
+  table.sort(knobs, function(a, b)
+    if a == "base" then return b ~= "base" end
+    if b == "base" then return false end
+    return #a < #b or (#a == #b and a < b)
+  end)
+  return by, shapes, knobs
+end
+
+local function shape_summary(recs)
+  local s = { count = #recs, med = {}, total = {} }
+  local r1 = recs[1]
+  for _, k in ipairs{ "nodes", "ptx_bytes", "grid_blocks", "fixpoint", "buffers", "bindings" } do
+    s[k] = r1[k] or 0
+  end
+  local fields = { "wall_ns", "named_host_ns", "unattributed_ns", "enqueue_ns", "wait_ns", "device_window_ns",
+    "kernel_ns", "sub_ptx_digest_ns", "sub_ptx_vsa_ns" }
+  for _, f in ipairs(PHASE_FIELDS) do fields[#fields + 1] = f end
+  for _, f in ipairs(fields) do
+    local col = column(recs, f)
+    s.med[f] = median(col)
+    s.total[f] = sum(col)
+  end
+  local starve = {}
+  for i, r in ipairs(recs) do
+    local w, k = tonumber(r.device_window_ns) or 0, tonumber(r.kernel_ns) or 0
+    starve[i] = w > k and w - k or 0
+  end
+  s.med.starvation_ns = median(starve)
+  return s
+end
+
+local function rpad(s, n) return s .. string.rep(" ", n - #s) end
+local function lpad(s, n) return string.rep(" ", n - #s) .. s end
+
+local function report_shape(out, name, s, per_round)
+  out(fmt("shape %s: %s nodes, %s PTX, %d grid blocks, fixpoint %d, %d buffers; %d dispatches%s",
+    name, thousands(s.nodes), kb(s.ptx_bytes), s.grid_blocks, s.fixpoint, s.buffers, s.count,
+    per_round and fmt(", %d per round", per_round) or ""))
+  out("  phase            median ns   share of wall (totals)")
+  local wall_total = s.total.wall_ns > 0 and s.total.wall_ns or 1
+  for i, name_ in ipairs(D.PHASES) do
+    local f = PHASE_FIELDS[i]
+    out(fmt("  %s %12s   %s", rpad(name_, 14), thousands(s.med[f]), pct(s.total[f] / wall_total)))
+  end
+  out(fmt("  %s %12s   %s", rpad("named host", 14), thousands(s.med.named_host_ns),
+    pct(s.total.named_host_ns / wall_total)))
+  out(fmt("  %s %12s   %s", rpad("residue", 14), thousands(s.med.unattributed_ns),
+    pct(s.total.unattributed_ns / wall_total)))
+  out(fmt("  %s %12s   %s", rpad("wall", 14), thousands(s.med.wall_ns), pct(1)))
+  out(fmt("  inside ptx: sub_ptx_digest %s ns, sub_ptx_vsa %s ns", thousands(s.med.sub_ptx_digest_ns),
+    thousands(s.med.sub_ptx_vsa_ns)))
+  out(fmt("  enqueue %s ns, wait %s ns; device window %s ns, kernel %s ns, starvation (window - kernel) %s ns",
+    thousands(s.med.enqueue_ns), thousands(s.med.wait_ns), thousands(s.med.device_window_ns),
+    thousands(s.med.kernel_ns), thousands(s.med.starvation_ns)))
+  if per_round then
+    out(fmt("  per round of %d dispatches: wall %.3f ms", per_round, per_round * s.med.wall_ns / 1e6))
+  end
+end
+
+-- verdict for one row of medians over shapes
+local function verdict(xs, ys)
+  local sl = slope(xs, ys)
+  local growth = sl * (xs[#xs] - xs[1])
+  local top = ys[#ys]
+  local grows = growth > 5000 and top > 0 and growth >= 0.5 * top
+  return sl, grows
+end
+
+--- demo.report(records, opts, out) prints the report; returns a table of
+--- the figures it printed (for specs): summaries[shape][knob], slopes.
+function M.report(records, opts, out)
+  opts = opts or {}
+  local by, shapes, knobs = group(records)
+  local result = { summaries = {}, slopes = {}, shapes = shapes, knobs = knobs }
+  local per_round = {}
+  for _, sh in ipairs(M.SHAPES) do per_round[sh.name] = sh.per_round end
+  for _, name in ipairs(shapes) do
+    result.summaries[name] = {}
+    for _, k in ipairs(knobs) do
+      if by[name][k] then result.summaries[name][k] = shape_summary(by[name][k]) end
+    end
+  end
+  local base = knobs[1]
+  for _, name in ipairs(shapes) do
+    local s = result.summaries[name][base]
+    if s then
+      out("")
+      report_shape(out, name, s, opts.per_round ~= false and per_round[name] or nil)
+    end
+  end
+  -- what grows with program size
+  local xs = {}
+  local usable = {}
+  for _, name in ipairs(shapes) do
+    local s = result.summaries[name][base]
+    if s then
+      xs[#xs + 1] = s.nodes
+      usable[#usable + 1] = name
+    end
+  end
+  if #usable >= 2 then
+    out("")
+    out(fmt("what grows with program size (knobs %s; median ns per dispatch; slope by least squares over nodes)", base))
+    local head = "  " .. rpad("", 16)
+    for _, name in ipairs(usable) do head = head .. lpad(name, 12) end
+    out(head .. lpad("ns/node", 11) .. "  verdict")
+    local nodes_line = "  " .. rpad("nodes", 16)
+    for _, x in ipairs(xs) do nodes_line = nodes_line .. lpad(thousands(x), 12) end
+    out(nodes_line)
+    local rows = {}
+    for _, f in ipairs(PHASE_FIELDS) do rows[#rows + 1] = f end
+    for _, f in ipairs{ "sub_ptx_digest_ns", "sub_ptx_vsa_ns", "unattributed_ns", "wall_ns", "kernel_ns",
+      "starvation_ns" } do rows[#rows + 1] = f end
+    local growing = {}
+    for _, f in ipairs(rows) do
+      local ys = {}
+      local line = "  " .. rpad(f, 16)
+      for i, name in ipairs(usable) do
+        ys[i] = result.summaries[name][base].med[f]
+        line = line .. lpad(thousands(ys[i]), 12)
+      end
+      local sl, grows = verdict(xs, ys)
+      result.slopes[f] = sl
+      if grows and f ~= "wall_ns" then growing[#growing + 1] = f end
+      out(line .. lpad(fmt("%.1f", sl), 11) .. "  " .. (grows and "grows with nodes" or "flat"))
+    end
+    out("  -> grows with program size: " .. (#growing > 0 and table.concat(growing, ", ") or "nothing"))
+    -- the knob sets against each other
+    if #knobs > 1 then
+      out("")
+      local w = 16
+      for _, k in ipairs(knobs) do w = math.max(w, #k + 4) end
+      local khead = "  " .. rpad("knob sets (median ns)", w)
+      for _, name in ipairs(usable) do khead = khead .. lpad(name, 12) end
+      out(khead .. lpad("ns/node", 11))
+      result.knob_slopes = {}
+      for _, f in ipairs{ "ptx_ns", "sub_ptx_digest_ns", "sub_ptx_vsa_ns", "lease_ns", "wall_ns" } do
+        out("  " .. f)
+        for _, k in ipairs(knobs) do
+          local ys, kx = {}, {}
+          local line = "    " .. rpad(k, w - 2)
+          local complete = true
+          for _, name in ipairs(usable) do
+            local s = result.summaries[name][k]
+            if s then
+              ys[#ys + 1] = s.med[f]
+              kx[#kx + 1] = s.nodes
+              line = line .. lpad(thousands(s.med[f]), 12)
+            else
+              complete = false
+              line = line .. lpad("-", 12)
+            end
+          end
+          local sl = complete and slope(kx, ys) or 0
+          result.knob_slopes[k .. ":" .. f] = sl
+          out(line .. lpad(complete and fmt("%.1f", sl) or "-", 11))
+        end
+      end
+      if result.summaries[usable[1]].memo_digest then
+        local b = result.knob_slopes[base .. ":ptx_ns"]
+        local m = result.knob_slopes["memo_digest:ptx_ns"]
+        local b_ys = {}
+        for _, name in ipairs(usable) do b_ys[#b_ys + 1] = result.summaries[name][base].med.ptx_ns end
+        local _, base_grows = verdict(xs, b_ys)
+        local stops = base_grows and m <= 0.05 * b
+        local first, last = result.summaries[usable[1]].memo_digest, result.summaries[usable[#usable]].memo_digest
+        result.memo = { base_slope = b, memo_slope = m, base_grows = base_grows, stops = stops }
+        out(fmt("  -> ptx phase: %.1f ns/node with the digest walked per dispatch, %.1f ns/node with it memoised"
+          .. " (%.1f%% of the per-node cost gone)", b, m, b > 0 and 100 * (1 - m / b) or 0))
+        if stops then
+          out(fmt("     with the digest memoised the ptx phase stops growing with program size; what is left is"
+            .. " sub_ptx_vsa (%s to %s ns), a walk over the access summary, not over the nodes",
+            thousands(first and first.med.sub_ptx_vsa_ns or 0), thousands(last and last.med.sub_ptx_vsa_ns or 0)))
+        elseif not base_grows then
+          out("     the ptx phase did not grow with program size in this run to begin with")
+        else
+          out("     the ptx phase still grows with program size with the digest memoised")
+        end
+      end
+    end
+  end
+  return result
+end
+
+-- ---- checks ------------------------------------------------------------------------------
+local function new_checks()
+  return { outputs_ok = 0, outputs_n = 0, audit_ok = 0, audit_n = 0, sums_ok = 0, sums_n = 0,
+           verified = true, failures = {} }
+end
+
+local function check_sums(c, rec)
+  c.sums_n = c.sums_n + 1
+  if rec.named_host_ns + rec.unattributed_ns == rec.wall_ns then
+    c.sums_ok = c.sums_ok + 1
+  elseif #c.failures < 5 then
+    c.failures[#c.failures + 1] = fmt("seq %d: named_host_ns %d + unattributed_ns %d ~= wall_ns %d",
+      rec.seq, rec.named_host_ns, rec.unattributed_ns, rec.wall_ns)
+  end
+end
+
+local function checks_line(c)
+  local outputs = c.verified and fmt("%d/%d", c.outputs_ok, c.outputs_n) or "unchecked"
+  return fmt("outputs=%s audit=%d/%d sums=%d/%d", outputs, c.audit_ok, c.audit_n, c.sums_ok, c.sums_n)
+end
+
+local function print_checks(out, c, recorded)
+  out("")
+  out(recorded and "checks (as recorded):" or "checks:")
+  if c.outputs == "unchecked" or c.verified == false then
+    out("  outputs: not checked (" .. (c.why or "this run dispatched no kernels") .. ")")
+  else
+    out(fmt("  outputs match the CPU evaluation in %s dispatches (every shape and knob set)",
+      tostring(c.outputs or fmt("%d/%d", c.outputs_ok, c.outputs_n))))
+  end
+  out(fmt("  arrival audit equals markers x blocks in %s barrier dispatches",
+    tostring(c.audit or fmt("%d/%d", c.audit_ok, c.audit_n))))
+  out(fmt("  named_host_ns + unattributed_ns == wall_ns in %s records",
+    tostring(c.sums or fmt("%d/%d", c.sums_ok, c.sums_n))))
+  for _, f in ipairs(c.failures or {}) do out("  FAILED: " .. f) end
+end
+
+local function frac_ok(s)
+  if s == nil or s == "unchecked" then return true end
+  local a, b = tostring(s):match("^(%d+)/(%d+)$")
+  return a ~= nil and a == b
+end
+
+-- ---- a run --------------------------------------------------------------------------------
+-- one status line on stderr, rewritten in place with \r
+local progress_len = 0
+local function progress(err, text)
+  if not err then return end
+  local pad = progress_len > #text and string.rep(" ", progress_len - #text) or ""
+  err:write("\r", text, pad)
+  err:flush()
+  progress_len = #text
+end
+local function progress_clear(err)
+  if err and progress_len > 0 then
+    err:write("\r", string.rep(" ", progress_len), "\r")
+    err:flush()
+  end
+  progress_len = 0
+end
+
+--- demo.run{device=, rounds=, shapes=, knob_sets=, verify=true, log=, err=}
+--- -> records, checks. Dispatches every shape under every knob set.
+function M.run(o)
+  local dev = assert(o.device, "demo.run: device")
+  local rounds = o.rounds or M.DEFAULT_ROUNDS
+  local shapes = o.shapes or M.SHAPES
+  local knob_sets = o.knob_sets or M.KNOB_SETS
+  local verify = o.verify ~= false
+  local err = o.err
+  local checks = new_checks()
+  checks.verified = verify
+  checks.why = o.why_unverified
+  local d = D.new{ device = dev }
+  -- short collector pauses: a pause inside a dispatch lands in some phase
+  local gc_mode = collectgarbage("generational")
+  local records = {}
+  local total = 0
+  for _, sh in ipairs(shapes) do total = total + rounds * sh.per_round * #knob_sets end
+  local done = 0
+  local last_progress = 0
+  for _, sh in ipairs(shapes) do
+    local prog = P.generate{ nodes = sh.nodes, barriers = sh.barriers, seed = sh.seed, name = sh.name,
+                             fixpoint = sh.fixpoint }
+    local inputs = P.inputs(prog, sh.n, sh.seed)
+    local want
+    if verify then
+      progress(err, fmt("phaseprobe demo: %s: CPU evaluation of %d nodes x %d elements x %d iterations",
+        sh.name, prog.nodes, sh.n, sh.fixpoint))
+      want = prog:evaluate(inputs, sh.n, sh.fixpoint)
+    end
+    for _, knobs in ipairs(knob_sets) do
+      d:set_knobs(knobs)
+      collectgarbage()
+      for _ = 1, rounds * sh.per_round do
+        local res = d:dispatch(prog, { n = sh.n, inputs = inputs, block = sh.block, shape = sh.name })
+        local rec = res.record
+        if rec then
+          records[#records + 1] = rec
+          check_sums(checks, rec)
+        end
+        if verify then
+          checks.outputs_n = checks.outputs_n + 1
+          local ok, why = P.compare(prog, res.outputs, want)
+          if ok then
+            checks.outputs_ok = checks.outputs_ok + 1
+          elseif #checks.failures < 5 then
+            checks.failures[#checks.failures + 1] = fmt("%s/%s seq %d: %s", sh.name, d:knob_label(), res.seq, why)
+          end
+        end
+        if res.cooperative then
+          checks.audit_n = checks.audit_n + 1
+          if res.arrivals == res.ceiling and res.markers == prog.barriers then
+            checks.audit_ok = checks.audit_ok + 1
+          elseif #checks.failures < 5 then
+            checks.failures[#checks.failures + 1] = fmt("%s seq %d: %s arrivals, ceiling %d markers x %d blocks",
+              sh.name, res.seq, tostring(res.arrivals), res.markers or -1, res.grid)
+          end
+        end
+        done = done + 1
+        local now = pp.now()
+        if err and (now - last_progress > 100000000 or done == total) then
+          last_progress = now
+          progress(err, fmt("phaseprobe demo: %s/%s %d/%d dispatches", sh.name, d:knob_label(), done, total))
+        end
+      end
+    end
+  end
+  progress_clear(err)
+  d:close()
+  collectgarbage(gc_mode)
+  return records, checks
+end
+
+-- ---- main --------------------------------------------------------------------------------------
+local function usage(out)
+  out("usage: phaseprobe demo [--log PATH] [--rounds N] [--replay PATH] [--data PATH]")
+  out("  On a GPU: dispatches three program shapes under three knob sets and reports the phase")
+  out("  decomposition. Without one: reports a log recorded on the GPU machine.")
+end
+
+local function parse_args(args)
+  local o = {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    local function value()
+      i = i + 1
+      if args[i] == nil then error("phaseprobe demo: " .. a .. " needs a value", 0) end
+      return args[i]
+    end
+    if a == "--log" then
+      o.log = value()
+    elseif a == "--rounds" then
+      o.rounds = math.tointeger(tonumber(value()))
+      if not o.rounds or o.rounds < 1 then error("phaseprobe demo: --rounds needs a positive integer", 0) end
+    elseif a == "--replay" then
+      o.replay = value()
+    elseif a == "--data" then
+      o.data = value()
+    elseif a == "-h" or a == "--help" then
+      o.help = true
+    else
+      error("phaseprobe demo: unknown argument '" .. tostring(a) .. "' (see --help)", 0)
+    end
+    i = i + 1
+  end
+  return o
+end
+
+local function default_data()
+  local here = package.searchpath("phaseprobe.demo", package.path)
+  if here then
+    local root = here:gsub("[^/]*$", ""):gsub("lua/phaseprobe/$", "")
+    local p = (root ~= "" and root or "./") .. M.DATA_FILE
+    local f = io.open(p, "r")
+    if f then
+      f:close()
+      return p
+    end
+  end
+  return M.DATA_FILE
+end
+
+--- demo.replay(path, out) -> exit code: the report of a recorded log.
+function M.replay(path, out)
+  local log, err = M.load_log(path)
+  if not log then
+    out("phaseprobe demo: cannot read the recorded log: " .. tostring(err))
+    return 1
+  end
+  local m = log.meta
+  out(fmt("recorded on %s (%s, sm %s, %s SMs) on %s, %s rounds; log %s",
+    m.device or "an unknown device", m.kind or "?", m.cc or "?", m.sm_count or "?",
+    m.recorded or "an unknown date", m.rounds or "?", path))
+  if m.kind and m.kind ~= "cuda" then
+    out("NOTE: this log was not recorded on a GPU: its device times are host clock readings and its "
+      .. "outputs were not checked")
+  end
+  M.report(log.records, {}, out)
+  local c = new_checks()
+  for _, r in ipairs(log.records) do check_sums(c, r) end
+  local recorded = log.checks or {}
+  print_checks(out, {
+    outputs = recorded.outputs or "unchecked",
+    verified = recorded.outputs ~= nil and recorded.outputs ~= "unchecked",
+    why = recorded.outputs == nil and "the log carries no checks line" or "the log's device ran no kernels",
+    audit = recorded.audit or "not recorded",
+    sums = fmt("%d/%d", c.sums_ok, c.sums_n),
+    failures = c.failures,
+  }, true)
+  return c.sums_ok == c.sums_n and 0 or 1
+end
+
+local function write_header(path, dev, rounds)
+  local f, err = io.open(path, "w")
+  if not f then error("phaseprobe demo: cannot write the log '" .. path .. "': " .. tostring(err), 0) end
+  f:write(fmt('%s version=%d recorded="%s" device="%s" kind=%s cc=%d.%d sm_count=%d rounds=%d\n', M.HEADER,
+    M.VERSION, os.date("!%Y-%m-%d %H:%M:%S UTC"), tostring(dev.name):gsub('"', "'"), dev.kind or "?",
+    dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0, rounds))
+  f:close()
+end
+
+local function append_checks(path, checks)
+  local f = io.open(path, "a")
+  if f then
+    f:write(M.CHECKS, " ", checks_line(checks), "\n")
+    f:close()
+  end
+end
+
+--- demo.live(dev, o, out, err) -> exit code: run, report, check.
+function M.live(dev, o, out, err)
+  local rounds = o.rounds or M.DEFAULT_ROUNDS
+  local clock0 = pp.now()
+  pp.enable()
+  pp.use(pp.default_schema())
+  if o.log then
+    write_header(o.log, dev, rounds)
+    local ok, msg = pp.sink(o.log)
+    if not ok then error("phaseprobe demo: " .. msg, 0) end
+  else
+    pp.sink("none")
+  end
+  out(fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds",
+    tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0,
+    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds))
+  local records, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
+    shapes = o.shapes, knob_sets = o.knob_sets, why_unverified = o.why_unverified }
+  if o.log then
+    pp.sink("none")
+    append_checks(o.log, checks)
+  end
+  M.report(records, {}, out)
+  print_checks(out, checks, false)
+  local seconds = (pp.now() - clock0) / 1e9
+  out(fmt("demo took %.1f s%s", seconds, o.log and ("; records in " .. o.log) or ""))
+  local ok = frac_ok(checks_line(checks):match("outputs=(%S+)")) and checks.audit_ok == checks.audit_n
+    and checks.sums_ok == checks.sums_n
+  return ok and 0 or 1
+end
+
+--- demo.main(args [, out [, err]]) -> exit code. args: a list of strings.
+function M.main(args, out, err)
+  args = args or {}
+  out = out or function(line) io.stdout:write(line, "\n") end
+  if err == nil then err = io.stderr end
+  local ok, o = pcall(parse_args, args)
+  if not ok then
+    out(tostring(o))
+    return 2
+  end
+  if o.help then
+    usage(out)
+    return 0
+  end
+  if o.replay then
+    return M.replay(o.replay, out)
+  end
+  local dev, why = D.cuda_device(0)
+  if not dev then
+    local data = o.data or default_data()
+    out(fmt("phaseprobe demo: no GPU here (%s); reporting the recorded log %s instead", tostring(why), data))
+    return M.replay(data, out)
+  end
+  local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)
+  if not ran then
+    progress_clear(err)
+    out("phaseprobe demo: the run failed: " .. tostring(code))
+    return 1
+  end
+  return code
+end
+
+return M
