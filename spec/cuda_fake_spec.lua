@@ -640,4 +640,33 @@ describe("pp.cuda with the fake driver", function()
       assert.are.equal(6, n)
     end)
   end)
+
+  describe("the C API (pp_cuda.h)", function()
+    it("runs the window from C and records into the dispatch", function()
+      local log, rep = os.tmpname(), os.tmpname()
+      local p = assert(io.popen(("env PHASEPROBE_LIBCUDA=%s PHASEPROBE_FAKE_LOG=%s "
+        .. "PHASEPROBE_FAKE_REPORT=%s build/c_cuda_window 100000 50000 2>/dev/null")
+        :format(sub.fake, log, rep)))
+      local out = p:read("a")
+      assert.is_true(p:close(), out)
+      local launches = read_file(log) or ""
+      local report = read_file(rep)
+      os.remove(log)
+      os.remove(rep)
+      local win, ker, gap = out:match("window_ns=(%d+) kernel_ns=(%d+) gap_ns=(%d+)")
+      assert.is_truthy(win, out)
+      assert.is_true(tonumber(gap) >= 50000, out)
+      assert.matches("record device_window_ns=" .. win .. " kernel_ns=" .. ker
+        .. " probe_ns=%d+ kernel_src=1", out)
+      assert.matches("events created=4 idle=4", out)
+      local n = 0
+      for line in launches:gmatch("[^\n]+") do
+        n = n + 1
+        assert.matches("^launch spin grid=1,1,1 block=32,1,1 shared=0 coop=0 "
+          .. "params=a086010000000000,00000000,%x+$", line)
+      end
+      assert.are.equal(3, n)
+      assert.are.equal("allocs=0 retains=0 modules=0 streams=0 events=0\n", report)
+    end)
+  end)
 end)
