@@ -154,3 +154,21 @@ demo-record: all
 # (host clock readings, no kernels: a fixture for the specs, not GPU data).
 demo-fixture: all
 	$(LUA) spec/fixtures/make_demo_fixture.lua >/dev/null
+
+# ---- CUDA layer: a fault-injecting fake driver for the non-GPU specs --------
+# build/libfakecuda.so stands in for libcuda.so.1 (PHASEPROBE_LIBCUDA) so that
+# spec/cuda_fake_spec.lua can drive the driver-error paths without a GPU. It
+# needs the CUDA headers; without them the spec reports itself pending.
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+FAKECUDA := $(BUILD)/libfakecuda.so
+$(FAKECUDA): spec/helpers/fakecuda.c | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default -shared -o $@ $< $(LDFLAGS)
+all: $(FAKECUDA)
+test: $(FAKECUDA)
+
+# The timed window from C (pp_cuda.h); spec/cuda_fake_spec.lua runs it too.
+C_CUDA_EXAMPLE := $(BUILD)/c_cuda_window
+$(C_CUDA_EXAMPLE): examples/c_cuda_window.c $(STATIC) $(HDRS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
+all: $(C_CUDA_EXAMPLE)
+endif
