@@ -27,7 +27,13 @@ PP_CFLAGS := $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -fno-semantic-interpos
 CPPFLAGS += -Icsrc -I$(LUA_INCDIR)
 # Headers that Debian installs beside Lua's (xxhash.h) are found through the
 # parent of LUA_INCDIR, so an unpacked package tree works as well as /usr.
-CPPFLAGS += -idirafter $(dir $(patsubst %/,%,$(LUA_INCDIR)))
+LUA_INCPARENT := $(dir $(patsubst %/,%,$(LUA_INCDIR)))
+CPPFLAGS += -idirafter $(LUA_INCPARENT)
+# Debian's luaconf.h includes lua5.4-deb-multiarch.h from the multiarch dir.
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+ifneq ($(MULTIARCH),)
+  CPPFLAGS += -idirafter $(LUA_INCPARENT)$(MULTIARCH)
+endif
 LDLIBS   += -ldl -lm -pthread
 
 # CUDA toolkit headers: optional. Without them the module still builds, for
