@@ -132,3 +132,14 @@ clean:
 $(BUILD)/bench_probe_cost: bench/probe_cost.c $(STATIC) csrc/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 all: $(BUILD)/bench_probe_cost
+
+# CUPTI headers: optional, and used only with the CUDA headers. The toolkit
+# keeps them in extras/CUPTI/include (some layouts put them in include/).
+# Without them the module builds and pp.cuda.cupti_available() says why.
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+  ifneq ($(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h),)
+    CPPFLAGS += -DPP_HAVE_CUPTI_H -idirafter $(CUDA_HOME)/extras/CUPTI/include
+  else ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
+    CPPFLAGS += -DPP_HAVE_CUPTI_H
+  endif
+endif
