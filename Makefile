@@ -143,3 +143,15 @@ ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
     CPPFLAGS += -DPP_HAVE_CUPTI_H
   endif
 endif
+
+# ---- CUDA layer: a fault-injecting fake driver for the non-GPU specs --------
+# build/libfakecuda.so stands in for libcuda.so.1 (PHASEPROBE_LIBCUDA) so that
+# spec/cuda_fake_spec.lua can drive the driver-error paths without a GPU. It
+# needs the CUDA headers; without them the spec reports itself pending.
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+FAKECUDA := $(BUILD)/libfakecuda.so
+$(FAKECUDA): spec/helpers/fakecuda.c | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS)
+all: $(FAKECUDA)
+test: $(FAKECUDA)
+endif

@@ -1,0 +1,859 @@
+/*
+ * lua_cuda_launch.c: launches, streams and the timed dispatch window.
+ *
+ *   fn:launch{grid = 64, block = 256, args = {n, 2.0, x, y}}
+ *   local s = ctx:stream()            -- or ctx.stream, the default stream
+ *   local w = s:window()              -- outer start event
+ *   w:spin_us(100)                    -- optional injected host gap
+ *   w:launch_loop{fn = fn, grid = 64, block = 256, args = {...},
+ *                 iterations = 4, reset = {target = g, bytes = 4}}
+ *   w:close()                         -- outer end event
+ *   s:synchronize()
+ *   local device_window_ns, kernel_ns = w:collect()
+ *
+ * Arguments are converted once, before any event is recorded; the launch
+ * loop then runs in C (cuda_window.c) with no Lua between the inner events.
+ */
+#include "pp_lua_cuda.h"
+
+#ifdef PP_HAVE_CUDA_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arguments --------------------------------------------------------------- */
+static const char *describe_param(lua_State *L, const lcu_fn *fn, int i) {
+  const pp_cuda_param *p = &fn->params[i];
+  if (p->name[0] && p->type[0])
+    return lua_pushfstring(L, "argument %d ('%s', .%s)", i + 1, p->name,
+                           p->type);
+  return lua_pushfstring(L, "argument %d (%d bytes)", i + 1, (int)p->size);
+}
+
+static int arg_error(lua_State *L, const char *what, const lcu_fn *fn, int i,
+                     const char *want, int vidx) {
+  const char *got = luaL_typename(L, vidx);
+  if (lua_type(L, vidx) == LUA_TNUMBER || lua_type(L, vidx) == LUA_TUSERDATA)
+    got = luaL_tolstring(L, vidx, NULL);
+  const char *p = describe_param(L, fn, i);
+  return luaL_error(L, "%s: '%s' %s expects %s, got %s", what, fn->name, p,
+                    want, got);
+}
+
+static void pack_int(lua_State *L, const char *what, const lcu_fn *fn, int i,
+                     int vidx, unsigned char *dst) {
+  const pp_cuda_param *p = &fn->params[i];
+  int ok = 0;
+  lua_Integer v = lua_tointegerx(L, vidx, &ok);
+  if (lua_isboolean(L, vidx)) {
+    v = lua_toboolean(L, vidx);
+    ok = 1;
+  }
+  int bits = (int)p->size * 8;
+  if (!ok || (bits < 64 && (v < -(1ll << (bits - 1)) || v >= (1ll << bits))))
+    arg_error(L, what, fn, i,
+              lua_pushfstring(L, "an integer that fits in %d bits", bits), vidx);
+  uint64_t u = (uint64_t)v;
+  for (size_t b = 0; b < p->size; b++) /* little-endian, as the device */
+    dst[b] = (unsigned char)(u >> (8 * b));
+}
+
+static void pack_float(lua_State *L, const char *what, const lcu_fn *fn, int i,
+                       int vidx, unsigned char *dst) {
+  const pp_cuda_param *p = &fn->params[i];
+  int ok = 0;
+  lua_Number v = lua_tonumberx(L, vidx, &ok);
+  if (!ok || lua_type(L, vidx) != LUA_TNUMBER || (p->size != 4 && p->size != 8))
+    arg_error(L, what, fn, i, "a number", vidx);
+  if (p->size == 4) {
+    float f = (float)v;
+    memcpy(dst, &f, 4);
+  } else {
+    double d = (double)v;
+    memcpy(dst, &d, 8);
+  }
+}
+
+static void pack_pointer(lua_State *L, const char *what, const lcu_fn *fn,
+                         int i, int vidx, unsigned char *dst) {
+  const pp_cuda_param *p = &fn->params[i];
+  lcu_ctx *c = NULL;
+  CUdeviceptr ptr = 0;
+  size_t size = 0;
+  if (!lcu_to_devptr(L, vidx, &c, &ptr, &size))
+    arg_error(L, what, fn, i, "a buffer, a global, a number or a string", vidx);
+  if (p->size != 8 || p->kind == PP_CUDA_PARAM_FLOAT ||
+      p->kind == PP_CUDA_PARAM_HALF || p->kind == PP_CUDA_PARAM_BYTES)
+    arg_error(L, what, fn, i,
+              p->type[0] ? lua_pushfstring(L, "a .%s value", p->type)
+                         : "a value of its size",
+              vidx);
+  if (c != fn->m->c)
+    arg_error(L, what, fn, i, "memory of the function's context", vidx);
+  memcpy(dst, &ptr, 8);
+}
+
+/* Converts Lua value vidx into parameter i's bytes at dst. */
+static void pack_one(lua_State *L, const char *what, const lcu_fn *fn, int i,
+                     int vidx, unsigned char *dst) {
+  const pp_cuda_param *p = &fn->params[i];
+  int t = lua_type(L, vidx);
+  if (t == LUA_TSTRING) {
+    size_t n;
+    const char *s = lua_tolstring(L, vidx, &n);
+    if (n != p->size)
+      arg_error(L, what, fn, i,
+                lua_pushfstring(L, "a string of exactly %d bytes", (int)p->size),
+                vidx);
+    memcpy(dst, s, n);
+    return;
+  }
+  if (t == LUA_TUSERDATA) {
+    pack_pointer(L, what, fn, i, vidx, dst);
+    return;
+  }
+  if (t == LUA_TNIL)
+    arg_error(L, what, fn, i, "a value", vidx);
+  switch (p->kind) {
+  case PP_CUDA_PARAM_FLOAT:
+    pack_float(L, what, fn, i, vidx, dst);
+    return;
+  case PP_CUDA_PARAM_UINT:
+  case PP_CUDA_PARAM_SINT:
+    if (p->size > 8)
+      arg_error(L, what, fn, i, "a string", vidx);
+    pack_int(L, what, fn, i, vidx, dst);
+    return;
+  case PP_CUDA_PARAM_HALF:
+  case PP_CUDA_PARAM_BYTES:
+    arg_error(L, what, fn, i,
+              lua_pushfstring(L, "a string of exactly %d bytes", (int)p->size),
+              vidx);
+    return;
+  default: /* .bN or untyped: the Lua subtype decides */
+    if (t == LUA_TNUMBER && !lua_isinteger(L, vidx) &&
+        (p->size == 4 || p->size == 8))
+      pack_float(L, what, fn, i, vidx, dst);
+    else if (p->size <= 8)
+      pack_int(L, what, fn, i, vidx, dst);
+    else
+      arg_error(L, what, fn, i, "a string", vidx);
+  }
+}
+
+static int count_error(lua_State *L, const char *what, const lcu_fn *fn,
+                       int got) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < fn->nparams; i++) {
+    const pp_cuda_param *p = &fn->params[i];
+    if (i)
+      luaL_addstring(&b, ", ");
+    if (p->name[0])
+      lua_pushfstring(L, "%s .%s", p->name, p->type);
+    else
+      lua_pushfstring(L, "%d bytes", (int)p->size);
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  return luaL_error(L, "%s: '%s' expects %d argument%s (%s), got %d", what,
+                    fn->name, fn->nparams, fn->nparams == 1 ? "" : "s",
+                    lua_tostring(L, -1), got);
+}
+
+/* Packs the list at args_idx (or none) into a userdata left on the stack:
+ * kernelParams pointers followed by the parameter bytes. */
+static void **pack_args(lua_State *L, const char *what, int fn_idx,
+                        const lcu_fn *fn, int args_idx) {
+  if (fn->nparams < 0) {
+    lua_getiuservalue(L, fn_idx, 2);
+    luaL_error(L, "%s: %s", what, lua_tostring(L, -1));
+  }
+  int got = 0;
+  if (!lua_isnoneornil(L, args_idx)) {
+    if (!lua_istable(L, args_idx))
+      luaL_error(L, "%s: field 'args' must be a list, got %s", what,
+                 luaL_typename(L, args_idx));
+    got = (int)lua_rawlen(L, args_idx);
+  }
+  if (got != fn->nparams)
+    count_error(L, what, fn, got);
+  size_t np = (size_t)fn->nparams;
+  size_t head = (np * sizeof(void *) + 15) & ~(size_t)15;
+  unsigned char *mem = lua_newuserdatauv(L, head + fn->param_bytes + 16, 0);
+  void **ptrs = (void **)mem;
+  unsigned char *bytes = mem + head;
+  memset(bytes, 0, fn->param_bytes);
+  for (size_t i = 0; i < np; i++) {
+    lua_rawgeti(L, args_idx, (lua_Integer)i + 1);
+    pack_one(L, what, fn, (int)i, lua_gettop(L), bytes + fn->params[i].offset);
+    lua_pop(L, 1);
+    ptrs[i] = bytes + fn->params[i].offset;
+  }
+  return ptrs;
+}
+
+/* ---- launch descriptions ------------------------------------------------------ */
+typedef struct {
+  lcu_fn *fn;
+  lcu_ctx *c;
+  pp_cuda_launch_cfg cfg;
+  lcu_stream *s;       /* NULL: the legacy default stream                */
+  uint64_t iterations;
+  pp_cuda_reset reset;
+  int fence;
+  double spin_us;
+} launch_desc;
+
+enum { F_FN = 1, F_STREAM = 2, F_LOOP = 4, F_SPIN = 8, F_SAMPLES = 16 };
+
+static void check_fields(lua_State *L, int t, const char *what, int allow) {
+  static const struct {
+    const char *name;
+    int needs;
+  } fields[] = {{"grid", 0},       {"block", 0},      {"shared", 0},
+                {"args", 0},       {"cooperative", 0}, {"fn", F_FN},
+                {"stream", F_STREAM}, {"iterations", F_LOOP},
+                {"reset", F_LOOP}, {"fence", F_LOOP}, {"spin_us", F_SPIN},
+                {"samples", F_SAMPLES}};
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      const char *k = lua_tostring(L, -2);
+      for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (strcmp(k, fields[i].name) == 0 &&
+            (fields[i].needs & allow) == fields[i].needs)
+          ok = 1;
+    }
+    if (!ok) {
+      lua_pop(L, 1);
+      luaL_error(L, "%s: unknown field '%s'", what, luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static unsigned dim_value(lua_State *L, int idx, const char *what,
+                          const char *field) {
+  int ok = 0;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok || v < 1 || v > 0x7fffffff)
+    luaL_error(L, "%s: field '%s' must be a positive integer or a list of 1 "
+                  "to 3 positive integers, got %s",
+               what, field, luaL_tolstring(L, idx, NULL));
+  return (unsigned)v;
+}
+
+static void parse_dim(lua_State *L, int t, const char *what, const char *field,
+                      unsigned out[3], int required) {
+  out[0] = out[1] = out[2] = 1;
+  int ty = lua_getfield(L, t, field);
+  if (ty == LUA_TNIL) {
+    if (required)
+      luaL_error(L, "%s: field '%s' is required", what, field);
+  } else if (ty == LUA_TTABLE) {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    if (n < 1 || n > 3)
+      luaL_error(L, "%s: field '%s' must list 1 to 3 dimensions, got %d", what,
+                 field, (int)n);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      out[i - 1] = dim_value(L, lua_gettop(L), what, field);
+      lua_pop(L, 1);
+    }
+  } else {
+    out[0] = dim_value(L, lua_gettop(L), what, field);
+  }
+  lua_pop(L, 1);
+}
+
+static lua_Integer opt_int_field(lua_State *L, int t, const char *what,
+                                 const char *field, lua_Integer def,
+                                 lua_Integer lo, lua_Integer hi) {
+  lua_Integer v = def;
+  if (lua_getfield(L, t, field) != LUA_TNIL) {
+    int ok = 0;
+    v = lua_tointegerx(L, -1, &ok);
+    if (!ok || v < lo || v > hi)
+      luaL_error(L, "%s: field '%s' must be an integer in %I..%I, got %s", what,
+                 field, lo, hi, luaL_tolstring(L, -1, NULL));
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+static void parse_reset(lua_State *L, int t, const char *what,
+                        launch_desc *d) {
+  memset(&d->reset, 0, sizeof d->reset);
+  int ty = lua_getfield(L, t, "reset");
+  if (ty == LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  if (ty != LUA_TTABLE)
+    luaL_error(L, "%s: field 'reset' must be a table {target=, bytes=, "
+                  "value=, offset=}", what);
+  int r = lua_gettop(L);
+  lua_getfield(L, r, "target");
+  lcu_ctx *c = NULL;
+  CUdeviceptr ptr = 0;
+  size_t size = 0;
+  if (!lcu_to_devptr(L, -1, &c, &ptr, &size))
+    luaL_error(L, "%s: reset.target must be a buffer or a global, got %s", what,
+               luaL_typename(L, -1));
+  if (c != d->c)
+    luaL_error(L, "%s: reset.target belongs to another context", what);
+  lua_pop(L, 1);
+  lua_Integer off = opt_int_field(L, r, what, "offset", 0, 0, (lua_Integer)size);
+  lua_Integer bytes = opt_int_field(L, r, what, "bytes",
+                                    (lua_Integer)size - off, 0,
+                                    (lua_Integer)size - off);
+  lua_Integer value = opt_int_field(L, r, what, "value", 0, 0, 255);
+  d->reset.ptr = ptr + (CUdeviceptr)off;
+  d->reset.bytes = (size_t)bytes;
+  d->reset.value = (unsigned char)value;
+  lua_pop(L, 1);
+}
+
+static int opt_bool_field(lua_State *L, int t, const char *field) {
+  lua_getfield(L, t, field);
+  int v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+static void check_coop(lua_State *L, const char *what, launch_desc *d) {
+  if (!d->c->coop)
+    luaL_error(L, "%s: device %d (%s) does not support cooperative launches",
+               what, d->c->ordinal, d->c->name);
+  int fits = 0;
+  uint64_t cap = 0;
+  const char *failed = NULL;
+  CUresult rc = pp_cuda_coop_fits(&d->cfg, d->c->sm_count, &fits, &cap, &failed);
+  if (rc != CUDA_SUCCESS)
+    lcu_raise(L, d->c, failed, rc, what);
+  if (!fits) {
+    uint64_t blocks = (uint64_t)d->cfg.grid[0] * d->cfg.grid[1] * d->cfg.grid[2];
+    uint64_t threads =
+        (uint64_t)d->cfg.block[0] * d->cfg.block[1] * d->cfg.block[2];
+    luaL_error(L,
+               "%s: cooperative launch of '%s' does not fit: grid of %I blocks, "
+               "at most %I co-resident (%d SMs x %I blocks per SM at %I "
+               "threads a block, %d bytes of dynamic shared memory)",
+               what, d->fn->name, (lua_Integer)blocks, (lua_Integer)cap,
+               d->c->sm_count,
+               (lua_Integer)(d->c->sm_count ? cap / (uint64_t)d->c->sm_count : 0),
+               (lua_Integer)threads, (int)d->cfg.shared);
+  }
+}
+
+/* Reads a launch description from the table at t. fn_idx: the function's
+ * stack index, or 0 to take it from field 'fn'. Leaves the packed argument
+ * block (and the function, when taken from the table) on the stack. */
+static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
+                         int allow, launch_desc *d) {
+  memset(d, 0, sizeof *d);
+  luaL_checktype(L, t, LUA_TTABLE);
+  check_fields(L, t, what, allow);
+  if (!fn_idx) {
+    lua_getfield(L, t, "fn");
+    if (!luaL_testudata(L, -1, LCU_FN_MT))
+      luaL_error(L, "%s: field 'fn' must be a function (mod:func), got %s",
+                 what, luaL_typename(L, -1));
+    fn_idx = lua_gettop(L);
+  }
+  d->fn = lcu_check_open_fn(L, fn_idx);
+  d->c = d->fn->m->c;
+  d->cfg.fn = d->fn->fn;
+  parse_dim(L, t, what, "grid", d->cfg.grid, 1);
+  parse_dim(L, t, what, "block", d->cfg.block, 1);
+  d->cfg.shared = (unsigned)opt_int_field(L, t, what, "shared", 0, 0, 0x7fffffff);
+  d->cfg.cooperative = opt_bool_field(L, t, "cooperative");
+  if (allow & F_STREAM) {
+    if (lua_getfield(L, t, "stream") != LUA_TNIL) {
+      d->s = luaL_testudata(L, -1, LCU_STREAM_MT);
+      if (!d->s)
+        luaL_error(L, "%s: field 'stream' must be a stream, got %s", what,
+                   luaL_typename(L, -1));
+      if (d->s->closed)
+        luaL_error(L, "%s: closed stream", what);
+      if (d->s->c != d->c)
+        luaL_error(L, "%s: the stream belongs to another context", what);
+    }
+    lua_pop(L, 1);
+  }
+  if (allow & F_LOOP) {
+    d->iterations = (uint64_t)opt_int_field(L, t, what, "iterations", 1, 0,
+                                            LUA_MAXINTEGER);
+    d->fence = opt_bool_field(L, t, "fence");
+    parse_reset(L, t, what, d);
+  }
+  if (allow & F_SPIN) {
+    lua_getfield(L, t, "spin_us");
+    d->spin_us = luaL_optnumber(L, -1, 0.0);
+    if (d->spin_us < 0 || d->spin_us > 1e9)
+      luaL_error(L, "%s: field 'spin_us' out of range", what);
+    lua_pop(L, 1);
+  }
+  lcu_use(L, d->c, what);
+  if (d->cfg.cooperative)
+    check_coop(L, what, d);
+  lua_getfield(L, t, "args");
+  int args_idx = lua_gettop(L);
+  d->cfg.params = pack_args(L, what, fn_idx, d->fn, args_idx);
+  lua_remove(L, args_idx);
+}
+
+/* "function 'f', grid=AxBxC block=AxBxC shared=N" for launch errors */
+static const char *launch_text(lua_State *L, const char *what,
+                               const launch_desc *d) {
+  const unsigned *g = d->cfg.grid, *b = d->cfg.block;
+  return lua_pushfstring(L, "%s of '%s' (grid=%dx%dx%d block=%dx%dx%d "
+                            "shared=%d%s)",
+                         what, d->fn->name, (int)g[0], (int)g[1], (int)g[2],
+                         (int)b[0], (int)b[1], (int)b[2], (int)d->cfg.shared,
+                         d->cfg.cooperative ? " cooperative" : "");
+}
+
+/* fn:launch{grid=, block=, shared=, stream=, args=, cooperative=} */
+int lcu_fn_launch(lua_State *L) {
+  launch_desc d;
+  parse_launch(L, 2, 1, "fn:launch", F_STREAM, &d);
+  const char *failed = NULL;
+  CUresult rc = pp_cuda_launch(&d.cfg, d.s ? d.s->s : NULL, &failed);
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, d.c, failed, rc, launch_text(L, "fn:launch", &d));
+  return 0;
+}
+
+/* fn:launch_costs{..., samples = n} -> list of host ns per launch call
+ * (timed one by one with the probe clock; the stream is drained every 256
+ * launches, outside the timed calls). For bench/cuda_costs.lua. */
+int lcu_fn_launch_costs(lua_State *L) {
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = 1000;
+  if (lua_getfield(L, 2, "samples") != LUA_TNIL)
+    n = luaL_checkinteger(L, -1);
+  lua_pop(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= 1000000, 2, "samples must be 1..1000000");
+  launch_desc d;
+  parse_launch(L, 2, 1, "fn:launch_costs", F_STREAM | F_SAMPLES, &d);
+  CUstream s = d.s ? d.s->s : NULL;
+  uint64_t *t = lua_newuserdatauv(L, (size_t)n * sizeof *t, 0);
+  const char *failed = NULL;
+  for (lua_Integer i = 0; i < n; i++) {
+    CUresult sr = i % 256 ? CUDA_SUCCESS : pp_cuda()->StreamSynchronize(s);
+    if (sr != CUDA_SUCCESS)
+      return lcu_raise(L, d.c, "cuStreamSynchronize", sr, NULL);
+    pp_ticks t0 = pp_now();
+    CUresult rc = pp_cuda_launch(&d.cfg, s, &failed);
+    t[i] = pp_ticks_to_ns(t0, pp_now());
+    if (rc != CUDA_SUCCESS)
+      return lcu_raise(L, d.c, failed, rc,
+                       launch_text(L, "fn:launch_costs", &d));
+  }
+  CUresult rc = pp_cuda()->StreamSynchronize(s);
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, d.c, "cuStreamSynchronize", rc, NULL);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)t[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* ---- streams ----------------------------------------------------------------- */
+static lcu_stream *check_stream(lua_State *L, int idx) {
+  return luaL_checkudata(L, idx, LCU_STREAM_MT);
+}
+
+static lcu_stream *check_open_stream(lua_State *L, int idx, const char *what) {
+  lcu_stream *s = check_stream(L, idx);
+  PP_CHECK_OPEN(L, !s->closed, "stream");
+  lcu_use(L, s->c, what);
+  return s;
+}
+
+static lcu_stream *new_stream(lua_State *L, int ctx_idx, lcu_ctx *c) {
+  lcu_stream *s = lua_newuserdatauv(L, sizeof *s, 1);
+  memset(s, 0, sizeof *s);
+  s->c = c;
+  luaL_setmetatable(L, LCU_STREAM_MT);
+  lua_pushvalue(L, ctx_idx);
+  lua_setiuservalue(L, -2, 1);
+  return s;
+}
+
+void lcu_push_default_stream(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_getiuservalue(L, idx, 1) != LUA_TNIL)
+    return;
+  lua_pop(L, 1);
+  new_stream(L, idx, lcu_check_ctx(L, idx));
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, idx, 1);
+}
+
+/* ctx:stream([{non_blocking = true}]) -> stream */
+int lcu_ctx_stream(lua_State *L) {
+  lcu_ctx *c = lcu_check_ctx(L, 1);
+  PP_CHECK_OPEN(L, !c->closed, "context");
+  unsigned flags = CU_STREAM_DEFAULT;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (opt_bool_field(L, 2, "non_blocking"))
+      flags = CU_STREAM_NON_BLOCKING;
+  }
+  lcu_use(L, c, "ctx:stream");
+  lcu_stream *s = new_stream(L, 1, c);
+  s->closed = 1;
+  CUresult rc = pp_cuda()->StreamCreate(&s->s, flags);
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, c, "cuStreamCreate", rc, NULL);
+  s->closed = 0;
+  s->owned = 1;
+  lcu_hold(c);
+  return 1;
+}
+
+static int stream_release(lcu_stream *s, CUresult *rc) {
+  *rc = CUDA_SUCCESS;
+  if (s->closed || !s->owned)
+    return 0;
+  s->closed = 1;
+  if (pp_cuda()->CtxSetCurrent(s->c->ctx) == CUDA_SUCCESS)
+    *rc = pp_cuda()->StreamDestroy(s->s);
+  lcu_unhold(s->c);
+  return 1;
+}
+
+/* The default stream is not owned: close leaves it usable. */
+static int stream_close(lua_State *L) {
+  lcu_stream *s = check_stream(L, 1);
+  lcu_ctx *c = s->c;
+  CUresult rc;
+  if (stream_release(s, &rc) && rc != CUDA_SUCCESS &&
+      c->sticky == CUDA_SUCCESS && !pp_cuda_error_is_sticky(rc))
+    return lcu_raise(L, c, "cuStreamDestroy", rc, NULL);
+  return 0;
+}
+
+static int stream_gc(lua_State *L) {
+  CUresult rc;
+  stream_release(check_stream(L, 1), &rc);
+  return 0;
+}
+
+static int stream_tostring(lua_State *L) {
+  lcu_stream *s = check_stream(L, 1);
+  lua_pushfstring(L, "phaseprobe.cuda.stream (%s%s)",
+                  s->owned ? "created" : "default",
+                  s->closed ? ", closed" : "");
+  return 1;
+}
+
+static int stream_get(lua_State *L) {
+  lcu_stream *s = check_stream(L, 1);
+  const char *k = lua_tostring(L, 2);
+  if (strcmp(k, "closed") == 0) {
+    lua_pushboolean(L, s->closed);
+    return 1;
+  }
+  PP_CHECK_OPEN(L, !s->closed, "stream");
+  if (strcmp(k, "default") == 0)
+    lua_pushboolean(L, !s->owned);
+  else if (strcmp(k, "context") == 0)
+    lua_getiuservalue(L, 1, 1);
+  else
+    return lcu_no_field(L, LCU_STREAM_MT);
+  return 1;
+}
+
+static int stream_synchronize(lua_State *L) {
+  lcu_stream *s = check_open_stream(L, 1, "stream:synchronize");
+  CUresult rc = pp_cuda()->StreamSynchronize(s->s);
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, s->c, "cuStreamSynchronize", rc, NULL);
+  return 0;
+}
+
+/* ---- windows ----------------------------------------------------------------- */
+static lcu_window *check_window(lua_State *L, int idx) {
+  return luaL_checkudata(L, idx, LCU_WINDOW_MT);
+}
+
+static void window_release(lcu_window *w) {
+  if (!w->holds)
+    return;
+  if (!w->c->released &&
+      pp_cuda()->CtxSetCurrent(w->c->ctx) == CUDA_SUCCESS)
+    pp_cuda_window_discard(&w->w);
+  w->holds = 0;
+  lcu_unhold(w->c);
+}
+
+static int window_fail(lua_State *L, lcu_window *w, CUresult rc,
+                       const char *what) {
+  return lcu_raise(L, w->c, w->w.failed ? w->w.failed : "CUDA", rc, what);
+}
+
+/* A window that can take the next step (not collected or discarded). */
+static lcu_window *check_live_window(lua_State *L, const char *what) {
+  lcu_window *w = check_window(L, 1);
+  PP_CHECK_OPEN(L, w->holds, "window");
+  PP_CHECK_OPEN(L, !w->s->closed, "stream");
+  lcu_use(L, w->c, what);
+  return w;
+}
+
+/* s:window() -> w: records the outer start event */
+static int stream_window(lua_State *L) {
+  lcu_stream *s = check_open_stream(L, 1, "stream:window");
+  lcu_window *w = lua_newuserdatauv(L, sizeof *w, 1);
+  memset(w, 0, sizeof *w);
+  w->c = s->c;
+  w->s = s;
+  luaL_setmetatable(L, LCU_WINDOW_MT);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  w->holds = 1;
+  lcu_hold(w->c);
+  CUresult rc = pp_cuda_window_open(&w->w, w->c->pool, s->s);
+  w->w.floor_ns = w->c->floor_ns;
+  if (rc != CUDA_SUCCESS)
+    return window_fail(L, w, rc, "stream:window");
+  return 1;
+}
+
+static int window_spin_us(lua_State *L) {
+  lcu_window *w = check_window(L, 1);
+  PP_CHECK_OPEN(L, w->holds, "window");
+  lua_Number us = luaL_checknumber(L, 2);
+  luaL_argcheck(L, us >= 0 && us < 1e9, 2, "microseconds out of range");
+  pp_cuda_spin_ns((uint64_t)(us * 1000.0));
+  return 0;
+}
+
+/* w:launch_loop{fn=, grid=, block=, shared=, args=, iterations=, reset=,
+ * cooperative=, fence=} -> host ns of the loop (inner events included) */
+static int window_launch_loop(lua_State *L) {
+  lcu_window *w = check_live_window(L, "window:launch_loop");
+  if (w->w.stage != PP_CUDA_WINDOW_OPEN)
+    return luaL_error(L, "window:launch_loop: %s",
+                      w->w.looped ? "the loop already ran in this window"
+                                  : "the window is closed");
+  launch_desc d;
+  parse_launch(L, 2, 0, "window:launch_loop", F_FN | F_LOOP, &d);
+  if (d.c != w->c)
+    return luaL_error(L, "window:launch_loop: the function belongs to "
+                         "another context");
+  CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
+                                           &d.reset);
+  if (rc == CUDA_SUCCESS && d.fence)
+    rc = pp_cuda_window_fence(&w->w);
+  if (rc != CUDA_SUCCESS)
+    return window_fail(L, w, rc, launch_text(L, "window:launch_loop", &d));
+  lua_pushinteger(L, (lua_Integer)w->w.loop_host_ns);
+  return 1;
+}
+
+static int window_fence(lua_State *L) {
+  lcu_window *w = check_live_window(L, "window:fence");
+  CUresult rc = pp_cuda_window_fence(&w->w);
+  if (rc != CUDA_SUCCESS)
+    return window_fail(L, w, rc, "window:fence");
+  return 0;
+}
+
+/* w:close(): records the outer end event (once; later calls do nothing) */
+static int window_close(lua_State *L) {
+  lcu_window *w = check_window(L, 1);
+  if (!w->holds || (w->w.stage != PP_CUDA_WINDOW_OPEN &&
+                    w->w.stage != PP_CUDA_WINDOW_LOOPED))
+    return 0;
+  int unwinding = !lua_isnoneornil(L, 2); /* __close with an error */
+  if (w->c->closed || w->c->sticky != CUDA_SUCCESS || w->s->closed) {
+    if (unwinding)
+      return 0;
+    PP_CHECK_OPEN(L, !w->s->closed, "stream");
+    lcu_use(L, w->c, "window:close");
+  }
+  if (pp_cuda()->CtxSetCurrent(w->c->ctx) != CUDA_SUCCESS && unwinding)
+    return 0;
+  CUresult rc = pp_cuda_window_close(&w->w);
+  if (rc != CUDA_SUCCESS && !unwinding)
+    return window_fail(L, w, rc, "window:close");
+  return 0;
+}
+
+/* w:collect() -> device_window_ns, kernel_ns (nil without a launch loop) */
+static int window_collect(lua_State *L) {
+  lcu_window *w = check_live_window(L, "window:collect");
+  if (w->w.stage != PP_CUDA_WINDOW_CLOSED)
+    return luaL_error(L, "window:collect: close the window first (w:close())");
+  uint64_t win = 0, ker = 0;
+  CUresult rc = pp_cuda_window_collect(&w->w, &win, &ker);
+  if (rc != CUDA_SUCCESS)
+    return window_fail(L, w, rc, "window:collect");
+  w->collected = 1;
+  window_release(w);
+  lua_pushinteger(L, (lua_Integer)win);
+  if (ker == UINT64_MAX)
+    lua_pushnil(L);
+  else
+    lua_pushinteger(L, (lua_Integer)ker);
+  return 2;
+}
+
+/* w:discard(): gives the events back without reading them */
+static int window_discard(lua_State *L) {
+  window_release(check_window(L, 1));
+  return 0;
+}
+
+static int window_gc(lua_State *L) {
+  window_release(check_window(L, 1));
+  return 0;
+}
+
+static const char *stage_name(const lcu_window *w) {
+  if (!w->holds)
+    return w->collected ? "collected" : "discarded";
+  switch (w->w.stage) {
+  case PP_CUDA_WINDOW_OPEN: return "open";
+  case PP_CUDA_WINDOW_LOOPED: return "looped";
+  case PP_CUDA_WINDOW_CLOSED: return "closed";
+  default: return "failed";
+  }
+}
+
+static int window_tostring(lua_State *L) {
+  lcu_window *w = check_window(L, 1);
+  lua_pushfstring(L, "phaseprobe.cuda.window (%s)", stage_name(w));
+  return 1;
+}
+
+static int window_get(lua_State *L) {
+  lcu_window *w = check_window(L, 1);
+  const char *k = lua_tostring(L, 2);
+  if (strcmp(k, "stage") == 0)
+    lua_pushstring(L, stage_name(w));
+  else if (strcmp(k, "probe_ns") == 0)
+    lua_pushinteger(L, (lua_Integer)w->w.probe_ns);
+  else if (strcmp(k, "loop_host_ns") == 0)
+    lua_pushinteger(L, (lua_Integer)w->w.loop_host_ns);
+  else if (strcmp(k, "iterations") == 0)
+    lua_pushinteger(L, (lua_Integer)w->w.iterations);
+  else if (strcmp(k, "floor_ns") == 0)
+    lua_pushinteger(L, (lua_Integer)w->w.floor_ns);
+  else if (strcmp(k, "stream") == 0)
+    lua_getiuservalue(L, 1, 1);
+  else
+    return lcu_no_field(L, LCU_WINDOW_MT);
+  return 1;
+}
+
+/* s:timed{fn=, grid=, block=, shared=, args=, iterations=, reset=,
+ * cooperative=, fence=, spin_us=} -> device_window_ns, kernel_ns: the whole
+ * window (open, optional spin, loop, optional fence, close, collect) in C. */
+static int stream_timed(lua_State *L) {
+  lcu_stream *s = check_open_stream(L, 1, "stream:timed");
+  launch_desc d;
+  parse_launch(L, 2, 0, "stream:timed", F_FN | F_LOOP | F_SPIN, &d);
+  if (d.c != s->c)
+    return luaL_error(L, "stream:timed: the function belongs to another "
+                         "context");
+  pp_cuda_window w;
+  uint64_t win = 0, ker = 0;
+  CUresult rc = pp_cuda_window_open(&w, s->c->pool, s->s);
+  w.floor_ns = s->c->floor_ns;
+  if (rc == CUDA_SUCCESS) {
+    if (d.spin_us > 0)
+      pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
+    rc = pp_cuda_window_launch_loop(&w, &d.cfg, d.iterations, &d.reset);
+  }
+  if (rc == CUDA_SUCCESS && d.fence)
+    rc = pp_cuda_window_fence(&w);
+  if (rc == CUDA_SUCCESS)
+    rc = pp_cuda_window_close(&w);
+  if (rc == CUDA_SUCCESS)
+    rc = pp_cuda_window_collect(&w, &win, &ker);
+  if (rc != CUDA_SUCCESS) {
+    pp_cuda_window_discard(&w);
+    return lcu_raise(L, s->c, w.failed ? w.failed : "CUDA", rc,
+                     launch_text(L, "stream:timed", &d));
+  }
+  lua_pushinteger(L, (lua_Integer)win);
+  lua_pushinteger(L, (lua_Integer)ker);
+  return 2;
+}
+
+/* ctx:event_costs([samples]) -> {record = {ns...}, pair = {ns...}}: host
+ * cost of single cuEventRecord calls, and device time of back-to-back
+ * event pairs. For bench/cuda_costs.lua. */
+int lcu_ctx_event_costs(lua_State *L) {
+  lcu_ctx *c = lcu_check_ctx(L, 1);
+  PP_CHECK_OPEN(L, !c->closed, "context");
+  lua_Integer n = luaL_optinteger(L, 2, 1000);
+  luaL_argcheck(L, n >= 1 && n <= 1000000, 2, "samples must be 1..1000000");
+  lcu_use(L, c, "ctx:event_costs");
+  uint64_t *t = lua_newuserdatauv(L, (size_t)n * sizeof *t, 0);
+  CUevent ev = NULL;
+  CUresult rc = pp_cuda_event_get(c->pool, &ev);
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, c, "cuEventCreate", rc, NULL);
+  for (lua_Integer i = 0; i < n && rc == CUDA_SUCCESS; i++) {
+    if (i % 256 == 0)
+      rc = pp_cuda()->CtxSynchronize();
+    pp_ticks t0 = pp_now();
+    if (rc == CUDA_SUCCESS)
+      rc = pp_cuda()->EventRecord(ev, NULL);
+    t[i] = pp_ticks_to_ns(t0, pp_now());
+  }
+  pp_cuda_event_put(c->pool, ev);
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, c, "cuEventRecord", rc, NULL);
+  lua_createtable(L, 0, 2);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)t[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "record");
+  const char *failed = NULL;
+  rc = pp_cuda_event_pairs(c->pool, NULL, t, (size_t)n, &failed);
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, c, failed, rc, NULL);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)t[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "pair");
+  return 1;
+}
+
+void lcu_open_launch(lua_State *L) {
+  static const luaL_Reg stream_methods[] = {
+      {"synchronize", stream_synchronize},
+      {"window", stream_window},
+      {"timed", stream_timed},
+      {"close", stream_close},
+      {NULL, NULL}};
+  static const luaL_Reg window_methods[] = {
+      {"spin_us", window_spin_us}, {"launch_loop", window_launch_loop},
+      {"fence", window_fence},     {"close", window_close},
+      {"collect", window_collect}, {"discard", window_discard},
+      {NULL, NULL}};
+  lcu_class(L, LCU_STREAM_MT, stream_methods, stream_get, stream_gc,
+            stream_close, stream_tostring);
+  lcu_class(L, LCU_WINDOW_MT, window_methods, window_get, window_gc,
+            window_close, window_tostring);
+}
+
+#else
+typedef int pp_lua_cuda_launch_absent_;
+#endif

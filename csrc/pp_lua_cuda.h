@@ -1,0 +1,136 @@
+/* pp_lua_cuda.h: shared by the pp.cuda binding files (csrc/lua_cuda*.c);
+ * not installed. Only meaningful with the CUDA headers (PP_HAVE_CUDA_H). */
+#ifndef PP_LUA_CUDA_H
+#define PP_LUA_CUDA_H
+
+#include "pp_lua.h"
+
+#ifdef PP_HAVE_CUDA_H
+#include "pp_cuda.h"
+
+#define LCU_CTX_MT "phaseprobe.cuda.context"
+#define LCU_MOD_MT "phaseprobe.cuda.module"
+#define LCU_FN_MT "phaseprobe.cuda.function"
+#define LCU_GLOBAL_MT "phaseprobe.cuda.global"
+#define LCU_BUF_MT "phaseprobe.cuda.buffer"
+#define LCU_STREAM_MT "phaseprobe.cuda.stream"
+#define LCU_WINDOW_MT "phaseprobe.cuda.window"
+
+/* Ownership: every child userdata holds its parent in user value 1, so a
+ * parent's memory outlives its children, and children point at it directly.
+ * A context's driver resources (primary context retain, event pool) are
+ * released when it is closed AND no child still holds driver resources of
+ * it (`live`), so closing a context never strands its allocations. A child
+ * whose context or module was closed refuses further use. */
+typedef struct lcu_ctx {
+  int closed;      /* closed by the user (or collected)                   */
+  int released;    /* driver resources gone                               */
+  int live;        /* children holding driver resources of this context   */
+  CUresult sticky; /* the error that made it unusable, or CUDA_SUCCESS    */
+  int ordinal;
+  CUdevice dev;
+  CUcontext ctx;
+  pp_cuda_event_pool *pool;
+  char name[128];
+  int cc_major, cc_minor, sm_count, coop;
+  uint64_t floor_ns; /* median of back-to-back event pairs at creation    */
+} lcu_ctx;
+
+typedef struct lcu_mod {
+  lcu_ctx *c;
+  CUmodule mod;
+  int closed;
+  uint64_t jit_ns;
+  double jit_driver_ms;
+} lcu_mod;
+
+typedef struct lcu_fn {
+  lcu_mod *m;
+  CUfunction fn;
+  int closed;
+  int nparams;     /* -1: layout unknown (see user value 2)               */
+  int from_driver; /* offsets and sizes from cuFuncGetParamInfo            */
+  int typed;       /* element types known (from the PTX entry)            */
+  int registers, shared_bytes, max_threads, local_bytes, const_bytes;
+  size_t param_bytes;
+  const char *name; /* points into this userdata                          */
+  pp_cuda_param params[];
+} lcu_fn;
+
+typedef struct lcu_global {
+  lcu_mod *m;
+  int closed;
+  CUdeviceptr ptr;
+  size_t size;
+  char name[];
+} lcu_global;
+
+typedef struct lcu_buf {
+  lcu_ctx *c;
+  CUdeviceptr ptr;
+  size_t size;
+  int closed;
+} lcu_buf;
+
+typedef struct lcu_stream {
+  lcu_ctx *c;
+  CUstream s;
+  int owned; /* 0 for the default (NULL) stream                            */
+  int closed;
+} lcu_stream;
+
+typedef struct lcu_window {
+  lcu_ctx *c;
+  lcu_stream *s;
+  pp_cuda_window w;
+  int holds; /* events taken from the pool (counts in c->live)             */
+  int collected;
+} lcu_window;
+
+/* ---- lua_cuda.c ----------------------------------------------------------- */
+/* Raises "call: NAME (desc)[; sticky note][: extra]"; marks c sticky when
+ * the error is one. */
+int lcu_raise(lua_State *L, lcu_ctx *c, const char *call, CUresult rc,
+              const char *extra);
+/* Raises unless c is open and usable; makes it current on this thread. */
+void lcu_use(lua_State *L, lcu_ctx *c, const char *what);
+/* A child took / gave back driver resources of c. */
+void lcu_hold(lcu_ctx *c);
+void lcu_unhold(lcu_ctx *c);
+/* Creates a class: metatable `name` with __index looking up `methods`
+ * first, then calling getter(ud, key); plus __gc, __close, __tostring. */
+void lcu_class(lua_State *L, const char *name, const luaL_Reg *methods,
+               lua_CFunction getter, lua_CFunction gc, lua_CFunction close,
+               lua_CFunction tostring);
+/* Raises "unknown field 'k' of <kind>" */
+int lcu_no_field(lua_State *L, const char *kind);
+/* The context of a context handle at idx (checked). */
+lcu_ctx *lcu_check_ctx(lua_State *L, int idx);
+
+/* ---- lua_cuda_module.c ---------------------------------------------------- */
+void lcu_open_module(lua_State *L);
+int lcu_ctx_load(lua_State *L);
+int lcu_ctx_load_file(lua_State *L);
+lcu_fn *lcu_check_fn(lua_State *L, int idx);
+/* A function whose handle and module are open (raises otherwise). */
+lcu_fn *lcu_check_open_fn(lua_State *L, int idx);
+
+/* ---- lua_cuda_mem.c ------------------------------------------------------- */
+void lcu_open_mem(lua_State *L);
+int lcu_ctx_alloc(lua_State *L);
+/* A buffer or a module global at idx: its device range and context, or 0. */
+int lcu_to_devptr(lua_State *L, int idx, lcu_ctx **c, CUdeviceptr *ptr,
+                  size_t *size);
+
+/* ---- lua_cuda_launch.c ---------------------------------------------------- */
+void lcu_open_launch(lua_State *L);
+int lcu_ctx_stream(lua_State *L);
+/* Pushes the context's default stream (cached in the context's user value
+ * 1); idx is the context handle. */
+void lcu_push_default_stream(lua_State *L, int idx);
+int lcu_ctx_event_costs(lua_State *L);
+int lcu_fn_launch(lua_State *L);
+int lcu_fn_launch_costs(lua_State *L);
+
+#endif /* PP_HAVE_CUDA_H */
+#endif

@@ -1,0 +1,7 @@
+// saxpy.cu: y[i] = a * x[i] + y[i] for i < n. The example kernel of
+// examples/saxpy.lua and the GPU specs; launched with one thread per element.
+extern "C" __global__ void saxpy(int n, float a, const float *x, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    y[i] = a * x[i] + y[i];
+}
