@@ -43,10 +43,7 @@ static void why_put(char *why, size_t len, const char *fmt, ...) {
 #include <stdlib.h>
 #include <time.h>
 
-#if __has_include("pp_cuda.h")
 #include "pp_cuda.h"
-#define PP_HAVE_CUDA_LAYER 1
-#endif
 
 /* Oldest CUPTI API version whose kernel record has start, end and
  * correlationId where CUpti_ActivityKernel10 has them (CUDA 11.0, v13; the
@@ -226,14 +223,12 @@ static void cupti_why(char *why, size_t len, const char *call,
 PP_EXPORT int pp_cupti_available(char *why, size_t whylen) {
   if (pp_cupti_load(why, whylen) != 0)
     return 0;
-#ifdef PP_HAVE_CUDA_LAYER
   char cwhy[384];
   if (!pp_cuda_load(cwhy, sizeof cwhy)) {
     why_put(why, whylen, "CUPTI (%s) needs the CUDA driver: %s", api.path,
             cwhy);
     return 0;
   }
-#endif
   return 1;
 }
 

@@ -11,6 +11,7 @@
  *   pp.truth.monotonic_ns()     -> clock_gettime(CLOCK_MONOTONIC) in ns
  *   pp.truth.clock_pair()       -> fast_ns, monotonic_ns, spread_ns
  *   pp.truth.spin_ns(ns)        -- busy-waits on the probe clock
+ *   pp.truth.sleep_ns(ns)       -- sleeps (nanosleep, resumed after signals)
  *
  * clock_pair reads the monotonic clock, the probe's clock (pp.now) and the
  * monotonic clock again, keeps the tightest of a few such brackets and
@@ -20,6 +21,7 @@
 #include "pp_lua.h"
 #include "pp_cupti.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -137,9 +139,20 @@ static int l_spin_ns(lua_State *L) {
   return 0;
 }
 
+static int l_sleep_ns(lua_State *L) {
+  lua_Integer ns = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, ns >= 0 && ns <= 3600000000000LL, 1,
+                "nanoseconds must be 0..3600e9");
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  return 0;
+}
+
 static const luaL_Reg truth_fns[] = {{"monotonic_ns", l_monotonic_ns},
                                      {"clock_pair", l_clock_pair},
                                      {"spin_ns", l_spin_ns},
+                                     {"sleep_ns", l_sleep_ns},
                                      {NULL, NULL}};
 
 /* With the module table on top: adds the cupti_* functions to its 'cuda'
