@@ -155,3 +155,11 @@ $(FAKECUDA): spec/helpers/fakecuda.c | $(BUILD)
 all: $(FAKECUDA)
 test: $(FAKECUDA)
 endif
+
+# Ground truth and cost of the probe on a GPU (tools/truth.lua): the event
+# pair against CUPTI, starvation against an injected gap, clock drift, and
+# the probe's perturbation of a dispatch. TRUTH_OUT=path also writes the
+# table to a file. About 15 s on an H200.
+.PHONY: truth
+truth: all
+	$(LUA) tools/truth.lua

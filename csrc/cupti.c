@@ -270,11 +270,11 @@ static void attribute(uint64_t ext, uint64_t start, uint64_t end) {
   }
   stats.matched++;
   s->kernels++;
-  if (start == 0 && end == 0) {
+  if (start == 0 || end <= start) { /* no timestamps, or an incomplete one */
     s->untimed++;
     return;
   }
-  s->sum = pp_sat_add(s->sum, end > start ? end - start : 0);
+  s->sum = pp_sat_add(s->sum, end - start);
   if (!s->first || start < s->first)
     s->first = start;
   if (end > s->last)
@@ -539,6 +539,12 @@ static CUptiResult flush(pp_cupti_result *out, uint32_t flag) {
   return rc;
 }
 
+static void forced_flush_note(void) {
+  pthread_mutex_lock(&tab_lock);
+  stats.forced_flushes++;
+  pthread_mutex_unlock(&tab_lock);
+}
+
 static void pause_us(unsigned us) {
   struct timespec ts = {0, (long)us * 1000L};
   nanosleep(&ts, NULL);
@@ -548,6 +554,9 @@ PP_EXPORT int pp_cupti_collect(uint64_t id, uint64_t expected,
                                uint64_t timeout_ns, pp_cupti_result *out,
                                char *why, size_t whylen) {
   memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&tab_lock);
+  stats.collects++;
+  pthread_mutex_unlock(&tab_lock);
   if (!pp_cupti_active()) {
     why_put(why, whylen, "CUPTI collection is off (pp_cupti_start first)");
     return -1;
@@ -560,11 +569,17 @@ PP_EXPORT int pp_cupti_collect(uint64_t id, uint64_t expected,
     timeout_ns = 200000000u;
   pp_ticks t0 = pp_now_inline();
   for (unsigned tries = 0;; tries++) {
-    CUptiResult rc = flush(out, 0);
+    /* A plain flush withholds a buffer that holds any incomplete record
+     * (someone else's running kernel, say); after about 200 us of trying,
+     * one forced flush takes it anyway. */
+    uint32_t flag = tries == 10 ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0;
+    CUptiResult rc = flush(out, flag);
     if (rc != CUPTI_SUCCESS) {
       cupti_why(why, whylen, "cuptiActivityFlushAll", rc);
       return -1;
     }
+    if (flag)
+      forced_flush_note();
     read_span(id, out);
     if (out->kernels >= expected)
       return 0;
@@ -572,12 +587,6 @@ PP_EXPORT int pp_cupti_collect(uint64_t id, uint64_t expected,
       break;
     pause_us(tries < 10 ? 20 : 200);
   }
-  /* Last resort: buffers still holding an incomplete record of someone
-   * else's work come out too. */
-  flush(out, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  read_span(id, out);
-  if (out->kernels >= expected)
-    return 0;
   why_put(why, whylen,
           "CUPTI delivered %llu of %llu kernel records for span %llu within "
           "%llu ms",

@@ -657,9 +657,9 @@ static int window_launch_loop(lua_State *L) {
   if (d.c != w->c)
     return luaL_error(L, "window:launch_loop: the function belongs to "
                          "another context");
-  if (d.source != PP_KSRC_NONE)
-    w->w.source = d.source;
-  lcu_check_ksrc(L, w->w.source, "window:launch_loop");
+  pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : w->w.source;
+  lcu_check_ksrc(L, src, "window:launch_loop");
+  w->w.source = src;
   CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
                                            &d.reset);
   if (rc == CUDA_SUCCESS && d.fence)

@@ -7,6 +7,7 @@
  *   pp.cuda.cupti_stop()
  *   pp.cuda.cupti_info()        -> {available=, why=, path=, version=,
  *                                   active=, records=, kernels=, ...}
+ *   pp.cuda.built_with_cupti    -- the CUPTI headers were there at build
  *
  *   pp.truth.monotonic_ns()     -> clock_gettime(CLOCK_MONOTONIC) in ns
  *   pp.truth.clock_pair()       -> fast_ns, monotonic_ns, spread_ns
@@ -87,6 +88,8 @@ static int l_cupti_info(lua_State *L) {
   set_int(L, "buffers", st.buffers);
   set_int(L, "buffer_bytes", st.buffer_bytes);
   set_int(L, "spans", st.spans);
+  set_int(L, "collects", st.collects);
+  set_int(L, "forced_flushes", st.forced_flushes);
   return 1;
 }
 
@@ -158,8 +161,15 @@ static const luaL_Reg truth_fns[] = {{"monotonic_ns", l_monotonic_ns},
 /* With the module table on top: adds the cupti_* functions to its 'cuda'
  * table and sets its 'truth' table. */
 void pp_lua_open_truth(lua_State *L) {
-  if (lua_getfield(L, -1, "cuda") == LUA_TTABLE)
+  if (lua_getfield(L, -1, "cuda") == LUA_TTABLE) {
     luaL_setfuncs(L, cupti_fns, 0);
+#if defined(PP_HAVE_CUPTI_H) && defined(PP_HAVE_CUDA_H)
+    lua_pushboolean(L, 1);
+#else
+    lua_pushboolean(L, 0);
+#endif
+    lua_setfield(L, -2, "built_with_cupti");
+  }
   lua_pop(L, 1);
   luaL_newlib(L, truth_fns);
   lua_setfield(L, -2, "truth");

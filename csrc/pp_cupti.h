@@ -98,9 +98,11 @@ typedef struct {
                            /* cost, buffer handling on this thread incl.)  */
 } pp_cupti_result;
 
-/* Delivers pending records and reads span `id`, flushing again (no sleep:
- * a short pause between tries) until `expected` kernels are attributed or
- * `timeout_ns` passes (0: 200 ms). The caller has synchronized the work.
+/* Delivers pending records and reads span `id`, flushing again (pausing
+ * 20 us, later 200 us, between tries; the 11th try is a forced flush) until
+ * `expected` kernels are attributed or `timeout_ns` passes (0: 200 ms). The
+ * caller has synchronized the work. A kernel whose record has no or an
+ * incomplete timestamp counts in `untimed`, not in sum_ns.
  * Returns 0 when the expected count (or more) was found, 1 when fewer were
  * (out holds what arrived; why says how many), -1 when collection is off or
  * CUPTI failed (why). */
@@ -117,6 +119,8 @@ typedef struct {
   uint64_t buffers;      /* buffers delivered                              */
   uint64_t buffer_bytes; /* bytes of records delivered                     */
   uint64_t spans;        /* spans begun                                    */
+  uint64_t collects;     /* pp_cupti_collect calls                         */
+  uint64_t forced_flushes; /* forced flushes a collect needed              */
   uint64_t starts;       /* current start count                            */
 } pp_cupti_stats;
 void pp_cupti_stats_get(pp_cupti_stats *out);
