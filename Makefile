@@ -154,6 +154,12 @@ $(FAKECUDA): spec/helpers/fakecuda.c | $(BUILD)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS)
 all: $(FAKECUDA)
 test: $(FAKECUDA)
+
+# The timed window from C (pp_cuda.h); spec/cuda_fake_spec.lua runs it too.
+C_CUDA_EXAMPLE := $(BUILD)/c_cuda_window
+$(C_CUDA_EXAMPLE): examples/c_cuda_window.c $(STATIC) $(HDRS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
+all: $(C_CUDA_EXAMPLE)
 endif
 
 # Ground truth and cost of the probe on a GPU (tools/truth.lua): the event

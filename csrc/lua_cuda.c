@@ -339,8 +339,8 @@ static int ctx_get(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)pp_cuda_event_pool_created(c->pool));
   else if (strcmp(k, "events_idle") == 0)
     lua_pushinteger(L, (lua_Integer)pp_cuda_event_pool_idle(c->pool));
-  else if (strcmp(k, "stream") == 0)
-    lcu_push_default_stream(L, 1);
+  else if (strcmp(k, "stream") == 0 || strcmp(k, "default_stream") == 0)
+    lcu_push_default_stream(L, 1); /* callable: ctx:stream() makes one */
   else
     return lcu_no_field(L, LCU_CTX_MT);
   return 1;
@@ -383,7 +383,6 @@ static const luaL_Reg ctx_methods[] = {
     {"load", lcu_ctx_load},
     {"load_file", lcu_ctx_load_file},
     {"alloc", lcu_ctx_alloc},
-    {"stream", lcu_ctx_stream},
     {"synchronize", ctx_synchronize},
     {"mem_info", ctx_mem_info},
     {"event_floor", ctx_event_floor},

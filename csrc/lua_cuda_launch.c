@@ -94,12 +94,26 @@ static void pack_pointer(lua_State *L, const char *what, const lcu_fn *fn,
   memcpy(dst, &ptr, 8);
 }
 
+/* What parameter i accepts, for messages. */
+static const char *accepts(lua_State *L, const pp_cuda_param *p) {
+  switch (p->kind) {
+  case PP_CUDA_PARAM_FLOAT: return "a number";
+  case PP_CUDA_PARAM_HALF:
+  case PP_CUDA_PARAM_BYTES:
+    return lua_pushfstring(L, "a string of exactly %d bytes", (int)p->size);
+  default:
+    if (p->size > 8)
+      return lua_pushfstring(L, "a string of exactly %d bytes", (int)p->size);
+    return p->size == 8 ? "an integer, a buffer or a global" : "an integer";
+  }
+}
+
 /* Converts Lua value vidx into parameter i's bytes at dst. */
 static void pack_one(lua_State *L, const char *what, const lcu_fn *fn, int i,
                      int vidx, unsigned char *dst) {
   const pp_cuda_param *p = &fn->params[i];
   int t = lua_type(L, vidx);
-  if (t == LUA_TSTRING) {
+  if (t == LUA_TSTRING) { /* raw bytes, any parameter */
     size_t n;
     const char *s = lua_tolstring(L, vidx, &n);
     if (n != p->size)
@@ -113,32 +127,19 @@ static void pack_one(lua_State *L, const char *what, const lcu_fn *fn, int i,
     pack_pointer(L, what, fn, i, vidx, dst);
     return;
   }
-  if (t == LUA_TNIL)
-    arg_error(L, what, fn, i, "a value", vidx);
-  switch (p->kind) {
-  case PP_CUDA_PARAM_FLOAT:
+  int scalar = t == LUA_TNUMBER || t == LUA_TBOOLEAN;
+  if (!scalar || p->kind == PP_CUDA_PARAM_HALF ||
+      p->kind == PP_CUDA_PARAM_BYTES || p->size > 8)
+    arg_error(L, what, fn, i, accepts(L, p), vidx);
+  if (p->kind == PP_CUDA_PARAM_FLOAT) {
     pack_float(L, what, fn, i, vidx, dst);
-    return;
-  case PP_CUDA_PARAM_UINT:
-  case PP_CUDA_PARAM_SINT:
-    if (p->size > 8)
-      arg_error(L, what, fn, i, "a string", vidx);
+  } else if (p->kind == PP_CUDA_PARAM_UINT || p->kind == PP_CUDA_PARAM_SINT) {
     pack_int(L, what, fn, i, vidx, dst);
-    return;
-  case PP_CUDA_PARAM_HALF:
-  case PP_CUDA_PARAM_BYTES:
-    arg_error(L, what, fn, i,
-              lua_pushfstring(L, "a string of exactly %d bytes", (int)p->size),
-              vidx);
-    return;
-  default: /* .bN or untyped: the Lua subtype decides */
-    if (t == LUA_TNUMBER && !lua_isinteger(L, vidx) &&
-        (p->size == 4 || p->size == 8))
-      pack_float(L, what, fn, i, vidx, dst);
-    else if (p->size <= 8)
-      pack_int(L, what, fn, i, vidx, dst);
-    else
-      arg_error(L, what, fn, i, "a string", vidx);
+  } else if (t == LUA_TNUMBER && !lua_isinteger(L, vidx) &&
+             (p->size == 4 || p->size == 8)) {
+    pack_float(L, what, fn, i, vidx, dst); /* .bN or untyped: a float */
+  } else {
+    pack_int(L, what, fn, i, vidx, dst);
   }
 }
 
@@ -523,6 +524,18 @@ int lcu_ctx_stream(lua_State *L) {
   return 1;
 }
 
+/* ctx.stream is the default stream, and ctx:stream(opts) calls it with the
+ * context: a default stream called with its context creates a new stream. */
+static int stream_call(lua_State *L) {
+  lcu_stream *s = check_stream(L, 1);
+  lcu_ctx *c = luaL_testudata(L, 2, LCU_CTX_MT);
+  if (s->owned || c != s->c)
+    return luaL_error(L, "a stream is not callable (use ctx:stream() to create "
+                         "one)");
+  lua_remove(L, 1);
+  return lcu_ctx_stream(L);
+}
+
 static int stream_release(lcu_stream *s, CUresult *rc) {
   *rc = CUDA_SUCCESS;
   if (s->closed || !s->owned)
@@ -863,6 +876,10 @@ void lcu_open_launch(lua_State *L) {
       {NULL, NULL}};
   lcu_class(L, LCU_STREAM_MT, stream_methods, stream_get, stream_gc,
             stream_close, stream_tostring);
+  luaL_getmetatable(L, LCU_STREAM_MT);
+  lua_pushcfunction(L, stream_call);
+  lua_setfield(L, -2, "__call");
+  lua_pop(L, 1);
   lcu_class(L, LCU_WINDOW_MT, window_methods, window_get, window_gc,
             window_close, window_tostring);
 }

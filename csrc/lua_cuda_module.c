@@ -293,9 +293,10 @@ static int fn_attr(lua_State *L, lcu_mod *m, CUfunction f,
   return v;
 }
 
-/* Driver layout; -1 when the driver has no cuFuncGetParamInfo. */
-static int driver_params(lua_State *L, lcu_mod *m, CUfunction f,
-                         pp_cuda_param *out, int max) {
+/* Driver layout; -1 when the driver has no cuFuncGetParamInfo or it does
+ * not answer for this function (the PTX entry is the fallback). */
+static int driver_params(lua_State *L, CUfunction f, pp_cuda_param *out,
+                         int max) {
   const pp_cuda_api *cu = pp_cuda();
   if (!cu->FuncGetParamInfo)
     return -1;
@@ -303,9 +304,9 @@ static int driver_params(lua_State *L, lcu_mod *m, CUfunction f,
     size_t off = 0, size = 0;
     CUresult rc = cu->FuncGetParamInfo(f, (size_t)i, &off, &size);
     if (rc == CUDA_ERROR_INVALID_VALUE)
-      return i;
+      return i; /* past the last parameter */
     if (rc != CUDA_SUCCESS)
-      lcu_raise(L, m->c, "cuFuncGetParamInfo", rc, NULL);
+      return -1;
     if (i == max)
       luaL_error(L, "mod:func: more than %d parameters", max);
     memset(&out[i], 0, sizeof out[i]);
@@ -339,7 +340,7 @@ typedef struct {
 } layout;
 
 /* Works out the parameter layout into scratch (MAX_PTX_PARAMS entries). */
-static void find_layout(lua_State *L, lcu_mod *m, CUfunction f,
+static void find_layout(lua_State *L, CUfunction f,
                         const char *name, pp_cuda_param *drv,
                         pp_cuda_param *ptxp, layout *out) {
   size_t len;
@@ -349,7 +350,7 @@ static void find_layout(lua_State *L, lcu_mod *m, CUfunction f,
   int np = pp_cuda_ptx_params(ptx, len, name, ptxp, MAX_PTX_PARAMS, err,
                               sizeof err);
   lua_pop(L, 1);
-  int nd = driver_params(L, m, f, drv, MAX_PTX_PARAMS);
+  int nd = driver_params(L, f, drv, MAX_PTX_PARAMS);
   memset(out, 0, sizeof *out);
   if (nd >= 0) {
     out->n = nd;
@@ -381,7 +382,7 @@ static int mod_func(lua_State *L) {
   pp_cuda_param *scratch =
       lua_newuserdatauv(L, 2 * MAX_PTX_PARAMS * sizeof *scratch, 0);
   layout lay;
-  find_layout(L, m, f, name, scratch, scratch + MAX_PTX_PARAMS, &lay);
+  find_layout(L, f, name, scratch, scratch + MAX_PTX_PARAMS, &lay);
   size_t np = lay.n > 0 ? (size_t)lay.n : 0, nlen = strlen(name);
   lcu_fn *fn =
       lua_newuserdatauv(L, sizeof *fn + np * sizeof(pp_cuda_param) + nlen + 1,

@@ -188,7 +188,8 @@ typedef struct {
   uint64_t iterations;  /* launches in the loop                               */
   uint64_t loop_host_ns;/* host time of the launch loop (inner pair incl.)    */
   uint64_t probe_ns;    /* host time spent on events and elapsed queries      */
-  uint64_t floor_ns;    /* event-pair floor reported with kernel_ns           */
+  uint64_t floor_ns;    /* event-pair floor reported with kernel_ns; set it   */
+                        /* after pp_cuda_window_open (0: not calibrated)      */
   const char *failed;   /* the driver call that failed, or NULL               */
   /* Kernel-time source (cuda_ksrc.c). Set `source` after open, before the
    * loop: PP_KSRC_EVENT (or 0) for the inner pair, PP_KSRC_CUPTI for CUPTI's

@@ -1,0 +1,672 @@
+-- pp.cuda against the fault-injecting fake driver (build/libfakecuda.so).
+--
+-- Every case runs in its own interpreter (the driver is loaded once per
+-- process) with PHASEPROBE_LIBCUDA pointing at the fake. These specs cover
+-- the binding's own logic: error messages, argument packing, the object
+-- lifecycle, the window's plumbing into the probe record. The fake never
+-- stands for a GPU: spec/cuda_gpu_spec.lua checks the real behaviour.
+local sub = require "helpers.cuda_sub"
+
+-- Every chunk here must exit cleanly (a sanitizer report fails it too).
+local run_chunk = sub.run
+sub = setmetatable({
+  run = function(env, chunk)
+    local r = run_chunk(env, chunk)
+    assert(r._status, "subprocess failed:\n" .. r._output)
+    return r
+  end,
+}, { __index = sub })
+
+local ready = sub.fake_ready()
+
+-- A small hand-written module: a global counter, a byte blob, an entry with
+-- one parameter of each kind, and a "trap" entry (the fake turns launching
+-- it into an illegal address at the next synchronizing call).
+local KINDS_PTX = [=[
+.version 8.0
+.target sm_90
+.address_size 64
+// .entry commented_out(.param .u32 x)
+.visible .global .align 4 .u32 counter[1];
+.visible .global .align 8 .b8 blob[24];
+.visible .entry kinds(
+  .param .u8 kinds_param_0,
+  .param .s32 kinds_param_1,
+  .param .f64 kinds_param_2,
+  .param .b32 kinds_param_3,
+  .param .align 8 .b8 kinds_param_4[12],
+  .param .u64 .ptr .global .align 8 kinds_param_5
+)
+{
+  ret;
+}
+.visible .entry noargs()
+{
+  ret;
+}
+.visible .entry trap_write(
+  .param .u64 trap_write_param_0,
+  .param .u32 trap_write_param_1
+)
+{
+  ret;
+}
+]=]
+
+local function fake_env(extra)
+  local env = {
+    PHASEPROBE_LIBCUDA = sub.fake,
+    PHASEPROBE_FAKE_FAULTS = false,
+    PHASEPROBE_FAKE_LOG = false,
+    PHASEPROBE_FAKE_REPORT = false,
+  }
+  for k, v in pairs(extra or {}) do
+    env[k] = v
+  end
+  return env
+end
+
+-- Runs `body` after setting up ctx (context 0), mod (KINDS_PTX), saxpy.
+local function with_ctx(extra_env, body)
+  local setup = ([[
+local ctx = assert(cu.context(0))
+local mod = ctx:load(%q)
+local saxpy_mod = ctx:load_file("examples/kernels/saxpy.ptx")
+local saxpy = saxpy_mod:func("saxpy")
+]]):format(KINDS_PTX)
+  return sub.run(fake_env(extra_env), setup .. body)
+end
+
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+describe("pp.cuda with the fake driver", function()
+  if not ready then
+    pending("needs the CUDA headers at build time and build/libfakecuda.so")
+    return
+  end
+
+  describe("loading", function()
+    it("is available through the fake and reports its driver", function()
+      local r = sub.run(fake_env(), [[
+        report("avail", cu.available())
+        local d = cu.driver()
+        report("driver", d.version, d.api_version, d.param_info)
+        report("count", cu.device_count())
+      ]])
+      assert.are.equal("true", r.avail, r._output)
+      assert.are.equal("12000 | 12000 | false", r.driver)
+      assert.are.equal("1", r.count)
+    end)
+
+    it("explains a library that cannot be loaded", function()
+      local r = sub.run({ PHASEPROBE_LIBCUDA = "/nonexistent/libcuda.so.1" }, [[
+        report("avail", cu.available())
+        report("ctx", cu.context(0))
+        report("count", cu.device_count())
+      ]])
+      assert.matches("^false | cannot load /nonexistent/libcuda.so.1", r.avail)
+      assert.matches("^nil | cannot load /nonexistent/libcuda.so.1", r.ctx)
+      assert.matches("^nil | cannot load", r.count)
+    end)
+
+    it("names cuInit and its error when there is no device", function()
+      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "no_device" }, [[
+        report("avail", cu.available())
+      ]])
+      assert.matches("^false | cuInit: CUDA_ERROR_NO_DEVICE %(no CUDA%-capable "
+        .. "device is detected%)", r.avail)
+    end)
+
+    it("names a missing entry point and its version", function()
+      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "missing=cuLaunchKernel" }, [[
+        report("avail", cu.available())
+      ]])
+      assert.matches("entry point cuLaunchKernel %(CUDA 12%.0%) not found in "
+        .. ".*libfakecuda%.so", r.avail)
+    end)
+
+    it("refuses a driver older than CUDA 12.0", function()
+      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "old_driver" }, [[
+        report("avail", cu.available())
+      ]])
+      assert.matches("supports CUDA 11%.8; phaseprobe needs 12%.0", r.avail)
+    end)
+
+    it("refuses the toolkit's stub library", function()
+      local dir = os.tmpname()
+      os.remove(dir)
+      assert(os.execute(("mkdir -p %s/stubs && cp %s %s/stubs/libcuda.so")
+        :format(dir, sub.fake, dir)))
+      local r = sub.run({ PHASEPROBE_LIBCUDA = dir .. "/stubs/libcuda.so" }, [[
+        report("avail", cu.available())
+      ]])
+      os.execute(("rm -rf %s"):format(dir))
+      assert.matches("stub library, not the driver", r.avail)
+    end)
+  end)
+
+  describe("driver errors", function()
+    it("raises on invalid PTX with the call, the error and the JIT log", function()
+      local r = sub.run(fake_env(), [[
+        local ctx = cu.context(0)
+        try("bad", ctx.load, ctx, "this is not PTX")
+      ]])
+      assert.are.equal("error: cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX (a PTX "
+        .. "JIT compilation failed): ptxas application ptx input, line 1; fatal"
+        .. "   : Missing .version directive at start of file", r.bad)
+    end)
+
+    it("raises on out of memory, naming the call and the size", function()
+      local r = sub.run(fake_env(), [[
+        local ctx = cu.context(0)
+        try("huge", ctx.alloc, ctx, 1 << 40)
+      ]])
+      assert.matches("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY %(out of memory%): "
+        .. "1099511627776 bytes", r.huge)
+      local f = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "oom" }, [[
+        local ctx = cu.context(0)
+        try("small", ctx.alloc, ctx, 16)
+      ]])
+      assert.matches("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY", f.small)
+    end)
+
+    it("raises on a bad launch configuration with the configuration", function()
+      local r = with_ctx({}, [[
+        local x = ctx:alloc(16)
+        try("block", saxpy.launch, saxpy,
+            {grid = 1, block = 2048, args = {4, 1.0, x, x}})
+        try("shared", saxpy.launch, saxpy,
+            {grid = {2, 3}, block = {32, 2}, shared = 1 << 20, args = {4, 1.0, x, x}})
+      ]])
+      assert.are.equal("error: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE (invalid "
+        .. "argument): fn:launch of 'saxpy' (grid=1x1x1 block=2048x1x1 shared=0)",
+        r.block)
+      assert.matches("grid=2x3x1 block=32x2x1 shared=1048576%)$", r.shared)
+    end)
+
+    it("raises for a missing function or global, naming it", function()
+      local r = with_ctx({}, [[
+        try("fn", mod.func, mod, "nope")
+        try("g", mod.global, mod, "nothere")
+      ]])
+      assert.are.equal("error: cuModuleGetFunction: CUDA_ERROR_NOT_FOUND (named "
+        .. "symbol not found): function 'nope'", r.fn)
+      assert.are.equal("error: cuModuleGetGlobal: CUDA_ERROR_NOT_FOUND (named "
+        .. "symbol not found): global 'nothere'", r.g)
+    end)
+
+    it("reports an illegal address as sticky and refuses the context after", function()
+      local r = with_ctx({}, [[
+        local trap = mod:func("trap_write")
+        trap:launch{grid = 1, block = 1, args = {16, 1}}
+        try("sync", ctx.synchronize, ctx)
+        try("after", ctx.alloc, ctx, 16)
+        report("usable", ctx.usable)
+      ]])
+      assert.are.equal("error: cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (an "
+        .. "illegal memory access was encountered); context is unusable after "
+        .. "this error; create a new context", r.sync)
+      assert.matches("ctx:alloc: context of device 0 is unusable after "
+        .. "CUDA_ERROR_ILLEGAL_ADDRESS; create a new context", r.after)
+      assert.are.equal("false", r.usable)
+    end)
+
+    it("reports load_file of a missing file as nil, message", function()
+      local r = sub.run(fake_env(), [[
+        local ctx = cu.context(0)
+        report("missing", ctx:load_file("/nonexistent/k.ptx"))
+      ]])
+      assert.matches("^nil | ctx:load_file: cannot open '/nonexistent/k.ptx'",
+        r.missing)
+    end)
+
+    it("rejects unknown JIT options and out-of-range ones", function()
+      local r = sub.run(fake_env(), [[
+        local ctx = cu.context(0)
+        try("unknown", ctx.load, ctx, ".version 8.0", {bogus = 1})
+        try("range", ctx.load, ctx, ".version 8.0", {opt_level = 9})
+      ]])
+      assert.matches("unknown option 'bogus'", r.unknown)
+      assert.matches("option 'opt_level' must be an integer in 0%.%.4, got 9", r.range)
+    end)
+  end)
+
+  describe("modules and functions", function()
+    it("captures JIT logs and times the load", function()
+      local r = sub.run(fake_env(), [[
+        local ctx = cu.context(0)
+        local mod = ctx:load_file("examples/kernels/saxpy.ptx", {jit_log = true})
+        report("log", mod.info_log)
+        report("jit", math.type(mod.jit_ns), mod.jit_ns > 0, mod.jit_driver_ms)
+        report("bytes", mod.ptx_bytes)
+      ]])
+      assert.are.equal("ptxas info    : fake JIT (verbose)", r.log)
+      assert.are.equal("integer | true | 0.5", r.jit)
+      local ptx = read_file("examples/kernels/saxpy.ptx")
+      assert.are.equal(tostring(#ptx), r.bytes)
+    end)
+
+    it("reads the parameter layout from the PTX entry", function()
+      local r = with_ctx({}, [[
+        local fn = mod:func("kinds")
+        report("src", fn.param_source, fn.param_bytes)
+        for i, p in ipairs(fn.params) do
+          report("p" .. i, p.offset, p.size, p.type, p.name)
+        end
+        report("attrs", fn.registers, fn.max_threads, fn.shared_bytes)
+        report("noargs", #mod:func("noargs").params)
+      ]])
+      assert.are.equal("ptx | 48", r.src)
+      assert.are.equal("0 | 1 | u8 | kinds_param_0", r.p1)
+      assert.are.equal("4 | 4 | s32 | kinds_param_1", r.p2)
+      assert.are.equal("8 | 8 | f64 | kinds_param_2", r.p3)
+      assert.are.equal("16 | 4 | b32 | kinds_param_3", r.p4)
+      assert.are.equal("24 | 12 | b8 | kinds_param_4", r.p5)
+      assert.are.equal("40 | 8 | u64 | kinds_param_5", r.p6)
+      assert.are.equal("32 | 1024 | 0", r.attrs)
+      assert.are.equal("0", r.noargs)
+    end)
+
+    it("takes offsets from cuFuncGetParamInfo where the driver has it", function()
+      local r = with_ctx({ PHASEPROBE_FAKE_FAULTS = "paraminfo" }, [[
+        report("info", cu.driver().param_info)
+        local fn = mod:func("kinds")
+        report("src", fn.param_source)
+        report("p5", fn.params[5].offset, fn.params[5].size, fn.params[5].type)
+      ]])
+      assert.are.equal("true", r.info)
+      assert.are.equal("driver+ptx", r.src)
+      assert.are.equal("24 | 12 | b8", r.p5)
+    end)
+
+    it("reads and writes module globals", function()
+      local r = with_ctx({}, [[
+        local g = mod:global("counter")
+        report("g", g.name, g.size, g.ptr > 0)
+        g:write_u32(0xdeadbeef)
+        report("u32", g:read_u32())
+        local b = mod:global("blob")
+        b:write("abc", 5)
+        report("blob", #b:read(), b:read(3, 5))
+        try("range", b.write, b, string.rep("x", 20), 10)
+        try("u32range", g.write_u32, g, -1)
+      ]])
+      assert.are.equal("counter | 4 | true", r.g)
+      assert.are.equal(tostring(0xdeadbeef), r.u32)
+      assert.are.equal("24 | abc", r.blob)
+      assert.matches("20 bytes at offset 10 do not fit in 24 bytes", r.range)
+      assert.matches("not a u32", r.u32range)
+    end)
+  end)
+
+  describe("launch arguments", function()
+    it("packs each parameter by its PTX type and size", function()
+      local log = os.tmpname()
+      local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, [[
+        local fn = mod:func("kinds")
+        local buf = ctx:alloc(64)
+        report("ptr", string.format("%016x", buf.ptr))
+        fn:launch{grid = {2, 1, 1}, block = {8, 4}, shared = 64,
+                  args = {255, -2, 0.5, 1.5, "ABCDEFGHIJKL", buf}}
+        fn:launch{grid = 1, block = 1, args = {true, 7, 3, 7, "............", 4096}}
+        local g = mod:global("counter")
+        fn:launch{grid = 1, block = 1, args = {0, 0, 0, 0, "............", g}}
+        report("gptr", string.format("%016x", g.ptr))
+      ]])
+      local lines = {}
+      for line in (read_file(log) or ""):gmatch("[^\n]+") do
+        lines[#lines + 1] = line
+      end
+      os.remove(log)
+      assert.are.equal(3, #lines, r._output)
+      -- the device is little-endian: swap the pointer's bytes
+      local ptr = r.ptr:gsub("(%x%x)", "%1 "):reverse():gsub(" ", "")
+      ptr = ptr:gsub("(%x)(%x)", "%2%1")
+      assert.are.equal("launch kinds grid=2,1,1 block=8,4,1 shared=64 coop=0 "
+        .. "params=ff,feffffff,000000000000e03f,0000c03f,"
+        .. "4142434445464748494a4b4c," .. ptr, lines[1])
+      assert.are.equal("launch kinds grid=1,1,1 block=1,1,1 shared=0 coop=0 "
+        .. "params=01,07000000,0000000000000840,07000000,"
+        .. "2e2e2e2e2e2e2e2e2e2e2e2e,0010000000000000", lines[2])
+      local gptr = r.gptr:gsub("(%x%x)", "%1 "):reverse():gsub(" ", "")
+      gptr = gptr:gsub("(%x)(%x)", "%2%1")
+      assert.matches("," .. gptr .. "$", lines[3])
+    end)
+
+    it("names the parameter on a wrong count or type", function()
+      local r = with_ctx({}, [[
+        local fn = mod:func("kinds")
+        local buf = ctx:alloc(8)
+        try("count", fn.launch, fn, {grid = 1, block = 1, args = {1, 2}})
+        try("range", fn.launch, fn,
+            {grid = 1, block = 1, args = {256, 0, 0, 0, "............", buf}})
+        try("float", fn.launch, fn,
+            {grid = 1, block = 1, args = {1, 2.5, 0, 0, "............", buf}})
+        try("ptr", fn.launch, fn,
+            {grid = 1, block = 1, args = {1, 2, buf, 0, "............", buf}})
+        try("bytes", fn.launch, fn,
+            {grid = 1, block = 1, args = {1, 2, 3, 4, "short", buf}})
+        try("table", fn.launch, fn,
+            {grid = 1, block = 1, args = {1, 2, 3, 4, "............", {}}})
+        try("grid", fn.launch, fn, {grid = 0, block = 1, args = {}})
+        try("field", fn.launch, fn, {grid = 1, block = 1, blocks = 2, args = {}})
+        try("noargs", mod:func("noargs").launch, mod:func("noargs"),
+            {grid = 1, block = 1, args = {1}})
+      ]])
+      assert.are.equal("error: fn:launch: 'kinds' expects 6 arguments "
+        .. "(kinds_param_0 .u8, kinds_param_1 .s32, kinds_param_2 .f64, "
+        .. "kinds_param_3 .b32, kinds_param_4 .b8, kinds_param_5 .u64), got 2",
+        r.count)
+      assert.matches("'kinds' argument 1 %('kinds_param_0', %.u8%) expects an "
+        .. "integer that fits in 8 bits, got 256", r.range)
+      assert.matches("argument 2 %('kinds_param_1', %.s32%) expects an integer "
+        .. "that fits in 32 bits, got 2%.5", r.float)
+      assert.matches("argument 3 %('kinds_param_2', %.f64%) expects a %.f64 value, "
+        .. "got phaseprobe%.cuda%.buffer", r.ptr)
+      assert.matches("argument 5 %('kinds_param_4', %.b8%) expects a string of "
+        .. "exactly 12 bytes, got string", r.bytes)
+      assert.matches("argument 6 %('kinds_param_5', %.u64%) expects an integer, "
+        .. "a buffer or a global, got table", r.table)
+      assert.matches("field 'grid' must be a positive integer", r.grid)
+      assert.matches("fn:launch: unknown field 'blocks'", r.field)
+      assert.matches("'noargs' expects 0 arguments %(%), got 1", r.noargs)
+    end)
+
+    it("refuses memory of another context and closed buffers", function()
+      local r = with_ctx({}, [[
+        local ctx2 = cu.context(0)
+        local other = ctx2:alloc(16)
+        local x = ctx:alloc(16)
+        try("other", saxpy.launch, saxpy,
+            {grid = 1, block = 1, args = {1, 1.0, x, other}})
+        x:free()
+        try("freed", saxpy.launch, saxpy,
+            {grid = 1, block = 1, args = {1, 1.0, x, x}})
+      ]])
+      assert.matches("expects memory of the function's context", r.other)
+      assert.matches("closed buffer", r.freed)
+    end)
+  end)
+
+  describe("cooperative launches", function()
+    it("checks residency before launching", function()
+      local log = os.tmpname()
+      local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, [[
+        local x = ctx:alloc(16)
+        report("occ", saxpy:max_active_blocks(256), saxpy:max_active_blocks(1024))
+        saxpy:launch{grid = 32, block = 256, cooperative = true,
+                      args = {1, 1.0, x, x}}
+        try("big", saxpy.launch, saxpy,
+            {grid = 33, block = 256, cooperative = true, args = {1, 1.0, x, x}})
+      ]])
+      local logged = read_file(log) or ""
+      os.remove(log)
+      assert.are.equal("8 | 2", r.occ)
+      assert.are.equal("error: fn:launch: cooperative launch of 'saxpy' does not "
+        .. "fit: grid of 33 blocks, at most 32 co-resident (4 SMs x 8 blocks per "
+        .. "SM at 256 threads a block, 0 bytes of dynamic shared memory)", r.big)
+      local n = select(2, logged:gsub("\n", ""))
+      assert.are.equal(1, n)
+      assert.matches("grid=32,1,1 block=256,1,1 shared=0 coop=1", logged)
+    end)
+  end)
+
+  describe("buffers", function()
+    it("round-trips every element type and checks ranges", function()
+      local r = with_ctx({}, [[
+        local b = ctx:alloc(64)
+        b:memset(0)
+        local cases = {
+          u8 = {0, 1, 255}, i32 = {-2147483648, 0, 2147483647},
+          u32 = {0, 4294967295}, i64 = {math.mininteger, -1, math.maxinteger},
+          u64 = {0, 1 << 62}, f32 = {0.5, -1.25, 3e38}, f64 = {0.1, -2.5e300},
+        }
+        for _, t in ipairs{"u8", "i32", "u32", "i64", "u64", "f32", "f64"} do
+          local v = cases[t]
+          b:upload(v, t)
+          report(t, table.concat(b:download(t, #v), ","))
+        end
+        b:upload("xyz", 10)
+        report("bytes", b:download(nil, 3, 10))
+        report("size", b.size, #b:download())
+        try("e_u8", b.upload, b, {1, 300}, "u8")
+        try("e_u32", b.upload, b, {-1}, "u32")
+        try("e_f32", b.upload, b, {1, "x"}, "f32")
+        try("notype", b.upload, b, {1})
+        try("fit", b.upload, b, string.rep("a", 65))
+        try("badtype", b.download, b, "f16")
+        b:memset(7)
+        report("memset", table.concat(b:download("u8", 4), ","))
+        b:memset(9, ctx.stream)
+        report("memset_async", b:download("u8", 1)[1])
+      ]])
+      assert.are.equal("0,1,255", r.u8)
+      assert.are.equal("-2147483648,0,2147483647", r.i32)
+      assert.are.equal("0,4294967295", r.u32)
+      assert.are.equal(("%d,-1,%d"):format(math.mininteger, math.maxinteger), r.i64)
+      assert.are.equal("0," .. (1 << 62), r.u64)
+      local f3 = string.unpack("f", string.pack("f", 3e38))
+      assert.are.equal("0.5,-1.25," .. tostring(f3), r.f32)
+      assert.are.equal("0.1,-2.5e+300", r.f64)
+      assert.are.equal("xyz", r.bytes)
+      assert.are.equal("64 | 64", r.size)
+      assert.matches("element 2 must be an integer in 0%.%.255 for type u8, got 300", r.e_u8)
+      assert.matches("element 1 must be an integer in 0%.%.4294967295 for type u32", r.e_u32)
+      assert.matches("element 2 must be a number for type f32, got x", r.e_f32)
+      assert.matches("element type required", r.notype)
+      assert.matches("65 bytes at offset 0 do not fit", r.fit)
+      assert.matches("invalid option 'f16'", r.badtype)
+      assert.are.equal("7,7,7,7", r.memset)
+      assert.are.equal("9", r.memset_async)
+    end)
+
+    it("does not leak over 10k alloc/free cycles", function()
+      local r = with_ctx({}, [[
+        local free0 = ctx:mem_info()
+        for i = 1, 10000 do
+          local b = ctx:alloc(4096)
+          if i % 2 == 0 then b:free() end
+        end
+        collectgarbage()
+        collectgarbage()
+        local free1, total = ctx:mem_info()
+        report("mem", free0 == free1, total)
+      ]])
+      assert.are.equal("true | 268435456", r.mem)
+    end)
+  end)
+
+  describe("handles", function()
+    it("raise a clear error once released", function()
+      local r = with_ctx({}, [[
+        local b = ctx:alloc(16)
+        b:free()
+        b:free()
+        try("buf", b.download, b)
+        try("ptr", function() return b.ptr end)
+        report("closed", b.closed, tostring(b))
+        local s = ctx:stream()
+        s:close()
+        try("stream", s.synchronize, s)
+        local f = mod:func("noargs")
+        f:close()
+        try("fn", f.launch, f, {grid = 1, block = 1, args = {}})
+        local g = mod:func("kinds")
+        mod:close()
+        try("mod", g.launch, g, {grid = 1, block = 1, args = {}})
+        try("modfn", mod.func, mod, "kinds")
+        report("names", getmetatable(b).__name, getmetatable(s).__name,
+               getmetatable(ctx).__name)
+        try("nofield", function() return ctx.bogus end)
+        report("streams", ctx.stream.default, ctx:stream().default,
+               ctx.stream == ctx.stream)
+        try("call", function() return ctx:stream()(ctx) end)
+      ]])
+      assert.are.equal("true | false | true", r.streams)
+      assert.matches("a stream is not callable", r.call)
+      assert.matches("bad argument #1 to .* %(closed buffer%)", r.buf)
+      assert.matches("closed buffer", r.ptr)
+      assert.are.equal("true | phaseprobe.cuda.buffer (freed)", r.closed)
+      assert.matches("closed stream", r.stream)
+      assert.matches("closed function", r.fn)
+      assert.matches("closed module", r.mod)
+      assert.matches("closed module", r.modfn)
+      assert.are.equal("phaseprobe.cuda.buffer | phaseprobe.cuda.stream | "
+        .. "phaseprobe.cuda.context", r.names)
+      assert.matches("has no field 'bogus'", r.nofield)
+    end)
+
+    it("release everything: explicit, <close>, garbage collected, at exit", function()
+      local report_path = os.tmpname()
+      local r = with_ctx({ PHASEPROBE_FAKE_REPORT = report_path }, [[
+        do
+          local b <close> = ctx:alloc(16)
+          local s <close> = ctx:stream()
+          local w <close> = s:window()
+        end
+        for i = 1, 100 do ctx:alloc(8); ctx:stream() end
+        local keep = ctx:alloc(32)
+        local s = ctx:stream()
+        local w = s:window()
+        ctx:close()
+        try("closedctx", keep.upload, keep, "x")
+        report("ctxclosed", ctx.closed)
+        collectgarbage()
+      ]])
+      assert.matches("closed context", r.closedctx)
+      assert.are.equal("true", r.ctxclosed)
+      local rep = read_file(report_path)
+      os.remove(report_path)
+      assert.are.equal("allocs=0 retains=0 modules=0 streams=0 events=0\n", rep,
+        r._output)
+    end)
+
+    it("keep a context's driver state until its last child is released", function()
+      local report_path = os.tmpname()
+      local r = with_ctx({ PHASEPROBE_FAKE_REPORT = report_path }, [[
+        local b = ctx:alloc(16)
+        ctx:close()
+        b:free()
+        report("freed", b.closed)
+        saxpy_mod:close()
+        mod:close()
+        collectgarbage()
+        os.exit(0, false)  -- skip lua_close: only explicit releases count
+      ]])
+      assert.are.equal("true", r.freed)
+      local rep = read_file(report_path)
+      os.remove(report_path)
+      assert.are.equal("allocs=0 retains=0 modules=0 streams=0 events=0\n", rep,
+        r._output)
+    end)
+  end)
+
+  describe("the timed window", function()
+    it("records both figures into the open dispatch", function()
+      local r = with_ctx({}, [[
+        pp.enable()
+        pp.sink("none")
+        local x = ctx:alloc(16)
+        local s = ctx:stream()
+        pp.begin()
+        local w = s:window()
+        w:spin_us(300)
+        local host = w:launch_loop{fn = saxpy, grid = 1, block = 4,
+                                   args = {4, 1.0, x, x}, iterations = 3}
+        w:close()
+        s:synchronize()
+        local dw, k = w:collect()
+        local rec = pp.emit()
+        report("figs", dw == rec.device_window_ns, k == rec.kernel_ns,
+               rec.kernel_src, rec.kernel_floor_ns == ctx.event_floor_ns)
+        report("gap", dw - k >= 300000, dw >= k)
+        report("probe", rec.probe_ns > 0, w.probe_ns > 0, host > 0,
+               w.iterations, w.stage)
+        try("again", w.collect, w)
+      ]])
+      assert.are.equal("true | true | event | true", r.figs, r._output)
+      assert.are.equal("true | true", r.gap)
+      assert.are.equal("true | true | true | 3 | collected", r.probe)
+      assert.matches("closed window", r.again)
+    end)
+
+    it("resets the target before each launch and enforces the order", function()
+      local log = os.tmpname()
+      local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, [[
+        local x = ctx:alloc(16)
+        local g = mod:global("counter")
+        g:write_u32(5)
+        local s = ctx.stream
+        local w = s:window()
+        try("early", w.collect, w)
+        w:launch_loop{fn = saxpy, grid = 1, block = 1, args = {1, 1.0, x, x},
+                      iterations = 4, reset = {target = g, bytes = 4, value = 0}}
+        report("counter", g:read_u32())
+        try("twice", w.launch_loop, w, {fn = saxpy, grid = 1, block = 1,
+                                        args = {1, 1.0, x, x}})
+        w:close()
+        w:close()
+        local dw, k = w:collect()
+        report("kinds", math.type(dw), math.type(k))
+        local w2 = s:window()
+        w2:close()
+        local a, b = w2:collect()
+        report("noloop", math.type(a), b)
+        local w3 = s:window()
+        try("badreset", w3.launch_loop, w3,
+            {fn = saxpy, grid = 1, block = 1, args = {1, 1.0, x, x},
+             reset = {target = g, bytes = 8}})
+        report("timed", s:timed{fn = saxpy, grid = 1, block = 1, spin_us = 50,
+                                args = {1, 1.0, x, x}, iterations = 2})
+      ]])
+      local logged = read_file(log) or ""
+      os.remove(log)
+      assert.matches("close the window first", r.early)
+      assert.are.equal("0", r.counter)
+      assert.matches("the loop already ran in this window", r.twice)
+      assert.are.equal("integer | integer", r.kinds)
+      assert.are.equal("integer | nil", r.noloop)
+      assert.matches("field 'bytes' must be an integer in 0%.%.4, got 8", r.badreset)
+      assert.matches("^%d+ | %d+$", r.timed)
+      local n = select(2, logged:gsub("\n", ""))
+      assert.are.equal(6, n)
+    end)
+  end)
+
+  describe("the C API (pp_cuda.h)", function()
+    it("runs the window from C and records into the dispatch", function()
+      local log, rep = os.tmpname(), os.tmpname()
+      local p = assert(io.popen(("env PHASEPROBE_LIBCUDA=%s PHASEPROBE_FAKE_LOG=%s "
+        .. "PHASEPROBE_FAKE_REPORT=%s build/c_cuda_window 100000 50000 2>/dev/null")
+        :format(sub.fake, log, rep)))
+      local out = p:read("a")
+      assert.is_true(p:close(), out)
+      local launches = read_file(log) or ""
+      local report = read_file(rep)
+      os.remove(log)
+      os.remove(rep)
+      local win, ker, gap = out:match("window_ns=(%d+) kernel_ns=(%d+) gap_ns=(%d+)")
+      assert.is_truthy(win, out)
+      assert.is_true(tonumber(gap) >= 50000, out)
+      assert.matches("record device_window_ns=" .. win .. " kernel_ns=" .. ker
+        .. " probe_ns=%d+ kernel_src=1", out)
+      assert.matches("events created=4 idle=4", out)
+      local n = 0
+      for line in launches:gmatch("[^\n]+") do
+        n = n + 1
+        assert.matches("^launch spin grid=1,1,1 block=32,1,1 shared=0 coop=0 "
+          .. "params=a086010000000000,00000000,%x+$", line)
+      end
+      assert.are.equal(3, n)
+      assert.are.equal("allocs=0 retains=0 modules=0 streams=0 events=0\n", report)
+    end)
+  end)
+end)
