@@ -165,7 +165,7 @@ endif
 # Ground truth and cost of the probe on a GPU (tools/truth.lua): the event
 # pair against CUPTI, starvation against an injected gap, clock drift, and
 # the probe's perturbation of a dispatch. TRUTH_OUT=path also writes the
-# table to a file. About 15 s on an H200.
+# table to a file. Needs a GPU; the 10 s drift window is the longest part.
 .PHONY: truth
 truth: all
 	$(LUA) tools/truth.lua

@@ -361,6 +361,8 @@ local function entry_costs()
   return scope_on, scope_off, bfe_on, bfe_off
 end
 
+local cupti_runs = false -- set by part 4: collection started here
+
 local function part4()
   local buf = ctx:alloc(4096)
   local data = string.rep("\0", 4096)
@@ -377,6 +379,7 @@ local function part4()
     started, cupti_why4 = cu.cupti_start()
     if started then
       cu.cupti_stop()
+      cupti_runs = true
       conds[4] = { name = "D", setup = function() pp.enable(); assert(cu.cupti_start()) end,
         teardown = cu.cupti_stop, run = mode_run("cupti") }
     end
@@ -423,7 +426,8 @@ local function part4()
     "", "", "info")
 end
 
--- 4b: the reference dispatcher, when this tree has it.
+-- 4b: the reference dispatcher, when this tree has it (after part 4, which
+-- finds out whether CUPTI collection starts here).
 local function part4b()
   local okD, D = pcall(require, "phaseprobe.dispatch")
   local okP, P = pcall(require, "phaseprobe.program")
@@ -444,7 +448,7 @@ local function part4b()
       { name = "A", setup = pp.disable, run = run },
       { name = "B", setup = pp.enable, run = run },
     }
-    if cupti_ok then
+    if cupti_runs then
       conds[3] = { name = "D", setup = function() pp.enable(); assert(dev.ctx:kernel_source("cupti")) end,
         teardown = function() dev.ctx:kernel_source("event") end, run = run }
     end
