@@ -180,32 +180,38 @@ end
 -- ---- part 1: the event pair against CUPTI (CUPTI on) ----------------------------------
 local floor_c, cal_c, floor_e, cal_e
 
-local function calibrations()
-  floor_c, cal_c = ctx:calibrate_events{ samples = CAL_SAMPLES, source = cupti_ok and "cupti" or "event" }
-  if cal_c and cal_c.method ~= "cupti" then
-    floor_c = nil
+local function calibrations(cupti_on, why_off)
+  if cupti_on then
+    local f, c = ctx:calibrate_events{ samples = CAL_SAMPLES, source = "cupti" }
+    if f and c.method == "cupti" then
+      floor_c, cal_c = f, c
+    else
+      why_off = f and c.why or c
+    end
   end
   floor_e, cal_e = ctx:calibrate_events{ samples = CAL_SAMPLES, source = "event" }
-  if cal_c and floor_c then
+  if floor_c then
     say("event floor (CUPTI method, %d samples of an empty kernel): %s = median(pair - CUPTI); "
       .. "pair - CUPTI min %s, p90 %s, max %s; empty kernel per CUPTI %s", cal_c.samples, us(floor_c),
       us(cal_c.diff_min_ns), us(cal_c.diff_p90_ns), us(cal_c.diff_max_ns), us(cal_c.cupti_median_ns))
   else
-    say("event floor (CUPTI method): not measured: %s", cal_c and cal_c.why or tostring(cupti_why))
+    say("event floor (CUPTI method): not measured: %s", tostring(why_off))
   end
   say("event floor (event-only method, %d samples): %s = median pair around an empty launch; "
     .. "min %s, p90 %s, max %s", cal_e.samples, us(floor_e), us(cal_e.event_min_ns),
     us(cal_e.event_p90_ns), us(cal_e.event_max_ns))
+  return why_off
 end
 
 local function part1()
   local started, swhy = nil, cupti_why
   if cupti_ok then started, swhy = ctx:kernel_source("cupti") end
-  calibrations()
-  if not started then
+  local why1 = calibrations(started, swhy)
+  if not floor_c then
     for _, size in ipairs(SIZES_US) do
-      row("1", fmt("spin %d us", size), "no CUPTI reference: " .. tostring(swhy), "max(2 us, 1 %)", "no reading", "MISS")
+      row("1", fmt("spin %d us", size), "no CUPTI reference: " .. tostring(why1), "max(2 us, 1 %)", "no reading", "MISS")
     end
+    if started then ctx:kernel_source("event") end
     return
   end
   for _ = 1, 3 do window(10000, "cupti") end
