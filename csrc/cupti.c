@@ -241,6 +241,7 @@ typedef struct {
 
 typedef struct {
   uint64_t id, kernels, untimed, sum, first, last;
+  uint64_t corrs; /* launch calls correlated to the span so far */
 } span_slot;
 
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -300,6 +301,9 @@ static void on_kernel(uint32_t corr, uint64_t start, uint64_t end) {
 
 static void on_correlation(uint32_t corr, uint64_t ext) {
   corr_slot *c = &corr_tab[corr & (CORR_SLOTS - 1)];
+  span_slot *s = &span_tab[ext & (SPAN_SLOTS - 1)];
+  if (s->id == ext)
+    s->corrs++;
   stats.correlations++;
   if (c->corr == corr && c->has_kernel) {
     attribute(ext, c->start, c->end);
@@ -526,6 +530,7 @@ static void read_span(uint64_t id, pp_cupti_result *out) {
     out->sum_ns = s->sum;
     out->first_start_ns = s->first;
     out->last_end_ns = s->last;
+    out->correlations = s->corrs;
   }
   pthread_mutex_unlock(&tab_lock);
 }
@@ -583,6 +588,16 @@ PP_EXPORT int pp_cupti_collect(uint64_t id, uint64_t expected,
     read_span(id, out);
     if (out->kernels >= expected)
       return 0;
+    if (flag && out->correlations == 0) {
+      /* Correlation records are complete when written: after a forced
+       * flush, none means none will come; waiting longer would not help. */
+      why_put(why, whylen,
+              "CUPTI correlated no launch to span %llu (no external "
+              "correlation records after a forced flush; another CUPTI "
+              "client, or launches not made on this thread?)",
+              (unsigned long long)id);
+      return 1;
+    }
     if (pp_ticks_delta_ns(t0, pp_now_inline()) >= timeout_ns)
       break;
     pause_us(tries < 10 ? 20 : 200);

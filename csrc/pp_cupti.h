@@ -89,6 +89,7 @@ int pp_cupti_span_end(uint64_t id);
 
 typedef struct {
   uint64_t kernels;        /* kernel records attributed to the span        */
+  uint64_t correlations;   /* launch calls CUPTI correlated to the span    */
   uint64_t untimed;        /* of those, records CUPTI could not time       */
   uint64_t sum_ns;         /* sum of end - start over the timed ones       */
   uint64_t first_start_ns; /* earliest start, CUPTI timestamp (0: none)    */
@@ -100,7 +101,9 @@ typedef struct {
 
 /* Delivers pending records and reads span `id`, flushing again (pausing
  * 20 us, later 200 us, between tries; the 11th try is a forced flush) until
- * `expected` kernels are attributed or `timeout_ns` passes (0: 200 ms). The
+ * `expected` kernels are attributed or `timeout_ns` passes (0: 200 ms);
+ * it gives up after the forced flush when no launch of the span was
+ * correlated at all (about 0.3 ms, not the whole timeout). The
  * caller has synchronized the work. A kernel whose record has no or an
  * incomplete timestamp counts in `untimed`, not in sum_ns.
  * Returns 0 when the expected count (or more) was found, 1 when fewer were
