@@ -169,3 +169,15 @@ endif
 .PHONY: truth
 truth: all
 	$(LUA) tools/truth.lua
+
+# ---- CUPTI source: a scripted fake libcupti and the program that drives
+# csrc/cupti.c against it (spec/truth_spec.lua). Built without the sanitizer
+# flags (it is loaded into sanitized processes, not checked itself).
+ifneq ($(filter -DPP_HAVE_CUPTI_H,$(CPPFLAGS)),)
+FAKECUPTI := $(BUILD)/libfakecupti.so
+$(FAKECUPTI): spec/helpers/fakecupti.c | $(BUILD)
+	$(CC) $(CPPFLAGS) -O2 -g -fPIC -shared -o $@ $<
+$(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
+all: $(FAKECUPTI) $(BUILD)/cupti_helper
+endif

@@ -80,8 +80,9 @@ void pp_cupti_stop(void);
 int pp_cupti_active(void);
 
 /* Opens a span on this thread: kernels of launches this thread makes until
- * pp_cupti_span_end are attributed to the returned id. 0 when collection is
- * off or CUPTI refused. */
+ * pp_cupti_span_end are attributed to the returned id (to the innermost
+ * span, when spans nest: CUPTI correlates a launch with the innermost id).
+ * 0 when collection is off or CUPTI refused. */
 uint64_t pp_cupti_span_begin(void);
 /* Closes the span `id` (the innermost open one on this thread). 0, or -1
  * when it was not the innermost or CUPTI refused. */

@@ -114,6 +114,44 @@ describe("the CUPTI source without a GPU", function()
   end)
 end)
 
+describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
+  local HELPER, FAKE_CUPTI = "build/cupti_helper", "build/libfakecupti.so"
+
+  local function need_helper()
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers: no CUPTI source to drive")
+      return false
+    end
+    if not (exists(HELPER) and exists(FAKE_CUPTI)) then
+      error(HELPER .. " or " .. FAKE_CUPTI .. " is missing: run make first")
+    end
+    return true
+  end
+
+  it("matches, sums, waits, gives up and counts as specified", function()
+    if not need_helper() then return end
+    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " 2>&1")
+    local out = p:read("a")
+    local ok = p:close()
+    assert.is_true(ok, out)
+    local n = 0
+    for line in out:gmatch("[^\n]+") do
+      assert.truthy(line:find("^ok "), out)
+      n = n + 1
+    end
+    assert.are.equal(9, n, out)
+  end)
+
+  it("reports a refused start with CUPTI's error name", function()
+    if not need_helper() then return end
+    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " fail_enable 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.are.equal("start=-1 active=0 why=cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL): "
+      .. "CUPTI_ERROR_NOT_INITIALIZED (15)\n", out)
+  end)
+end)
+
 describe("pp.truth", function()
   it("reads the monotonic clock", function()
     local a = pp.truth.monotonic_ns()
@@ -145,8 +183,8 @@ describe("pp.truth", function()
 end)
 
 describe("source selection and calibration through the fake driver", function()
-  local function fake(code)
-    local out, ok = run("PHASEPROBE_LIBCUDA=" .. FAKE, [[
+  local function fake(code, env)
+    local out, ok = run("PHASEPROBE_LIBCUDA=" .. FAKE .. " " .. (env or ""), [[
       local pp = require "phaseprobe"
       local cu = pp.cuda
       local ctx = assert(cu.context(0))
@@ -262,5 +300,44 @@ describe("source selection and calibration through the fake driver", function()
       ctx:kernel_source("event")
       ctx:close()
     ]]
+  end)
+
+  it("falls back to the pair, saying why, when CUPTI delivers nothing", function()
+    if not need_fake() then return end
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers")
+      return
+    end
+    -- The scripted fake CUPTI starts, but hears of no launch of the fake
+    -- driver: every CUPTI collection finds nothing.
+    fake([[
+      check(ctx:kernel_source("cupti") == "cupti", "kernel_source")
+      check(cu.cupti_info().active and cu.cupti_info().starts == 1, "collection on")
+      local floor, cal = ctx:calibrate_events{samples = 5}
+      check(cal.method == "event" and cal.why:find("correlated no launch", 1, true), "calibration: " .. tostring(cal.why))
+      pp.enable(); pp.sink("none")
+      pp.begin()
+      local w = s:window()
+      check(w.source == "cupti", "window source from the context")
+      w:launch_loop{fn = spin, grid = 1, block = 32, args = {1000, 0, 0}}
+      w:close()
+      local _, ker = w:collect()
+      pp.finish()
+      local r = pp.emit()
+      check(w.kernel_src == "event" and ker == w.event_kernel_ns, "fell back to the pair")
+      check(w.cupti_why:find("correlated no launch", 1, true), "why: " .. tostring(w.cupti_why))
+      check(w.cupti_kernel_ns == nil and w.cupti_kernels == 0, "no CUPTI figures")
+      check(r.kernel_src == "event" and r.kernel_floor_ns == floor, "record says event, with the floor")
+      ctx:kernel_source("event")
+      check(not cu.cupti_info().active, "kernel_source event stops collection")
+      check(ctx:kernel_source("cupti") == "cupti", "again")
+      w = nil
+      s:close()
+      spin = nil
+      ctx:close() -- released once its children are gone too
+      collectgarbage()
+      collectgarbage()
+      check(cu.cupti_info().starts == 0, "releasing the context gives its start back")
+    ]], "PHASEPROBE_LIBCUPTI=build/libfakecupti.so")
   end)
 end)
