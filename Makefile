@@ -160,6 +160,16 @@ demo-record: all
 # (host clock readings, no kernels: a fixture for the specs, not GPU data).
 demo-fixture: all
 	$(LUA) spec/fixtures/make_demo_fixture.lua >/dev/null
+# CUPTI headers: optional, and used only with the CUDA headers. The toolkit
+# keeps them in extras/CUPTI/include (some layouts put them in include/).
+# Without them the module builds and pp.cuda.cupti_available() says why.
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+  ifneq ($(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h),)
+    CPPFLAGS += -DPP_HAVE_CUPTI_H -idirafter $(CUDA_HOME)/extras/CUPTI/include
+  else ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
+    CPPFLAGS += -DPP_HAVE_CUPTI_H
+  endif
+endif
 
 # ---- CUDA layer: a fault-injecting fake driver for the non-GPU specs --------
 # build/libfakecuda.so stands in for libcuda.so.1 (PHASEPROBE_LIBCUDA) so that
@@ -177,4 +187,24 @@ C_CUDA_EXAMPLE := $(BUILD)/c_cuda_window
 $(C_CUDA_EXAMPLE): examples/c_cuda_window.c $(STATIC) $(HDRS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
 all: $(C_CUDA_EXAMPLE)
+endif
+
+# Ground truth and cost of the probe on a GPU (tools/truth.lua): the event
+# pair against CUPTI, starvation against an injected gap, clock drift, and
+# the probe's perturbation of a dispatch. TRUTH_OUT=path also writes the
+# table to a file. Needs a GPU; the 10 s drift window is the longest part.
+.PHONY: truth
+truth: all
+	$(LUA) tools/truth.lua
+
+# ---- CUPTI source: a scripted fake libcupti and the program that drives
+# csrc/cupti.c against it (spec/truth_spec.lua). Built without the sanitizer
+# flags (it is loaded into sanitized processes, not checked itself).
+ifneq ($(filter -DPP_HAVE_CUPTI_H,$(CPPFLAGS)),)
+FAKECUPTI := $(BUILD)/libfakecupti.so
+$(FAKECUPTI): spec/helpers/fakecupti.c | $(BUILD)
+	$(CC) $(CPPFLAGS) -O2 -g -fPIC -shared -o $@ $<
+$(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
+all: $(FAKECUPTI) $(BUILD)/cupti_helper
 endif

@@ -253,18 +253,23 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
   probe_cost(w, t0);
   if (rc != CUDA_SUCCESS)
     return fail(w, "cuEventCreate", rc);
+  pp_cuda_ksrc_loop_enter(w); /* CUPTI span, outside the inner pair */
   pp_ticks loop0 = pp_now_inline();
   rc = record(w, cu, &w->inner[0]);
-  if (rc != CUDA_SUCCESS)
+  if (rc != CUDA_SUCCESS) {
+    pp_cuda_ksrc_loop_leave(w);
     return rc;
+  }
   const char *failed = NULL;
   rc = loop_body(cu, cfg, w->stream, iterations, reset, &failed);
   if (rc != CUDA_SUCCESS) {
     w->loop_host_ns = pp_ticks_delta_ns(loop0, pp_now_inline());
+    pp_cuda_ksrc_loop_leave(w);
     return fail(w, failed, rc);
   }
   rc = record(w, cu, &w->inner[1]);
   w->loop_host_ns = pp_ticks_delta_ns(loop0, pp_now_inline());
+  pp_cuda_ksrc_loop_leave(w);
   if (rc != CUDA_SUCCESS)
     return rc;
   w->iterations = iterations;
@@ -324,10 +329,14 @@ PP_EXPORT CUresult pp_cuda_window_collect(pp_cuda_window *w,
     rc = elapsed(w, cu, w->inner[0], w->inner[1], &ker);
   if (rc != CUDA_SUCCESS)
     return rc;
+  pp_kernel_src src = PP_KSRC_EVENT;
+  uint64_t floor = w->floor_ns;
+  if (w->looped) /* CUPTI's reading replaces the pair's, when it has one */
+    pp_cuda_ksrc_collect(w, &ker, &src, &floor);
   if (pp_is_open()) {
     pp_record_device_window_ns(win);
     if (w->looped)
-      pp_record_kernel(ker, PP_KSRC_EVENT, w->floor_ns);
+      pp_record_kernel(ker, src, floor);
   }
   *window_ns = win;
   *kernel_ns = ker;

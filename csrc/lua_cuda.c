@@ -84,6 +84,7 @@ static void ctx_release(lcu_ctx *c) {
   if (!cu || !c->ctx)
     return;
   cu->CtxSetCurrent(c->ctx);
+  lcu_ctx_release_ksrc(c);
   pp_cuda_event_pool_free(c->pool);
   c->pool = NULL;
   cu->DevicePrimaryCtxRelease(c->dev);
@@ -236,6 +237,7 @@ static void ctx_calibrate(lua_State *L, lcu_ctx *c, size_t samples) {
     lcu_raise(L, c, failed, rc, "calibrating the event-pair floor");
   qsort(t, samples, sizeof t[0], cmp_u64);
   c->floor_ns = t[samples / 2];
+  c->floor_method = 0;
 }
 
 /* cu.context([ordinal]) -> ctx, or nil, why without a driver */
@@ -385,6 +387,8 @@ static const luaL_Reg ctx_methods[] = {
     {"mem_info", ctx_mem_info},
     {"event_floor", ctx_event_floor},
     {"event_costs", lcu_ctx_event_costs},
+    {"calibrate_events", lcu_ctx_calibrate_events},
+    {"kernel_source", lcu_ctx_kernel_source},
     {"close", ctx_close},
     {NULL, NULL}};
 

@@ -205,6 +205,7 @@ typedef struct {
   pp_cuda_reset reset;
   int fence;
   double spin_us;
+  pp_kernel_src source; /* PP_KSRC_NONE: the window's (the context's)   */
 } launch_desc;
 
 enum { F_FN = 1, F_STREAM = 2, F_LOOP = 4, F_SPIN = 8, F_SAMPLES = 16 };
@@ -217,7 +218,7 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
                 {"args", 0},       {"cooperative", 0}, {"fn", F_FN},
                 {"stream", F_STREAM}, {"iterations", F_LOOP},
                 {"reset", F_LOOP}, {"fence", F_LOOP}, {"spin_us", F_SPIN},
-                {"samples", F_SAMPLES}};
+                {"samples", F_SAMPLES}, {"source", F_LOOP}};
   lua_pushnil(L);
   while (lua_next(L, t)) {
     int ok = 0;
@@ -390,6 +391,9 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
                                             LUA_MAXINTEGER);
     d->fence = opt_bool_field(L, t, "fence");
     parse_reset(L, t, what, d);
+    lua_getfield(L, t, "source");
+    d->source = lcu_opt_ksrc(L, lua_gettop(L), what, PP_KSRC_NONE);
+    lua_pop(L, 1);
   }
   if (allow & F_SPIN) {
     lua_getfield(L, t, "spin_us");
@@ -636,6 +640,7 @@ static int stream_window(lua_State *L) {
   lcu_hold(w->c);
   CUresult rc = pp_cuda_window_open(&w->w, w->c->pool, s->s);
   w->w.floor_ns = w->c->floor_ns;
+  w->w.source = w->c->ksrc;
   if (rc != CUDA_SUCCESS)
     return window_fail(L, w, rc, "stream:window");
   return 1;
@@ -651,7 +656,9 @@ static int window_spin_us(lua_State *L) {
 }
 
 /* w:launch_loop{fn=, grid=, block=, shared=, args=, iterations=, reset=,
- * cooperative=, fence=} -> host ns of the loop (inner events included) */
+ * cooperative=, fence=, source=} -> host ns of the loop (inner events
+ * included). source = "event" | "cupti" overrides the context's
+ * kernel-time source for this window (lua_cuda_ksrc.c). */
 static int window_launch_loop(lua_State *L) {
   lcu_window *w = check_live_window(L, "window:launch_loop");
   if (w->w.stage != PP_CUDA_WINDOW_OPEN)
@@ -663,6 +670,9 @@ static int window_launch_loop(lua_State *L) {
   if (d.c != w->c)
     return luaL_error(L, "window:launch_loop: the function belongs to "
                          "another context");
+  pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : w->w.source;
+  lcu_check_ksrc(L, src, "window:launch_loop");
+  w->w.source = src;
   CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
                                            &d.reset);
   if (rc == CUDA_SUCCESS && d.fence)
@@ -764,13 +774,13 @@ static int window_get(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)w->w.floor_ns);
   else if (strcmp(k, "stream") == 0)
     lua_getiuservalue(L, 1, 1);
-  else
+  else if (!lcu_window_ksrc_field(L, w, k))
     return lcu_no_field(L, LCU_WINDOW_MT);
   return 1;
 }
 
 /* s:timed{fn=, grid=, block=, shared=, args=, iterations=, reset=,
- * cooperative=, fence=, spin_us=} -> device_window_ns, kernel_ns: the whole
+ * cooperative=, fence=, spin_us=, source=} -> device_window_ns, kernel_ns: the whole
  * window (open, optional spin, loop, optional fence, close, collect) in C. */
 static int stream_timed(lua_State *L) {
   lcu_stream *s = check_open_stream(L, 1, "stream:timed");
@@ -781,8 +791,11 @@ static int stream_timed(lua_State *L) {
                          "context");
   pp_cuda_window w;
   uint64_t win = 0, ker = 0;
+  pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : s->c->ksrc;
+  lcu_check_ksrc(L, src, "stream:timed");
   CUresult rc = pp_cuda_window_open(&w, s->c->pool, s->s);
   w.floor_ns = s->c->floor_ns;
+  w.source = src;
   if (rc == CUDA_SUCCESS) {
     if (d.spin_us > 0)
       pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));

@@ -191,6 +191,16 @@ typedef struct {
   uint64_t floor_ns;    /* event-pair floor reported with kernel_ns; set it   */
                         /* after pp_cuda_window_open (0: not calibrated)      */
   const char *failed;   /* the driver call that failed, or NULL               */
+  /* Kernel-time source (cuda_ksrc.c). Set `source` after open, before the
+   * loop: PP_KSRC_EVENT (or 0) for the inner pair, PP_KSRC_CUPTI for CUPTI's
+   * kernel records (the inner pair is still recorded and read). */
+  pp_kernel_src source;
+  uint64_t cupti_span;      /* CUPTI span of the loop's launches (0: none)  */
+  pp_kernel_src kernel_src; /* what filled kernel_ns at collect             */
+  uint64_t event_kernel_ns; /* the inner pair's reading, at collect         */
+  uint64_t cupti_kernel_ns; /* CUPTI's sum over the loop's kernels          */
+  uint64_t cupti_kernels;   /* kernel records CUPTI attributed to the loop  */
+  char cupti_why[200];      /* why CUPTI did not fill kernel_ns, or ""      */
 } pp_cuda_window;
 
 /* Takes two or four events from the pool and records the outer start on
@@ -256,6 +266,8 @@ typedef struct {
 int pp_cuda_ptx_params(const char *ptx, size_t len, const char *entry,
                        pp_cuda_param *out, size_t max, char *err,
                        size_t errlen);
+
+#include "pp_cuda_ksrc.h"
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,9 @@ int luaopen_phaseprobe(lua_State *L);
 int pp_lua_open_ptx(lua_State *L);   /* pp.ptx     (lua_ptx.c)    */
 int pp_lua_open_cuda(lua_State *L);  /* pp.cuda    (lua_cuda.c)   */
 int pp_lua_open_parse(lua_State *L); /* pp.parse   (lua_parse.c)  */
+/* With the module table on top: adds pp.cuda.cupti_* and sets pp.truth
+ * (lua_truth.c). */
+void pp_lua_open_truth(lua_State *L);
 
 /* Records as Lua tables: name = value for every field (integers; strings for
  * kernel_src and tags), with a metatable whose __tostring prints the line.

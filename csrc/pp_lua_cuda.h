@@ -33,7 +33,11 @@ typedef struct lcu_ctx {
   pp_cuda_event_pool *pool;
   char name[128];
   int cc_major, cc_minor, sm_count, coop;
-  uint64_t floor_ns; /* median of back-to-back event pairs at creation    */
+  uint64_t floor_ns; /* median of back-to-back event pairs at creation,   */
+                     /* or what ctx:calibrate_events measured             */
+  pp_kernel_src ksrc;  /* default kernel-time source of its windows        */
+  int cupti_held;      /* holds one pp_cupti_start (ctx:kernel_source)     */
+  int floor_method;    /* 0: back-to-back pairs, else pp_cuda_cal_method   */
 } lcu_ctx;
 
 typedef struct lcu_mod {
@@ -129,6 +133,20 @@ int lcu_ctx_stream(lua_State *L);
  * 1); idx is the context handle. */
 void lcu_push_default_stream(lua_State *L, int idx);
 int lcu_ctx_event_costs(lua_State *L);
+
+/* ---- lua_cuda_ksrc.c ------------------------------------------------------ */
+/* ctx:calibrate_events{samples=, source=}, ctx:kernel_source([name]) */
+int lcu_ctx_calibrate_events(lua_State *L);
+int lcu_ctx_kernel_source(lua_State *L);
+/* Gives back what the context holds of the kernel-time sources (release). */
+void lcu_ctx_release_ksrc(lcu_ctx *c);
+/* Reads an optional source name ("event" | "cupti") at idx; def if nil. */
+pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
+                           pp_kernel_src def);
+/* Checks that CUPTI collection is on when a window asks for it (raises). */
+void lcu_check_ksrc(lua_State *L, pp_kernel_src src, const char *what);
+/* Window fields of the kernel-time sources; 0 when k is not one of them. */
+int lcu_window_ksrc_field(lua_State *L, const lcu_window *w, const char *k);
 int lcu_fn_launch(lua_State *L);
 int lcu_fn_launch_costs(lua_State *L);
 

@@ -1,0 +1,245 @@
+/*
+ * lua_cuda_ksrc.c: kernel-time sources and event-pair calibration, for Lua.
+ *
+ *   ctx:kernel_source("cupti")          -- its windows read CUPTI (starts
+ *                                       -- collection; nil, why if absent)
+ *   ctx:kernel_source("event")          -- back to the inner event pair
+ *   ctx:kernel_source()                 -> "event" | "cupti"
+ *   local floor, cal = ctx:calibrate_events{samples = 200}
+ *                                       -- windows then report this floor
+ *   w:launch_loop{..., source = "cupti"}-- per window
+ *   w:collect()                         -> device_window_ns, kernel_ns
+ *   w.kernel_src, w.event_kernel_ns, w.kernel_calibrated_ns, w.floor_ns,
+ *   w.cupti_kernel_ns, w.cupti_kernels, w.cupti_why   (after collect)
+ */
+#include "pp_lua_cuda.h"
+
+#ifdef PP_HAVE_CUDA_H
+
+#include "pp_cupti.h"
+
+#include <string.h>
+
+static const char *const ksrc_names[] = {"none", "event", "cupti", "user"};
+
+static const char *ksrc_name(pp_kernel_src s) {
+  return (unsigned)s < 4 ? ksrc_names[s] : "none";
+}
+
+pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
+                           pp_kernel_src def) {
+  if (lua_isnoneornil(L, idx))
+    return def;
+  const char *s = lua_tostring(L, idx);
+  if (lua_type(L, idx) == LUA_TSTRING && strcmp(s, "event") == 0)
+    return PP_KSRC_EVENT;
+  if (lua_type(L, idx) == LUA_TSTRING && strcmp(s, "cupti") == 0)
+    return PP_KSRC_CUPTI;
+  return (pp_kernel_src)luaL_error(
+      L, "%s: field 'source' must be \"event\" or \"cupti\", got %s", what,
+      luaL_tolstring(L, idx, NULL));
+}
+
+void lcu_check_ksrc(lua_State *L, pp_kernel_src src, const char *what) {
+  if (src != PP_KSRC_CUPTI || pp_cupti_active())
+    return;
+  char why[512];
+  if (!pp_cupti_available(why, sizeof why))
+    luaL_error(L, "%s: source 'cupti' is not available here: %s", what, why);
+  luaL_error(L, "%s: source 'cupti' needs CUPTI collection on: call "
+                "ctx:kernel_source(\"cupti\") or pp.cuda.cupti_start() first",
+             what);
+}
+
+void lcu_ctx_release_ksrc(lcu_ctx *c) {
+  if (c->cupti_held) {
+    c->cupti_held = 0;
+    pp_cupti_stop();
+  }
+  c->ksrc = PP_KSRC_EVENT;
+}
+
+/* ctx:kernel_source([name]) -> name | nil, why */
+int lcu_ctx_kernel_source(lua_State *L) {
+  lcu_ctx *c = lcu_check_ctx(L, 1);
+  PP_CHECK_OPEN(L, !c->closed, "context");
+  if (lua_isnoneornil(L, 2)) {
+    lua_pushstring(L, ksrc_name(c->ksrc ? c->ksrc : PP_KSRC_EVENT));
+    return 1;
+  }
+  static const char *const names[] = {"event", "cupti", NULL};
+  int want = luaL_checkoption(L, 2, NULL, names);
+  if (want == 0) {
+    lcu_ctx_release_ksrc(c);
+  } else if (!c->cupti_held) {
+    char why[512];
+    if (!pp_cupti_available(why, sizeof why) ||
+        pp_cupti_start(why, sizeof why) != 0) {
+      luaL_pushfail(L);
+      lua_pushstring(L, why);
+      return 2;
+    }
+    c->cupti_held = 1;
+    c->ksrc = PP_KSRC_CUPTI;
+  }
+  lua_pushstring(L, ksrc_name(c->ksrc ? c->ksrc : PP_KSRC_EVENT));
+  return 1;
+}
+
+static void set_u64(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_calibration(lua_State *L, const pp_cuda_calibration *cal) {
+  lua_createtable(L, 0, 14);
+  lua_pushstring(L, cal->method == PP_CUDA_CAL_CUPTI ? "cupti" : "event");
+  lua_setfield(L, -2, "method");
+  set_u64(L, "samples", cal->samples);
+  set_u64(L, "floor_ns", cal->floor_ns);
+  set_u64(L, "event_min_ns", cal->event_min_ns);
+  set_u64(L, "event_median_ns", cal->event_median_ns);
+  set_u64(L, "event_p90_ns", cal->event_p90_ns);
+  set_u64(L, "event_max_ns", cal->event_max_ns);
+  if (cal->method == PP_CUDA_CAL_CUPTI) {
+    set_u64(L, "cupti_median_ns", cal->cupti_median_ns);
+    set_u64(L, "diff_min_ns", cal->diff_min_ns);
+    set_u64(L, "diff_p90_ns", cal->diff_p90_ns);
+    set_u64(L, "diff_max_ns", cal->diff_max_ns);
+  }
+  set_u64(L, "host_ns", cal->host_ns);
+  if (cal->why[0]) {
+    lua_pushstring(L, cal->why);
+    lua_setfield(L, -2, "why");
+  }
+}
+
+/* Reads {samples=, source=} at idx. */
+static void calibrate_opts(lua_State *L, int idx, lua_Integer *samples,
+                           int *source) {
+  *samples = 200;
+  *source = 0; /* auto */
+  if (lua_isnoneornil(L, idx))
+    return;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    if (strcmp(k, "samples") != 0 && strcmp(k, "source") != 0) {
+      lua_pop(L, 1);
+      luaL_error(L, "ctx:calibrate_events: unknown field '%s' (fields: "
+                    "samples, source)",
+                 luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+  }
+  if (lua_getfield(L, idx, "samples") != LUA_TNIL) {
+    int ok = 0;
+    *samples = lua_tointegerx(L, -1, &ok);
+    if (!ok || *samples < 1 || *samples > 100000)
+      luaL_error(L, "ctx:calibrate_events: field 'samples' must be an integer "
+                    "in 1..100000, got %s",
+                 luaL_tolstring(L, -1, NULL));
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, idx, "source") != LUA_TNIL) {
+    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+    if (strcmp(s, "auto") == 0)
+      *source = 0;
+    else if (strcmp(s, "event") == 0)
+      *source = PP_KSRC_EVENT;
+    else if (strcmp(s, "cupti") == 0)
+      *source = PP_KSRC_CUPTI;
+    else
+      luaL_error(L, "ctx:calibrate_events: field 'source' must be \"auto\", "
+                    "\"event\" or \"cupti\", got %s",
+                 luaL_tolstring(L, -1, NULL));
+  }
+  lua_pop(L, 1);
+}
+
+/* ctx:calibrate_events{samples = 200, source = "auto"} -> floor_ns, details
+ * source "auto": CUPTI when collection is on; "cupti": CUPTI, started for
+ * the calibration when off (nil, why when unavailable); "event": pair only.
+ * The floor becomes the one this context's windows report. */
+int lcu_ctx_calibrate_events(lua_State *L) {
+  lcu_ctx *c = lcu_check_ctx(L, 1);
+  PP_CHECK_OPEN(L, !c->closed, "context");
+  lua_Integer samples;
+  int source;
+  calibrate_opts(L, 2, &samples, &source);
+  if (pp_is_open())
+    return luaL_error(L, "ctx:calibrate_events: a dispatch is open on this "
+                         "thread (calibrate outside begin/emit)");
+  lcu_use(L, c, "ctx:calibrate_events");
+  int started = 0;
+  if (source == PP_KSRC_CUPTI && !pp_cupti_active()) {
+    char why[512];
+    if (!pp_cupti_available(why, sizeof why) ||
+        pp_cupti_start(why, sizeof why) != 0) {
+      luaL_pushfail(L);
+      lua_pushstring(L, why);
+      return 2;
+    }
+    started = 1;
+  }
+  int want = source == PP_KSRC_CUPTI || (source == 0 && pp_cupti_active());
+  pp_cuda_calibration cal;
+  const char *failed = NULL;
+  CUresult rc = pp_cuda_calibrate_events(c->pool, NULL, (size_t)samples, want,
+                                         &cal, &failed);
+  if (started)
+    pp_cupti_stop();
+  if (rc != CUDA_SUCCESS)
+    return lcu_raise(L, c, failed ? failed : "CUDA", rc,
+                     "ctx:calibrate_events");
+  c->floor_ns = cal.floor_ns;
+  c->floor_method = (int)cal.method;
+  lua_pushinteger(L, (lua_Integer)cal.floor_ns);
+  push_calibration(L, &cal);
+  return 2;
+}
+
+/* ---- window fields ------------------------------------------------------------ */
+int lcu_window_ksrc_field(lua_State *L, const lcu_window *lw, const char *k) {
+  const pp_cuda_window *w = &lw->w;
+  int done = lw->collected;
+  if (strcmp(k, "source") == 0) {
+    lua_pushstring(L, ksrc_name(w->source ? w->source : PP_KSRC_EVENT));
+  } else if (strcmp(k, "kernel_src") == 0) {
+    if (done && w->looped)
+      lua_pushstring(L, ksrc_name(w->kernel_src));
+    else
+      lua_pushnil(L);
+  } else if (strcmp(k, "event_kernel_ns") == 0) {
+    if (done && w->looped)
+      lua_pushinteger(L, (lua_Integer)w->event_kernel_ns);
+    else
+      lua_pushnil(L);
+  } else if (strcmp(k, "kernel_calibrated_ns") == 0) {
+    if (done && w->looped)
+      lua_pushinteger(L, (lua_Integer)pp_cuda_calibrated_ns(
+                             w->event_kernel_ns, w->floor_ns));
+    else
+      lua_pushnil(L);
+  } else if (strcmp(k, "cupti_kernel_ns") == 0) {
+    if (done && w->kernel_src == PP_KSRC_CUPTI)
+      lua_pushinteger(L, (lua_Integer)w->cupti_kernel_ns);
+    else
+      lua_pushnil(L);
+  } else if (strcmp(k, "cupti_kernels") == 0) {
+    lua_pushinteger(L, (lua_Integer)w->cupti_kernels);
+  } else if (strcmp(k, "cupti_why") == 0) {
+    if (w->cupti_why[0])
+      lua_pushstring(L, w->cupti_why);
+    else
+      lua_pushnil(L);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+#else
+typedef int pp_lua_cuda_ksrc_absent_;
+#endif

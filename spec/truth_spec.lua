@@ -1,0 +1,343 @@
+-- Kernel-time sources, event calibration and the truth helpers, without a
+-- GPU. The CUPTI source must report why it is unavailable and leave
+-- everything else working. The window plumbing (source selection, the
+-- calibrated floor reaching windows and records) runs against the
+-- fault-injecting fake driver (build/libfakecuda.so): that checks the
+-- binding's logic only, never that anything works on a GPU
+-- (spec/truth_gpu_spec.lua does, on one).
+local pp = require "phaseprobe"
+local cu = pp.cuda
+
+local FAKE = "build/libfakecuda.so"
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- Runs `code` in a fresh interpreter (libraries load once per process) with
+-- `env` ("NAME=value ..."); returns its stdout and whether it exited 0.
+local function run(env, code)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write('package.cpath = "./?.so;" .. package.cpath\n', code)
+  f:close()
+  local p = io.popen(env .. " lua5.4 " .. path .. " 2>&1")
+  local out = p:read("a")
+  local ok = p:close()
+  os.remove(path)
+  return out, ok
+end
+
+-- A real driver on this machine would let CUPTI attach, which the fake
+-- cases below assume it cannot.
+local real_driver = cu.built_with_cuda and cu.available()
+
+describe("the CUPTI source without a GPU", function()
+  it("says whether it was built with the CUPTI headers", function()
+    assert.is_boolean(cu.built_with_cupti)
+    if not cu.built_with_cuda then
+      assert.is_false(cu.built_with_cupti)
+    end
+  end)
+
+  it("cupti_available returns true, or false with a reason", function()
+    local ok, why = cu.cupti_available()
+    assert.is_boolean(ok)
+    if ok then
+      assert.is_nil(why)
+      local info = cu.cupti_info()
+      assert.is_true(#info.path > 0)
+      assert.is_true(info.version >= 13)
+    else
+      assert.is_string(why)
+      assert.is_true(#why > 20, why)
+      assert.are.equal(why, cu.cupti_info().why)
+    end
+  end)
+
+  it("names the missing driver when there is none", function()
+    if real_driver then
+      pending("a CUDA driver is installed here: covered by the #gpu spec")
+      return
+    end
+    local ok, why = cu.cupti_available()
+    assert.is_false(ok)
+    if cu.built_with_cupti then
+      local _, cwhy = cu.available()
+      assert.truthy(why:find("needs the CUDA driver", 1, true), why)
+      assert.truthy(why:find(cwhy, 1, true), why)
+    else
+      assert.truthy(why:find("without the CUPTI headers", 1, true), why)
+    end
+  end)
+
+  it("names PHASEPROBE_LIBCUPTI when that library cannot be loaded", function()
+    local out, ok = run("PHASEPROBE_LIBCUPTI=/nonexistent/libcupti.so", [[
+      local cu = require("phaseprobe").cuda
+      local ok, why = cu.cupti_available()
+      print(tostring(ok) .. "|" .. why .. "|" .. cu.cupti_info().path)
+    ]])
+    assert.is_true(ok, out)
+    if cu.built_with_cupti then
+      assert.truthy(out:find("^false|PHASEPROBE_LIBCUPTI=/nonexistent/libcupti.so could not be loaded"), out)
+      assert.truthy(out:find("|\n$"), out) -- no library path
+    else
+      assert.truthy(out:find("^false|.*without the CUPTI headers"), out)
+    end
+  end)
+
+  it("cupti_start fails with the reason, and nothing else changes", function()
+    if real_driver then
+      pending("a CUDA driver is installed here: covered by the #gpu spec")
+      return
+    end
+    local ok, why = cu.cupti_start()
+    assert.is_nil(ok)
+    assert.is_string(why)
+    assert.is_true(#why > 10)
+    cu.cupti_stop() -- unbalanced: ignored
+    cu.cupti_stop()
+    local info = cu.cupti_info()
+    assert.is_false(info.active)
+    assert.are.equal(0, info.starts)
+    assert.are.equal(0, info.spans)
+    -- the probe records as before
+    pp.enable()
+    pp.sink("none")
+    pp.begin()
+    pp.add_ns("prepare", 5)
+    local r = pp.emit()
+    assert.are.equal(5, r.prepare_ns)
+    assert.are.equal("none", r.kernel_src)
+  end)
+end)
+
+describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
+  local HELPER, FAKE_CUPTI = "build/cupti_helper", "build/libfakecupti.so"
+
+  local function need_helper()
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers: no CUPTI source to drive")
+      return false
+    end
+    if not (exists(HELPER) and exists(FAKE_CUPTI)) then
+      error(HELPER .. " or " .. FAKE_CUPTI .. " is missing: run make first")
+    end
+    return true
+  end
+
+  it("matches, sums, waits, gives up and counts as specified", function()
+    if not need_helper() then return end
+    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " 2>&1")
+    local out = p:read("a")
+    local ok = p:close()
+    assert.is_true(ok, out)
+    local n = 0
+    for line in out:gmatch("[^\n]+") do
+      assert.truthy(line:find("^ok "), out)
+      n = n + 1
+    end
+    assert.are.equal(9, n, out)
+  end)
+
+  it("reports a refused start with CUPTI's error name", function()
+    if not need_helper() then return end
+    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " fail_enable 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.are.equal("start=-1 active=0 why=cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL): "
+      .. "CUPTI_ERROR_NOT_INITIALIZED (15)\n", out)
+  end)
+end)
+
+describe("pp.truth", function()
+  it("reads the monotonic clock", function()
+    local a = pp.truth.monotonic_ns()
+    pp.truth.sleep_ns(2000000)
+    local b = pp.truth.monotonic_ns()
+    assert.is_true(math.type(a) == "integer" and b - a >= 2000000, b - a)
+  end)
+
+  it("pairs the probe clock with the monotonic clock", function()
+    local f0, m0, s0 = pp.truth.clock_pair()
+    pp.truth.spin_ns(3000000)
+    local f1, m1, s1 = pp.truth.clock_pair()
+    for _, v in ipairs { f0, m0, s0, f1, m1, s1 } do
+      assert.are.equal("integer", math.type(v))
+    end
+    assert.is_true(s0 >= 0 and s1 >= 0)
+    -- both clocks moved by at least the spin (lower bounds only)
+    assert.is_true(m1 - m0 >= 3000000, m1 - m0)
+    assert.is_true(f1 - f0 >= 2900000, f1 - f0) -- the spin reads the probe clock
+  end)
+
+  it("rejects bad arguments, naming them", function()
+    assert.has_error(function() pp.truth.spin_ns(-1) end,
+      "bad argument #1 to 'spin_ns' (nanoseconds must be 0..60e9)")
+    assert.has_error(function() pp.truth.sleep_ns("soon") end)
+    assert.has_error(function() pp.truth.sleep_ns(-5) end,
+      "bad argument #1 to 'sleep_ns' (nanoseconds must be 0..3600e9)")
+  end)
+end)
+
+describe("source selection and calibration through the fake driver", function()
+  local function fake(code, env)
+    local out, ok = run("PHASEPROBE_LIBCUDA=" .. FAKE .. " " .. (env or ""), [[
+      local pp = require "phaseprobe"
+      local cu = pp.cuda
+      local ctx = assert(cu.context(0))
+      local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
+      local s = ctx:stream()
+      local function check(cond, msg) if not cond then error(msg, 2) end end
+      local function raises(pattern, f, ...)
+        local ok, err = pcall(f, ...)
+        check(not ok, "no error, expected " .. pattern)
+        check(tostring(err):find(pattern, 1, true), "error '" .. tostring(err) .. "' lacks '" .. pattern .. "'")
+      end
+    ]] .. code .. "\nprint('done')\n")
+    assert.is_true(ok and out:find("done\n$") ~= nil, out)
+    return out
+  end
+
+  local function need_fake()
+    if not cu.built_with_cuda then
+      pending("built without the CUDA headers: no CUDA layer to drive")
+      return false
+    end
+    if not exists(FAKE) then
+      error(FAKE .. " is missing: run make first")
+    end
+    return true
+  end
+
+  it("calibrate_events sets the floor that windows and records report", function()
+    if not need_fake() then return end
+    fake [[
+      local floor, cal = ctx:calibrate_events{samples = 20}
+      check(math.type(floor) == "integer" and floor > 0, "floor " .. tostring(floor))
+      check(cal.method == "event", "method " .. tostring(cal.method))
+      check(cal.samples == 20, "samples")
+      check(cal.floor_ns == floor and cal.event_median_ns == floor, "floor is the median pair")
+      check(cal.event_min_ns <= cal.event_median_ns and cal.event_median_ns <= cal.event_p90_ns
+        and cal.event_p90_ns <= cal.event_max_ns, "quantiles in order")
+      check(cal.cupti_median_ns == nil, "no CUPTI figures for the event method")
+      check(ctx.event_floor_ns == floor, "context floor")
+      pp.enable(); pp.sink("none")
+      pp.begin()
+      local w = s:window()
+      check(w.floor_ns == floor, "window floor")
+      check(w.source == "event", "default source")
+      w:launch_loop{fn = spin, grid = 1, block = 32, args = {1000, 0, 0}, iterations = 2}
+      w:close()
+      check(w.kernel_src == nil and w.event_kernel_ns == nil, "nothing before collect")
+      local win, ker = w:collect()
+      pp.finish()
+      local r = pp.emit()
+      check(w.kernel_src == "event", "window kernel_src")
+      check(w.event_kernel_ns == ker, "event reading")
+      local cal_ns = ker > floor and ker - floor or 0
+      check(w.kernel_calibrated_ns == cal_ns, "calibrated = kernel - floor")
+      check(w.cupti_kernel_ns == nil and w.cupti_why == nil, "no CUPTI asked for")
+      check(r.kernel_src == "event" and r.kernel_ns == ker, "record kernel")
+      check(r.kernel_floor_ns == floor, "record floor " .. r.kernel_floor_ns)
+      check(r.device_window_ns == win, "record window")
+      check(r.probe_ns >= w.probe_ns and w.probe_ns > 0, "probe cost of the events")
+    ]]
+  end)
+
+  it("calibrate_events rejects bad options and open dispatches", function()
+    if not need_fake() then return end
+    fake [[
+      raises("field 'samples' must be an integer in 1..100000, got 0",
+        ctx.calibrate_events, ctx, {samples = 0})
+      raises("unknown field 'bogus' (fields: samples, source)",
+        ctx.calibrate_events, ctx, {bogus = 1})
+      raises("field 'source' must be \"auto\", \"event\" or \"cupti\", got ev",
+        ctx.calibrate_events, ctx, {source = "ev"})
+      pp.enable(); pp.sink("none")
+      pp.begin()
+      raises("a dispatch is open on this thread", ctx.calibrate_events, ctx, {samples = 3})
+      pp.emit()
+      local before = ctx.event_floor_ns
+      ctx:close()
+      raises("closed context", ctx.calibrate_events, ctx)
+      check(before > 0, "floor kept")
+    ]]
+  end)
+
+  it("the cupti source refuses clearly when CUPTI cannot run, and the window goes on", function()
+    if not need_fake() then return end
+    if real_driver then
+      pending("a CUDA driver is installed here: CUPTI might attach to it")
+      return
+    end
+    fake [[
+      local ok, why = ctx:kernel_source("cupti")
+      check(ok == nil and type(why) == "string" and #why > 10, "kernel_source cupti: " .. tostring(why))
+      check(ctx:kernel_source() == "event", "still event")
+      raises("(invalid option 'nope')", ctx.kernel_source, ctx, "nope")
+      local ok2, why2 = ctx:calibrate_events{samples = 3, source = "cupti"}
+      check(ok2 == nil and why2 == why, "calibrate with cupti: " .. tostring(why2))
+      local floor = ctx:calibrate_events{samples = 3, source = "auto"}
+      check(floor > 0, "auto falls back to the pair")
+      local w = s:window()
+      raises("source 'cupti' needs CUPTI collection on", w.launch_loop, w,
+        {fn = spin, grid = 1, block = 32, args = {1000, 0, 0}, source = "cupti"})
+      raises("field 'source' must be \"event\" or \"cupti\", got x", w.launch_loop, w,
+        {fn = spin, grid = 1, block = 32, args = {1000, 0, 0}, source = "x"})
+      check(w.source == "event", "a refused source leaves the window's")
+      w:launch_loop{fn = spin, grid = 1, block = 32, args = {1000, 0, 0}}
+      w:close()
+      local _, ker = w:collect()
+      check(ker > 0 and w.kernel_src == "event", "event reading")
+      raises("source 'cupti' needs CUPTI collection on", s.timed, s,
+        {fn = spin, grid = 1, block = 32, args = {1000, 0, 0}, source = "cupti"})
+      local _, k2 = s:timed{fn = spin, grid = 1, block = 32, args = {1000, 0, 0}, source = "event"}
+      check(k2 > 0, "timed with the event source")
+      check(cu.cupti_info().starts == 0, "nothing left started")
+      ctx:kernel_source("event")
+      ctx:close()
+    ]]
+  end)
+
+  it("falls back to the pair, saying why, when CUPTI delivers nothing", function()
+    if not need_fake() then return end
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers")
+      return
+    end
+    -- The scripted fake CUPTI starts, but hears of no launch of the fake
+    -- driver: every CUPTI collection finds nothing.
+    fake([[
+      check(ctx:kernel_source("cupti") == "cupti", "kernel_source")
+      check(cu.cupti_info().active and cu.cupti_info().starts == 1, "collection on")
+      local floor, cal = ctx:calibrate_events{samples = 5}
+      check(cal.method == "event" and cal.why:find("correlated no launch", 1, true), "calibration: " .. tostring(cal.why))
+      pp.enable(); pp.sink("none")
+      pp.begin()
+      local w = s:window()
+      check(w.source == "cupti", "window source from the context")
+      w:launch_loop{fn = spin, grid = 1, block = 32, args = {1000, 0, 0}}
+      w:close()
+      local _, ker = w:collect()
+      pp.finish()
+      local r = pp.emit()
+      check(w.kernel_src == "event" and ker == w.event_kernel_ns, "fell back to the pair")
+      check(w.cupti_why:find("correlated no launch", 1, true), "why: " .. tostring(w.cupti_why))
+      check(w.cupti_kernel_ns == nil and w.cupti_kernels == 0, "no CUPTI figures")
+      check(r.kernel_src == "event" and r.kernel_floor_ns == floor, "record says event, with the floor")
+      ctx:kernel_source("event")
+      check(not cu.cupti_info().active, "kernel_source event stops collection")
+      check(ctx:kernel_source("cupti") == "cupti", "again")
+      w = nil
+      s:close()
+      spin = nil
+      ctx:close() -- released once its children are gone too
+      collectgarbage()
+      collectgarbage()
+      check(cu.cupti_info().starts == 0, "releasing the context gives its start back")
+    ]], "PHASEPROBE_LIBCUPTI=build/libfakecupti.so")
+  end)
+end)
