@@ -139,15 +139,46 @@ void pp_lua_push_record_mt(lua_State *L, const char *prefix,
   lua_remove(L, -2);
 }
 
+/* Registry key of the table schema -> record metatable. */
+static const char schema_mt_key = 'm';
+
+/* Pushes the metatable of this schema's records (cached per schema). */
+static void push_schema_mt(lua_State *L, const pp_schema *s) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &schema_mt_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &schema_mt_key);
+  }
+  if (lua_rawgetp(L, -1, s) == LUA_TTABLE) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  const char *names[PP_MAX_FIELDS];
+  for (size_t i = 0; i < s->nfields; i++)
+    names[i] = s->field[i];
+  pp_lua_push_record_mt(L, s->prefix, names, s->nfields);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -3, s);
+  lua_remove(L, -2);
+}
+
 void pp_lua_push_record(lua_State *L, const pp_record *r) {
   const pp_schema *s = r->schema;
+  push_schema_mt(L, s);
+  int mt = lua_gettop(L);
+  lua_getfield(L, mt, "__index");
+  lua_getfield(L, -1, "_fields"); /* interned names: no rehashing per record */
+  int fields = lua_gettop(L);
   lua_createtable(L, 0, (int)s->nfields + 2);
   for (size_t i = 0; i < s->nfields; i++) {
+    lua_rawgeti(L, fields, (lua_Integer)i + 1);
     if (s->kind[i] == PP_FIELD_KERNEL_SRC)
       lua_pushstring(L, r->values[i] < 4 ? ksrc_names[r->values[i]] : "none");
     else
       lua_pushinteger(L, (lua_Integer)r->values[i]);
-    lua_setfield(L, -2, s->field[i]);
+    lua_rawset(L, -3);
   }
   /* tags: " k=v k2=v2" */
   const char *p = r->tags;
@@ -163,9 +194,8 @@ void pp_lua_push_record(lua_State *L, const pp_record *r) {
     lua_rawset(L, -3);
     p = end;
   }
-  const char *names[PP_MAX_FIELDS];
-  for (size_t i = 0; i < s->nfields; i++)
-    names[i] = s->field[i];
-  pp_lua_push_record_mt(L, s->prefix, names, s->nfields);
+  lua_pushvalue(L, mt);
   lua_setmetatable(L, -2);
+  lua_replace(L, mt);
+  lua_settop(L, mt);
 }
