@@ -159,12 +159,16 @@ function M.layout(r)
   return L
 end
 
--- Tags: string-valued keys that are not schema fields, sorted.
+-- Tags, sorted: every schema field holds an integer except kernel_src, and
+-- tags are strings, so a string value other than kernel_src is a tag. (This
+-- also holds for records read back from CSV or JSON lines, whose _fields
+-- list every column.)
 function M.tags(r)
-  local idx = M.layout(r).index
   local out = {}
-  for k in pairs(r) do
-    if type(k) == "string" and not idx[k] and k:sub(1, 1) ~= "_" then out[#out + 1] = k end
+  for k, v in pairs(r) do
+    if type(k) == "string" and type(v) == "string" and k ~= "kernel_src" and k:sub(1, 1) ~= "_" then
+      out[#out + 1] = k
+    end
   end
   table.sort(out)
   return out
