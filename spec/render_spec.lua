@@ -309,3 +309,27 @@ describe("rendered in headless Chromium", function()
     assert.is_true(pixels(img, svg.GREY) > 196 + 30, "residue grey")
   end)
 end)
+
+describe("with the analysis module", function()
+  it("plots its verdicts and Theil-Sen fits instead of the fallback", function()
+    local ok = pcall(require, "phaseprobe.analyze")
+    if not ok then
+      pending("phaseprobe.analyze is not in this build: the report's fallback fit is used")
+      return
+    end
+    local cli = require "phaseprobe.cliutil"
+    local records = gen.generate()
+    local fits = assert(cli.analysis_fits(records))
+    assert.matches("^scales with", fits.ptx_ns.verdict)
+    assert.are.equal("fixed per dispatch", fits.prepare_ns.verdict)
+    assert.are.equal(0, fits.prepare_ns.slope)
+    -- asked for nodes, every phase is drawn against nodes
+    local by_nodes = assert(cli.analysis_fits(records, "nodes"))
+    assert.are.equal("nodes", by_nodes.ptx_ns.quantity)
+    assert.is_true(math.abs(by_nodes.ptx_ns.slope - gen.PTX_NS_PER_NODE) < 1)
+    local page = html.report(records, { fits = fits })
+    assert.truthy(page:find(">Theil-Sen fit</text>", 1, true))
+    assert.truthy(page:find(">fixed cost (median)</text>", 1, true))
+    assert.is_nil(page:find("(fallback fit)", 1, true))
+  end)
+end)

@@ -10,13 +10,23 @@ local M = {}
 
 M.OK, M.BAD_INPUT, M.USAGE = 0, 1, 2
 
-function M.say(cmd, msg)
-  io.stderr:write("phaseprobe ", cmd, ": ", msg, "\n")
+-- The output and error streams: the command's context's (ctx.out, ctx.err,
+-- from bin/phaseprobe) or the process's.
+function M.streams(ctx)
+  local out = type(ctx) == "table" and ctx.out or io.stdout
+  local err = type(ctx) == "table" and ctx.err or io.stderr
+  return out, err
 end
 
-function M.usage_error(cmd, usage, msg)
-  M.say(cmd, msg)
-  io.stderr:write(usage, "\n")
+function M.say(cmd, msg, err)
+  err = err or io.stderr
+  err:write("phaseprobe ", cmd, ": ", msg, "\n")
+end
+
+function M.usage_error(cmd, usage, msg, err)
+  err = err or io.stderr
+  M.say(cmd, msg, err)
+  err:write(usage, "\n")
   return M.USAGE
 end
 
@@ -66,23 +76,32 @@ local function basename(path)
 end
 M.basename = basename
 
--- A log through the C parser (pp.parse.file). Any rejected record line
--- makes the whole input bad: its file and line are named.
+-- A log through the record sets of phaseprobe.records (or the C parser,
+-- pp.parse.file, directly). Any rejected record line makes the whole input
+-- bad: its file and line are named.
 local function load_log(path)
-  local ok, pp = pcall(require, "phaseprobe")
-  local parse = ok and type(pp) == "table" and pp.parse or nil
-  if type(parse) ~= "table" or type(parse.file) ~= "function" then
+  local reader
+  local rok, records = pcall(require, "phaseprobe.records")
+  if rok and type(records) == "table" and type(records.read) == "function" then
+    reader = records.read
+  else
+    local ok, pp = pcall(require, "phaseprobe")
+    local parse = ok and type(pp) == "table" and pp.parse or nil
+    if type(parse) == "table" and type(parse.file) == "function" then reader = parse.file end
+  end
+  if not reader then
     return nil, ("%s: this build has no log parser (phaseprobe.parse.file); .csv and .jsonl "
       .. "exports can be read instead"):format(path)
   end
-  local pok, cols, report = pcall(parse.file, path)
+  local pok, cols, report = pcall(reader, path)
   if not pok then return nil, ("%s: %s"):format(path, tostring(cols)) end
   if not cols then return nil, tostring(report) end
   if type(report) == "table" and type(report.errors) == "table" and #report.errors > 0 then
     local e = report.errors[1]
     local more = #report.errors > 1 and (" (%d more rejected lines)"):format(#report.errors - 1) or ""
-    return nil, ("%s:%s: %s%s"):format(e.file or path, tostring(e.line or "?"), tostring(e.what or
-      "malformed record"), more)
+    local col = e.column and (":" .. tostring(e.column)) or ""
+    return nil, ("%s:%s%s: %s%s"):format(e.file or path, tostring(e.line or "?"), col,
+      tostring(e.what or "malformed record"), more)
   end
   return cols
 end
@@ -116,6 +135,21 @@ function M.load_all(paths)
   return runs
 end
 
+-- Writes text to `path` ("-" or nil: the stream `out`): true or nil, message.
+function M.write_output(path, text, out)
+  if not path or path == "-" then
+    local ok, err = out:write(text)
+    if not ok then return nil, ("writing to standard output failed: %s"):format(tostring(err)) end
+    return true
+  end
+  local f, err = io.open(path, "wb")
+  if not f then return nil, ("cannot write '%s': %s"):format(path, err) end
+  local ok, werr = f:write(text)
+  local cok, cerr = f:close()
+  if not ok or not cok then return nil, ("writing '%s' failed: %s"):format(path, tostring(werr or cerr)) end
+  return true
+end
+
 -- All runs' records in one array.
 function M.concat(runs)
   local all = {}
@@ -134,14 +168,46 @@ function M.missing_field(records, name)
     table.concat(recview.layout(records[1]).counts, ", "))
 end
 
--- Fits from the analysis module, when it is there: { [label] = {intercept=,
--- slope=, verdict=, quantity=, r2=} } or nil (the report then uses its own
--- fallback). This is the one place the two modules meet.
-function M.analysis_fits(records, labels, quantity)
-  local ok, fit = pcall(require, "phaseprobe.fit")
-  if not ok or type(fit) ~= "table" or type(fit.phases) ~= "function" then return nil end
-  local fok, fits = pcall(fit.phases, records, { phases = labels, quantity = quantity })
-  if not fok or type(fits) ~= "table" then return nil end
+-- Fits from the analysis module (phaseprobe.analyze.scaling: Theil-Sen
+-- fits and verdicts against every counted quantity), as the plain data the
+-- report and plots take: { [label] = {intercept=, slope=, verdict=, note=,
+-- quantity=, r2=, method=} }. nil when that module is not installed or
+-- fails; the report then uses its own least-squares fallback. This is the
+-- one place the two modules meet.
+--
+-- With `by` (the user's --by), only fits against that quantity are kept (and
+-- verdicts without one: fixed, inconclusive), so the plots show what was asked.
+function M.analysis_fits(records, by)
+  local ok1, recmod = pcall(require, "phaseprobe.records")
+  local ok2, analyze = pcall(require, "phaseprobe.analyze")
+  if not (ok1 and ok2 and type(recmod) == "table" and type(analyze) == "table"
+        and type(recmod.from_list) == "function" and type(analyze.scaling) == "function") then
+    return nil
+  end
+  local ok, s = pcall(function()
+    local set = recmod.is_set and recmod.is_set(records) and records or recmod.from_list(records)
+    return analyze.scaling(set)
+  end)
+  if not ok or type(s) ~= "table" then return nil end
+  local fits = {}
+  for _, list in ipairs { s.phases or {}, s.nested or {} } do
+    for _, v in ipairs(list) do
+      if type(v.name) == "string" then
+        local f = by and v.quantity ~= by and type(v.fits) == "table" and v.fits[by] or nil
+        if f and f.ok and f.ts then
+          -- asked for another quantity than the verdict's: its own fit, the
+          -- verdict kept as it is
+          fits[v.name] = { verdict = v.verdict .. (v.quantity and (" (plotted against " .. by .. ")") or ""),
+            note = v.reason, quantity = by, intercept = f.ts.intercept, slope = f.ts.slope,
+            r2 = f.ls and f.ls.r2, method = "Theil-Sen" }
+        elseif not by or v.quantity == nil or v.quantity == by then
+          fits[v.name] = { verdict = v.verdict, note = v.reason, quantity = v.quantity,
+            intercept = v.fixed_ns, slope = v.ns_per_unit, r2 = v.r2, method = "Theil-Sen",
+            legend = v.ns_per_unit == 0 and "fixed cost (median)" or nil }
+        end
+      end
+    end
+  end
   return fits
 end
 

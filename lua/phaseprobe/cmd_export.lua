@@ -21,14 +21,15 @@ local SPEC = {
   { "-o", "--output", key = "out", value = true },
 }
 
-local function run(argv)
+local function run(argv, ctx)
+  local out, err = cli.streams(ctx)
   local opts, pos = cli.parse_args(argv, SPEC)
-  if not opts then return cli.usage_error("export", USAGE, pos) end
+  if not opts then return cli.usage_error("export", USAGE, pos, err) end
   if opts.help then
-    io.stdout:write(USAGE, "\n")
+    out:write(USAGE, "\n")
     return cli.OK
   end
-  if opts.csv and opts.jsonl then return cli.usage_error("export", USAGE, "give one of --csv and --jsonl") end
+  if opts.csv and opts.jsonl then return cli.usage_error("export", USAGE, "give one of --csv and --jsonl", err) end
   local format = opts.csv and "csv" or opts.jsonl and "jsonl" or nil
   if not format and opts.out then
     if opts.out:match("%.[cC][sS][vV]$") then
@@ -37,16 +38,16 @@ local function run(argv)
       format = "jsonl"
     end
   end
-  if not format then return cli.usage_error("export", USAGE, "say --csv or --jsonl") end
-  if #pos == 0 then return cli.usage_error("export", USAGE, "no LOG given") end
-  local runs, err = cli.load_all(pos)
+  if not format then return cli.usage_error("export", USAGE, "say --csv or --jsonl", err) end
+  if #pos == 0 then return cli.usage_error("export", USAGE, "no LOG given", err) end
+  local runs, lerr = cli.load_all(pos)
   if not runs then
-    cli.say("export", err)
+    cli.say("export", lerr, err)
     return cli.BAD_INPUT
   end
-  local ok, werr = export[format](cli.concat(runs), opts.out or "-")
+  local ok, werr = export[format](cli.concat(runs), opts.out or "-", out)
   if not ok then
-    cli.say("export", werr)
+    cli.say("export", werr, err)
     return cli.BAD_INPUT
   end
   return cli.OK

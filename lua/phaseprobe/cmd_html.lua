@@ -1,7 +1,6 @@
 -- phaseprobe html: a self-contained HTML report with SVG plots.
 local cli = require "phaseprobe.cliutil"
 local html = require "phaseprobe.html"
-local recview = require "phaseprobe.recview"
 
 local USAGE = [[
 usage: phaseprobe html [-o OUT.html] [--group TAG] [--by QUANTITY] [--title TEXT] LOG...
@@ -17,7 +16,8 @@ LOG is a probe log, or a .csv / .jsonl export; several are reported together.
   -o, --output FILE   where to write (default: standard output)
   --group TAG         group by this tag or field (default: the shape tag,
                       else the first tag, else nodes)
-  --by QUANTITY       plot phases against this count (default: nodes)
+  --by QUANTITY       plot every phase against this count (default: the
+                      quantity of its verdict, else nodes)
   --title TEXT        the page title]]
 
 local SPEC = {
@@ -27,28 +27,25 @@ local SPEC = {
   { "--title", key = "title", value = true },
 }
 
-local function run(argv)
+local function run(argv, ctx)
+  local out, err = cli.streams(ctx)
   local opts, pos = cli.parse_args(argv, SPEC)
-  if not opts then return cli.usage_error("html", USAGE, pos) end
+  if not opts then return cli.usage_error("html", USAGE, pos, err) end
   if opts.help then
-    io.stdout:write(USAGE, "\n")
+    out:write(USAGE, "\n")
     return cli.OK
   end
-  if #pos == 0 then return cli.usage_error("html", USAGE, "no LOG given") end
-  local runs, err = cli.load_all(pos)
+  if #pos == 0 then return cli.usage_error("html", USAGE, "no LOG given", err) end
+  local runs, lerr = cli.load_all(pos)
   if not runs then
-    cli.say("html", err)
+    cli.say("html", lerr, err)
     return cli.BAD_INPUT
   end
   local records = cli.concat(runs)
-  local L = recview.layout(records[1])
   for _, o in ipairs { "by", "group" } do
     local missing = opts[o] and cli.missing_field(records, opts[o])
-    if missing then return cli.usage_error("html", USAGE, ("--%s %s: %s"):format(o, opts[o], missing)) end
+    if missing then return cli.usage_error("html", USAGE, ("--%s %s: %s"):format(o, opts[o], missing), err) end
   end
-  local labels = {}
-  for _, p in ipairs(L.phases) do labels[#labels + 1] = p end
-  for _, n in ipairs(L.nested) do labels[#labels + 1] = n end
   local sources = {}
   for _, r in ipairs(runs) do sources[#sources + 1] = r.path end
   local page = html.report(records, {
@@ -56,22 +53,11 @@ local function run(argv)
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-    fits = cli.analysis_fits(records, labels, opts.by or "nodes"),
+    fits = cli.analysis_fits(records, opts.by),
   })
-  local f, oerr
-  if not opts.out or opts.out == "-" then
-    f = io.stdout
-  else
-    f, oerr = io.open(opts.out, "wb")
-    if not f then
-      cli.say("html", ("cannot write '%s': %s"):format(opts.out, oerr))
-      return cli.BAD_INPUT
-    end
-  end
-  local ok, werr = f:write(page)
-  if f ~= io.stdout then f:close() end
+  local ok, werr = cli.write_output(opts.out, page, out)
   if not ok then
-    cli.say("html", ("writing '%s' failed: %s"):format(opts.out or "-", werr))
+    cli.say("html", werr, err)
     return cli.BAD_INPUT
   end
   return cli.OK

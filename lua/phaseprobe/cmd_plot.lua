@@ -9,13 +9,14 @@ usage: phaseprobe plot --phase PHASE [--by QUANTITY] [--group TAG] [-o OUT.svg] 
        phaseprobe plot --bars [--group TAG] [-o OUT.svg] LOG...
 
 With --phase, a scatter of that phase's time (or a nested region's) against
-QUANTITY (default nodes), one colour per group, with the least-squares line
-and the verdict. With --bars, the stacked bar per group of the phase
-partition, the residue and the starvation.
+QUANTITY, one colour per group, with the fitted line and the verdict. With
+--bars, the stacked bar per group of the phase partition, the residue and
+the starvation.
 
 LOG is a probe log, or a .csv / .jsonl export.
   --phase PHASE       e.g. ptx_ns (or ptx), sub_ptx_digest_ns
-  --by QUANTITY       the x axis (default: nodes)
+  --by QUANTITY       the x axis (default: the quantity of the phase's
+                      verdict, else nodes)
   --group TAG         colour by this tag or field (default as for html)
   --bars              the stacked bars instead of a scatter
   -o, --output FILE   where to write (default: standard output)]]
@@ -38,19 +39,22 @@ local function find_label(L, name)
   end
 end
 
-local function run(argv)
+local function run(argv, ctx)
+  local out, err = cli.streams(ctx)
   local opts, pos = cli.parse_args(argv, SPEC)
-  if not opts then return cli.usage_error("plot", USAGE, pos) end
+  if not opts then return cli.usage_error("plot", USAGE, pos, err) end
   if opts.help then
-    io.stdout:write(USAGE, "\n")
+    out:write(USAGE, "\n")
     return cli.OK
   end
-  if not opts.phase and not opts.bars then return cli.usage_error("plot", USAGE, "say --phase PHASE or --bars") end
-  if opts.phase and opts.bars then return cli.usage_error("plot", USAGE, "give one of --phase and --bars") end
-  if #pos == 0 then return cli.usage_error("plot", USAGE, "no LOG given") end
-  local runs, err = cli.load_all(pos)
+  if not opts.phase and not opts.bars then
+    return cli.usage_error("plot", USAGE, "say --phase PHASE or --bars", err)
+  end
+  if opts.phase and opts.bars then return cli.usage_error("plot", USAGE, "give one of --phase and --bars", err) end
+  if #pos == 0 then return cli.usage_error("plot", USAGE, "no LOG given", err) end
+  local runs, lerr = cli.load_all(pos)
   if not runs then
-    cli.say("plot", err)
+    cli.say("plot", lerr, err)
     return cli.BAD_INPUT
   end
   local records = cli.concat(runs)
@@ -63,16 +67,15 @@ local function run(argv)
       for _, p in ipairs(L.phases) do names[#names + 1] = p end
       for _, n in ipairs(L.nested) do names[#names + 1] = n end
       return cli.usage_error("plot", USAGE, ("--phase %s: not a phase or nested region of these records "
-        .. "(valid: %s)"):format(opts.phase, table.concat(names, ", ")))
+        .. "(valid: %s)"):format(opts.phase, table.concat(names, ", ")), err)
     end
   end
   for _, o in ipairs { "by", "group" } do
     local missing = opts[o] and cli.missing_field(records, opts[o])
-    if missing then return cli.usage_error("plot", USAGE, ("--%s %s: %s"):format(o, opts[o], missing)) end
+    if missing then return cli.usage_error("plot", USAGE, ("--%s %s: %s"):format(o, opts[o], missing), err) end
   end
-  local by = opts.by or "nodes"
-  local fits = label and cli.analysis_fits(records, { label }, by) or nil
-  local desc = html.describe(records, { group = opts.group, by = by, fits = fits })
+  local fits = label and cli.analysis_fits(records, opts.by) or nil
+  local desc = html.describe(records, { group = opts.group, by = opts.by, fits = fits })
   local text
   if opts.bars then
     text = svg.stacked_bars(desc.bars)
@@ -81,21 +84,9 @@ local function run(argv)
       if s.label == label then text = svg.scatter(s.svg) end
     end
   end
-  local doc = '<?xml version="1.0" encoding="UTF-8"?>\n' .. text .. "\n"
-  local f, oerr
-  if not opts.out or opts.out == "-" then
-    f = io.stdout
-  else
-    f, oerr = io.open(opts.out, "wb")
-    if not f then
-      cli.say("plot", ("cannot write '%s': %s"):format(opts.out, oerr))
-      return cli.BAD_INPUT
-    end
-  end
-  local ok, werr = f:write(doc)
-  if f ~= io.stdout then f:close() end
+  local ok, werr = cli.write_output(opts.out, '<?xml version="1.0" encoding="UTF-8"?>\n' .. text .. "\n", out)
   if not ok then
-    cli.say("plot", ("writing '%s' failed: %s"):format(opts.out or "-", werr))
+    cli.say("plot", werr, err)
     return cli.BAD_INPUT
   end
   return cli.OK

@@ -19,22 +19,23 @@ LOG is a probe log, or a .csv / .jsonl export.
 
 local SPEC = { { "-o", "--output", key = "out", value = true } }
 
-local function run(argv)
+local function run(argv, ctx)
+  local out, err = cli.streams(ctx)
   local opts, pos = cli.parse_args(argv, SPEC)
-  if not opts then return cli.usage_error("trace", USAGE, pos) end
+  if not opts then return cli.usage_error("trace", USAGE, pos, err) end
   if opts.help then
-    io.stdout:write(USAGE, "\n")
+    out:write(USAGE, "\n")
     return cli.OK
   end
-  if #pos == 0 then return cli.usage_error("trace", USAGE, "no LOG given") end
-  local runs, err = cli.load_all(pos)
+  if #pos == 0 then return cli.usage_error("trace", USAGE, "no LOG given", err) end
+  local runs, lerr = cli.load_all(pos)
   if not runs then
-    cli.say("trace", err)
+    cli.say("trace", lerr, err)
     return cli.BAD_INPUT
   end
-  local ok, werr = export.trace_runs(runs, opts.out or "-")
+  local ok, werr = export.trace_runs(runs, opts.out or "-", out)
   if not ok then
-    cli.say("trace", werr)
+    cli.say("trace", werr, err)
     return cli.BAD_INPUT
   end
   return cli.OK

@@ -10,7 +10,8 @@
 --   export.read_jsonl(path [, opts])      -> records (or nil, message)
 --
 -- `set` is a record set object or a plain array of records. `path` is a file
--- name, or "-" for stdout. Writers return true, or nil and a message when the
+-- name, or "-" for stdout (or for the stream given as the writer's last
+-- argument: export.csv(set, "-", stream)). Writers return true, or nil and a message when the
 -- file cannot be written; misuse (not a set, a value no format can hold)
 -- raises. Readers return nil and "path:line: what" for malformed input.
 --
@@ -143,13 +144,13 @@ end
 
 -- Opens `path` for writing ("-" is stdout). Returns a writer object with
 -- write(s) and close() -> true | nil, message.
-local function open_out(path, what)
+local function open_out(path, what, stream)
   if type(path) ~= "string" or path == "" then
     error(what .. ": expected an output path (a string, or \"-\" for stdout)", 3)
   end
   local f, err
   if path == "-" then
-    f = io.stdout
+    f = stream or io.stdout
   else
     f, err = io.open(path, "wb")
     if not f then return nil, ("%s: cannot write '%s': %s"):format(what, path, err) end
@@ -162,7 +163,7 @@ local function open_out(path, what)
   end
   function w.close()
     local ok, e = true, nil
-    if f ~= io.stdout then
+    if path ~= "-" then
       ok, e = f:close()
     else
       ok, e = f:flush()
@@ -191,11 +192,11 @@ end
 -- JSON lines
 ------------------------------------------------------------------------------
 
-function M.jsonl(set, path)
+function M.jsonl(set, path, stream)
   local records = recview.collect(set, "export.jsonl")
   local lines = {}
   for i, r in ipairs(records) do lines[i] = record_json(r, i) end
-  local w, err = open_out(path, "export.jsonl")
+  local w, err = open_out(path, "export.jsonl", stream)
   if not w then return nil, err end
   for _, l in ipairs(lines) do
     w.write(l)
@@ -327,7 +328,7 @@ local function csv_columns(records)
   return cols
 end
 
-function M.csv(set, path)
+function M.csv(set, path, stream)
   local records = recview.collect(set, "export.csv")
   local cols = csv_columns(records)
   local lines = {}
@@ -348,7 +349,7 @@ function M.csv(set, path)
     end
     lines[#lines + 1] = table.concat(cells, ",")
   end
-  local w, err = open_out(path, "export.csv")
+  local w, err = open_out(path, "export.csv", stream)
   if not w then return nil, err end
   for _, l in ipairs(lines) do
     w.write(l)
@@ -739,9 +740,9 @@ local function write_trace(runs, write)
   write("}\n")
 end
 
-function M.trace_runs(runs, path)
+function M.trace_runs(runs, path, stream)
   check_runs(runs)
-  local w, err = open_out(path, "export.trace")
+  local w, err = open_out(path, "export.trace", stream)
   if not w then return nil, err end
   local ok, e = pcall(write_trace, runs, w.write)
   if not ok then

@@ -49,7 +49,7 @@ end
 -- dispatch" otherwise; no verdict without spread in the quantity.
 function M.fallback_fit(points, quantity)
   local n = #points
-  local fit = { quantity = quantity, fallback = true, n = n }
+  local fit = { quantity = quantity, fallback = true, n = n, method = "least-squares" }
   if n < 3 then
     fit.verdict = ("too few dispatches (%d) to fit"):format(n)
     return fit
@@ -262,9 +262,13 @@ function M.describe(set, opts)
     end
     local fit = given or M.fallback_fit(all, quantity)
     local subtitle = fit.verdict or ""
-    if fit.slope and fit.intercept then
+    if fit.slope and fit.intercept and fit.slope ~= 0 then
       subtitle = ("%s: %s × %s + %s%s"):format(subtitle, svg.fmt_ns(fit.slope), quantity,
         svg.fmt_ns(fit.intercept), fit.r2 and (", R² = %.3f"):format(fit.r2) or "")
+    elseif fit.intercept and fit.slope == 0 then
+      subtitle = ("%s: %s"):format(subtitle, svg.fmt_ns(fit.intercept))
+    elseif fit.note then
+      subtitle = ("%s (%s)"):format(subtitle, fit.note)
     end
     if fit.fallback then subtitle = subtitle .. " (fallback fit)" end
     local nested_in = L.parent[label]
@@ -283,7 +287,10 @@ function M.describe(set, opts)
     }
   end
 
-  if not opts.fits then
+  if opts.fits then
+    desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis module (phaseprobe.analyze): "
+      .. "each phase against every counted quantity; the plot shows the quantity of the verdict."
+  else
     desc.notes[#desc.notes + 1] = "Fits here are the report's fallback: ordinary least squares of each "
       .. "phase's time on " .. (opts.by or "nodes") .. " over all dispatches; a phase \"scales\" when the line "
       .. "explains at least half the variance and its slope carries at least a fifth of the mean time."

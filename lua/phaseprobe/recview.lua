@@ -37,17 +37,34 @@ local function method(obj, name)
 end
 
 -- An array of records from a record set object or a plain array of records.
--- A set object is recognised by a method that yields its rows: rows(), each(),
--- iter() (returning an iterator or an array), a `records` array, or count()
--- with row(i) (the parser's column store).
+-- A set object is recognised by what yields its records, in this order:
+-- count() with record(i) (phaseprobe.records sets), count() with row(i)
+-- returning record tables (the parser's column store), records() returning
+-- an array, or rows()/each()/iter() returning an iterator (of records, or of
+-- index, record pairs) or an array.
 function M.collect(set, what)
   what = what or "records"
   if type(set) == "userdata" or (type(set) == "table" and is_record_set_object(set)) then
-    local count, row = method(set, "count"), method(set, "row")
-    if type(count) == "function" and type(row) == "function" then
-      local out = {}
-      for i = 1, count(set) do out[i] = row(set, i) end
-      return out
+    local count = method(set, "count")
+    if type(count) == "function" then
+      for _, name in ipairs { "record", "row" } do
+        local get = method(set, name)
+        local n = type(get) == "function" and count(set)
+        if n and (n == 0 or type(get(set, 1)) == "table") then
+          local out = {}
+          for i = 1, n do out[i] = get(set, i) end
+          return out
+        end
+      end
+    end
+    local records = method(set, "records")
+    if type(records) == "function" then
+      local a = records(set)
+      if type(a) == "table" then
+        local out = {}
+        for i = 1, #a do out[i] = a[i] end
+        return out
+      end
     end
   end
   if type(set) ~= "table" then
@@ -60,7 +77,7 @@ function M.collect(set, what)
         local a, b, c = f(set)
         local out = {}
         if type(a) == "function" then
-          for r in a, b, c do out[#out + 1] = r end
+          for x, y in a, b, c do out[#out + 1] = type(x) == "table" and x or y end
           return out
         elseif type(a) == "table" then
           for i = 1, #a do out[i] = a[i] end

@@ -2,7 +2,8 @@
 --
 --   svg.scatter{ title=, subtitle=, x = {label=, unit=}, y = {label=, unit=},
 --                series = { {name=, points = {{x, y}, ...}}, ... } | points = {...},
---                fit = {intercept=, slope=, verdict=, quantity=, r2=}, width=, height= }
+--                fit = {intercept=, slope=, verdict=, quantity=, r2=, method=, legend=},
+--                width=, height= }
 --   svg.stacked_bars{ title=, unit=, value_label=,
 --                     series = { {name=, color=, hatch=, gap_before=, note=}, ... },
 --                     bars = { {label=, values = {name = v}, note=}, ... }, width= }
@@ -273,7 +274,7 @@ function M.scatter(o)
   if fit and fit.slope then
     out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" stroke-width="2" '
       .. 'stroke-dasharray="7 4"/>'):format(num(lx), num(ly), num(lx + 14), num(ly))
-    out[#out + 1] = text(lx + 18, ly + 4, "least-squares fit")
+    out[#out + 1] = text(lx + 18, ly + 4, fit.legend or ((fit.method or "least-squares") .. " fit"))
   end
   out[#out + 1] = "</svg>"
   return table.concat(out, "\n")
