@@ -90,8 +90,9 @@ describe("the HTML report", function()
   end)
 
   it("falls back to nodes when records carry no tag", function()
-    for _, r in ipairs(records) do r.shape = nil end
-    local d = html.describe(records)
+    local untagged = gen.generate()
+    for _, r in ipairs(untagged) do r.shape = nil end
+    local d = html.describe(untagged)
     assert.are.equal("nodes", d.group_by)
     assert.are.equal(9, #d.groups)
     assert.are.equal("nodes = 1800", d.groups[1].name)
@@ -124,6 +125,18 @@ describe("the HTML report", function()
         assert.are.equal("ptx_bytes", s.svg.x.label)
         assert.is_nil(s.fallback)
       end
+    end
+  end)
+
+  it("draws a sample of a large set but fits all of it", function()
+    local d = html.describe(records, { max_points = 10 })
+    for i, s in ipairs(d.scatters) do
+      local drawn = 0
+      for _, series in ipairs(s.svg.series) do drawn = drawn + #series.points end
+      assert.is_true(drawn <= 10 and drawn >= 5, s.label .. ": " .. drawn)
+      local full = desc.scatters[i].svg.fit.slope
+      assert.is_true(math.abs(full - s.svg.fit.slope) <= 1e-9 * math.abs(full), s.label)
+      assert.matches("1 in 4 dispatches drawn", s.svg.subtitle)
     end
   end)
 

@@ -59,12 +59,21 @@ end
 -- held as integer nanoseconds (written "123.456" exactly).
 local ARRAY = {}
 local US = {}
+local RAW = {} -- JSON text already made
 local function array(t) return setmetatable(t or {}, ARRAY) end
 local function us(ns) return setmetatable({ ns = ns }, US) end
+local function raw(text) return setmetatable({ text = text }, RAW) end
 
 local function us_text(ns)
   return string.format("%d.%03d", ns // 1000, ns % 1000)
 end
+
+-- Field names repeat on every line: their encodings (with the colon) are kept.
+local key_cache = setmetatable({}, { __index = function(t, k)
+  local e = cjson.encode(k) .. ":"
+  rawset(t, k, e)
+  return e
+end })
 
 local encode
 local function encode_into(v, out, where)
@@ -72,13 +81,15 @@ local function encode_into(v, out, where)
   if t == "string" then
     out[#out + 1] = cjson.encode(v)
   elseif t == "number" then
-    out[#out + 1] = number_text(v, where)
+    out[#out + 1] = (math.type(v) == "integer" and v >= 0) and tostring(v) or number_text(v, where)
   elseif t == "boolean" then
     out[#out + 1] = v and "true" or "false"
   elseif t == "table" then
     local mt = getmetatable(v)
     if mt == US then
       out[#out + 1] = us_text(v.ns)
+    elseif mt == RAW then
+      out[#out + 1] = v.text
     elseif mt == ARRAY or (rawlen(v) > 0) then
       out[#out + 1] = "["
       for i = 1, #v do
@@ -98,8 +109,7 @@ local function encode_into(v, out, where)
       out[#out + 1] = "{"
       for i, k in ipairs(keys) do
         if i > 1 then out[#out + 1] = "," end
-        out[#out + 1] = cjson.encode(k)
-        out[#out + 1] = ":"
+        out[#out + 1] = key_cache[k]
         encode_into(v[k], out, where)
       end
       out[#out + 1] = "}"
@@ -115,26 +125,34 @@ function encode(v, where)
   return table.concat(out)
 end
 
-local function check_value(v, where)
-  local t = type(v)
-  if t ~= "string" and t ~= "number" then
-    error(where .. ": a " .. t .. " value; records hold integers and strings", 0)
-  end
+local function bad_value(v, i, k)
+  error(("record %d, field '%s': a %s value; records hold integers and strings"):format(i, k, type(v)), 0)
 end
+
+local function where_field(i, k) return ("record %d, field '%s'"):format(i, k) end
 
 -- One record as a JSON object whose keys come in line order.
 local function record_json(r, i)
-  local out = { "{" }
-  for n, k in ipairs(recview.ordered_keys(r)) do
+  local out, n = { "{" }, 1
+  for j, k in ipairs(recview.ordered_keys(r)) do
     local v = r[k]
-    local where = ("record %d, field '%s'"):format(i, k)
-    check_value(v, where)
-    if n > 1 then out[#out + 1] = "," end
-    out[#out + 1] = cjson.encode(k)
-    out[#out + 1] = ":"
-    out[#out + 1] = type(v) == "string" and cjson.encode(v) or number_text(v, where)
+    if j > 1 then
+      n = n + 1
+      out[n] = ","
+    end
+    out[n + 1] = key_cache[k]
+    n = n + 2
+    if type(v) == "string" then
+      out[n] = cjson.encode(v)
+    elseif math.type(v) == "integer" and v >= 0 then
+      out[n] = tostring(v)
+    elseif type(v) == "number" then
+      out[n] = number_text(v, where_field(i, k))
+    else
+      bad_value(v, i, k)
+    end
   end
-  out[#out + 1] = "}"
+  out[n + 1] = "}"
   return table.concat(out)
 end
 
@@ -342,9 +360,15 @@ function M.csv(set, path, stream)
       if v == nil then
         cells[j] = ""
       else
-        local where = ("record %d, field '%s'"):format(i, c)
-        check_value(v, where)
-        cells[j] = type(v) == "string" and csv_quote(v) or number_text(v, where)
+        if type(v) == "string" then
+          cells[j] = csv_quote(v)
+        elseif math.type(v) == "integer" and v >= 0 then
+          cells[j] = tostring(v)
+        elseif type(v) == "number" then
+          cells[j] = number_text(v, where_field(i, c))
+        else
+          bad_value(v, i, c)
+        end
       end
     end
     lines[#lines + 1] = table.concat(cells, ",")
@@ -557,12 +581,15 @@ local function plan_run(records)
   return { absolute = absolute, order = order, base = base }
 end
 
-local function record_args(r)
-  local args = {}
-  for k, v in pairs(r) do
-    if type(k) == "string" and (type(v) == "string" or type(v) == "number") then args[k] = v end
+-- A dispatch's args: the whole record (keys in line order), then `extra`.
+local function record_args(r, i, extra)
+  local text = record_json(r, i)
+  local more = {}
+  for _, k in ipairs { "shifted_ns", "note" } do
+    if extra[k] ~= nil then more[#more + 1] = key_cache[k] .. encode(extra[k]) end
   end
-  return args
+  if #more > 0 then text = text:sub(1, -2) .. (#text > 2 and "," or "") .. table.concat(more, ",") .. "}" end
+  return raw(text)
 end
 
 -- Emits the events of one run through `emit(event)`; returns its metadata.
@@ -625,13 +652,13 @@ local function run_events(run, pid, tids, emit)
     end
     t.host_end = recview.sat_add(start, dur)
 
-    local args = record_args(r)
+    local extra = {}
     if r.start_ns ~= nil and plan.absolute and start ~= recview.u(r, "start_ns") - plan.base then
-      args.shifted_ns = start - (recview.u(r, "start_ns") - plan.base)
+      extra.shifted_ns = start - (recview.u(r, "start_ns") - plan.base)
     end
-    if named > wall then args.note = "named phases exceed wall_ns: the slice is as long as their sum" end
+    if named > wall then extra.note = "named phases exceed wall_ns: the slice is as long as their sum" end
     emit { name = "dispatch", cat = "host", ph = "X", pid = pid, tid = t.tid, ts = us(start), dur = us(dur),
-      args = args }
+      args = record_args(r, i, extra) }
 
     for _, ph in ipairs(phases) do
       if ph.dur > 0 then
@@ -712,6 +739,21 @@ local function version()
   return ok and type(pp) == "table" and pp.version or "unknown"
 end
 
+-- Slice and category names: few, and on every event.
+local name_cache = setmetatable({}, { __index = function(t, k)
+  local e = cjson.encode(k)
+  rawset(t, k, e)
+  return e
+end })
+
+-- A complete ("X") event; the same text encode() makes, without its
+-- general walk (the trace is mostly these).
+local function encode_slice(ev)
+  return table.concat { '{"args":', encode(ev.args or {}, "trace event"), ',"cat":', name_cache[ev.cat],
+    ',"dur":', us_text(ev.dur.ns), ',"name":', name_cache[ev.name], ',"ph":"X","pid":', tostring(ev.pid),
+    ',"tid":', tostring(ev.tid), ',"ts":', us_text(ev.ts.ns), "}" }
+end
+
 -- The trace as text, produced piecewise through `write`.
 local function write_trace(runs, write)
   write('{"traceEvents":[\n')
@@ -722,7 +764,7 @@ local function write_trace(runs, write)
     metas[#metas + 1] = run_events(run, pid, tids, function(ev)
       if not first then write(",\n") end
       first = false
-      write(encode(ev, "trace event"))
+      write(ev.ph == "X" and encode_slice(ev) or encode(ev, "trace event"))
     end)
   end
   local meta = {

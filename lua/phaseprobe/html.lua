@@ -11,7 +11,9 @@
 -- by= (the quantity phases are plotted against when no fit names one;
 -- default `nodes`), fits = { [phase label] = {intercept=, slope=, verdict=,
 -- quantity=, r2=} } (from the analysis module; phases without one get
--- html.fallback_fit), nested = false to leave nested regions out.
+-- html.fallback_fit), nested = false to leave nested regions out,
+-- max_points = points drawn per scatter (default html.MAX_POINTS; all
+-- records are fitted).
 --
 -- The description (what render takes) is:
 --   { title=, source=, notes = {string}, summary = {{label, value}},
@@ -24,6 +26,9 @@ local svg = require "phaseprobe.svg"
 
 local M = {}
 local esc = svg.esc
+
+-- Points drawn per scatter at most (all of them are fitted).
+M.MAX_POINTS = 2000
 
 ------------------------------------------------------------------------------
 -- statistics
@@ -250,12 +255,16 @@ function M.describe(set, opts)
   for _, label in ipairs(plotted) do
     local given = fits[label]
     local quantity = given and given.quantity or opts.by or "nodes"
-    local series_pts, all = {}, {}
+    -- every dispatch goes into the fit; past max_points only every k-th is
+    -- drawn, so a large log still makes a page a browser opens quickly
+    local stride = math.max(1, math.ceil(#records / (opts.max_points or M.MAX_POINTS)))
+    local series_pts, all, seen = {}, {}, 0
     for gi, g in ipairs(groups) do
       local pts = {}
       for _, r in ipairs(g.records) do
         local pt = { recview.u(r, quantity), recview.u(r, label) }
-        pts[#pts + 1] = pt
+        seen = seen + 1
+        if seen % stride == 0 or stride == 1 then pts[#pts + 1] = pt end
         all[#all + 1] = pt
       end
       series_pts[gi] = { name = group_label(by, g.name), points = pts }
@@ -271,6 +280,7 @@ function M.describe(set, opts)
       subtitle = ("%s (%s)"):format(subtitle, fit.note)
     end
     if fit.fallback then subtitle = subtitle .. " (fallback fit)" end
+    if stride > 1 then subtitle = subtitle .. (" · 1 in %d dispatches drawn"):format(stride) end
     local nested_in = L.parent[label]
     desc.scatters[#desc.scatters + 1] = {
       label = label,
