@@ -188,6 +188,12 @@ describe("export.trace", function()
     assert.are.equal("prose", d.slice.ev.args.shape)
   end)
 
+  it("writes u64 args past 2^63-1 as strings, so int64 readers keep them", function()
+    records[2].probe_ns = -1 -- 2^64 - 1
+    local _, path = trace_of(records)
+    assert.truthy(slurp(path):find('"probe_ns":"18446744073709551615"', 1, true))
+  end)
+
   it("starts dispatches at start_ns relative to the run's first", function()
     local rep = trace_of(records)
     local base = records[1].start_ns
@@ -367,23 +373,39 @@ for _, fmt in ipairs { "csv", "jsonl" } do
 
     it("accepts a record set object as well as an array", function()
       local records = gen.generate { per_size = 1 }
-      local set = setmetatable({}, { __index = { rows = function() return ipairs_iter(records) end } })
-      function ipairs_iter(t)
+      local function iter(t)
         local i = 0
         return function()
           i = i + 1
           return t[i]
         end
       end
+      -- an object whose rows() iterates records
+      local set = setmetatable({}, { __index = { rows = function() return iter(records) end } })
+      -- phaseprobe.records' shape: count() and record(i), row(i) a store index
+      local rset = setmetatable({}, { __index = {
+        count = function() return #records end,
+        record = function(_, i) return records[i] end,
+        row = function(_, i) return i end,
+      } })
+      -- the parser's column store: count() and row(i) giving the record
       local store = setmetatable({}, { __index = {
         count = function() return #records end,
         row = function(_, i) return records[i] end,
       } })
+      -- each() yielding index, record
+      local each = setmetatable({}, { __index = { each = function()
+        local i = 0
+        return function()
+          i = i + 1
+          if records[i] then return i, records[i] end
+        end
+      end } })
       assert(export[fmt](records, tmp("a." .. fmt)))
-      assert(export[fmt](set, tmp("b." .. fmt)))
-      assert(export[fmt](store, tmp("c." .. fmt)))
-      assert.are.equal(slurp(tmp("a." .. fmt)), slurp(tmp("b." .. fmt)))
-      assert.are.equal(slurp(tmp("a." .. fmt)), slurp(tmp("c." .. fmt)))
+      for name, s in pairs { set = set, rset = rset, store = store, each = each } do
+        assert(export[fmt](s, tmp(name .. "." .. fmt)))
+        assert.are.equal(slurp(tmp("a." .. fmt)), slurp(tmp(name .. "." .. fmt)), name)
+      end
     end)
 
     it("writes an empty set as an empty file that reads back empty", function()

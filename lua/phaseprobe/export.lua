@@ -1,19 +1,23 @@
 -- phaseprobe.export: records out of Lua, into tools people already use.
 --
---   export.trace(set, path [, opts])      Chrome trace-event JSON (Perfetto UI,
---                                          chrome://tracing)
---   export.trace_runs(runs, path [, opts]) the same, one process per run:
---                                          runs = { {name=, set=}, ... }
---   export.csv(set, path)                 one row per record, header first
---   export.jsonl(set, path)               one JSON object per record and line
---   export.read_csv(path [, opts])        -> records (or nil, message)
---   export.read_jsonl(path [, opts])      -> records (or nil, message)
+--   export.trace(set, path [, opts])   Chrome trace-event JSON (Perfetto UI,
+--                                      chrome://tracing); opts.name: process name
+--   export.trace_runs(runs, path [, stream])
+--                                      the same, one process per run:
+--                                      runs = { {name = string, set = records}, ... }
+--   export.trace_text(runs)            -> the trace as a string
+--   export.csv(set, path [, stream])   one row per record, header first
+--   export.jsonl(set, path [, stream]) one JSON object per record and line
+--   export.read_csv(path [, opts])     -> records, or nil, "path:line: what"
+--   export.read_jsonl(path [, opts])   -> records, or nil, "path:line: what"
+--                                      (opts.prefix: the prefix they print with)
 --
--- `set` is a record set object or a plain array of records. `path` is a file
--- name, or "-" for stdout (or for the stream given as the writer's last
--- argument: export.csv(set, "-", stream)). Writers return true, or nil and a message when the
--- file cannot be written; misuse (not a set, a value no format can hold)
--- raises. Readers return nil and "path:line: what" for malformed input.
+-- `set` is a record set object or a plain array of records (see
+-- recview.collect). `path` is a file name, or "-" for standard output (or
+-- for `stream` when given). Writers return true, or nil and a message when
+-- the file cannot be written; misuse (not a set, a value no format can hold)
+-- raises, naming record and field. Records read back carry r._fields (the
+-- columns or keys in file order) and r._prefix, and print as their line.
 --
 -- Numbers. Records hold u64 values in Lua integers (values above 2^63-1
 -- wrap to negative, as the C module pushes them); every integer is written
@@ -23,9 +27,11 @@
 -- uptime): cjson escapes and writes every string and decodes every line we
 -- read, and the digits of integers are placed by this module. Values from
 -- 2^53 up are exact in the file (DuckDB and pandas read them as 64-bit
--- integers); JavaScript readers, Perfetto's UI included, see them rounded.
+-- integers); JavaScript readers see them rounded. In trace args, values past
+-- 2^63-1 are written as strings (trace readers parse integers as int64).
 -- The readers here take integer digits from the text, so they round-trip
--- exactly up to 2^64-1.
+-- exactly up to 2^64-1; floats are written with 17 significant digits and
+-- a decimal point, so they come back as the same floats.
 --
 -- CSV follows RFC 4180 with one convention: strings are always quoted and
 -- numbers never are (Python's QUOTE_NONNUMERIC), so a tag value "128" stays
@@ -81,7 +87,13 @@ local function encode_into(v, out, where)
   if t == "string" then
     out[#out + 1] = cjson.encode(v)
   elseif t == "number" then
-    out[#out + 1] = (math.type(v) == "integer" and v >= 0) and tostring(v) or number_text(v, where)
+    if math.type(v) == "integer" then
+      -- u64 values past 2^63-1 (negative here) overflow the int64 that trace
+      -- readers parse integers into: they go in as strings of their digits
+      out[#out + 1] = v >= 0 and tostring(v) or ('"' .. u64_text(v) .. '"')
+    else
+      out[#out + 1] = number_text(v, where)
+    end
   elseif t == "boolean" then
     out[#out + 1] = v and "true" or "false"
   elseif t == "table" then
@@ -131,8 +143,9 @@ end
 
 local function where_field(i, k) return ("record %d, field '%s'"):format(i, k) end
 
--- One record as a JSON object whose keys come in line order.
-local function record_json(r, i)
+-- One record as a JSON object whose keys come in line order. With
+-- big_as_string, u64 values past 2^63-1 are written as strings (trace args).
+local function record_json(r, i, big_as_string)
   local out, n = { "{" }, 1
   for j, k in ipairs(recview.ordered_keys(r)) do
     local v = r[k]
@@ -146,6 +159,8 @@ local function record_json(r, i)
       out[n] = cjson.encode(v)
     elseif math.type(v) == "integer" and v >= 0 then
       out[n] = tostring(v)
+    elseif math.type(v) == "integer" and big_as_string then
+      out[n] = '"' .. u64_text(v) .. '"'
     elseif type(v) == "number" then
       out[n] = number_text(v, where_field(i, k))
     else
@@ -583,7 +598,7 @@ end
 
 -- A dispatch's args: the whole record (keys in line order), then `extra`.
 local function record_args(r, i, extra)
-  local text = record_json(r, i)
+  local text = record_json(r, i, true)
   local more = {}
   for _, k in ipairs { "shifted_ns", "note" } do
     if extra[k] ~= nil then more[#more + 1] = key_cache[k] .. encode(extra[k]) end
@@ -771,7 +786,8 @@ local function write_trace(runs, write)
     phaseprobe = {
       format = "phaseprobe-trace/1",
       version = version(),
-      units = "ts and dur are microseconds with three decimals: exact nanoseconds",
+      units = "ts and dur are microseconds with three decimals: exact nanoseconds; args hold "
+        .. "exact integers, and u64 values above 2^63-1 (saturated counters) as strings of their digits",
       phase_layout = PHASE_LAYOUT,
       device_layout = DEVICE_LAYOUT,
       runs = metas,

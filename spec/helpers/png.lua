@@ -174,7 +174,8 @@ function M.read(path)
     local len, kind = string.unpack(">I4c4", data, pos)
     local body = data:sub(pos + 8, pos + 7 + len)
     if kind == "IHDR" then
-      w, h, depth, ctype, _, _, interlace = string.unpack(">I4I4BBBBB", body)
+      local _c, _f
+      w, h, depth, ctype, _c, _f, interlace = string.unpack(">I4I4BBBBB", body)
     elseif kind == "IDAT" then
       idat[#idat + 1] = body
     elseif kind == "IEND" then
