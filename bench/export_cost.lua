@@ -1,0 +1,57 @@
+-- Cost of the exports per record, against writing the same records as their
+-- own lines (tostring) to a file, measured in the same run.
+--   lua5.4 bench/export_cost.lua        (make bench runs it)
+package.path = "./lua/?.lua;./spec/?.lua;" .. package.path
+package.cpath = "./?.so;" .. package.cpath
+local pp = require "phaseprobe"
+local export = require "phaseprobe.export"
+local html = require "phaseprobe.html"
+local gen = require "helpers.records"
+
+local N = 20000
+local base = gen.generate()
+local records = {}
+local t = base[1].start_ns
+for i = 1, N do
+  local src = base[(i - 1) % #base + 1]
+  local r = setmetatable({}, getmetatable(src))
+  for k, v in pairs(src) do r[k] = v end
+  r.seq, r.start_ns = i, t
+  t = t + r.wall_ns + 1000
+  records[i] = r
+end
+
+local p = io.popen("mktemp -d")
+local dir = p:read("l")
+p:close()
+
+local function best(run)
+  local b = math.huge
+  for _ = 1, 3 do
+    local t0 = pp.now()
+    run()
+    b = math.min(b, (pp.now() - t0) / N)
+  end
+  return b
+end
+
+local lines = best(function()
+  local f = assert(io.open(dir .. "/r.log", "wb"))
+  for _, r in ipairs(records) do f:write(tostring(r), "\n") end
+  f:close()
+end)
+local rows = {
+  { "csv", best(function() assert(export.csv(records, dir .. "/r.csv")) end) },
+  { "jsonl", best(function() assert(export.jsonl(records, dir .. "/r.jsonl")) end) },
+  { "trace", best(function() assert(export.trace(records, dir .. "/r.json")) end) },
+  { "read_csv", best(function() assert(export.read_csv(dir .. "/r.csv")) end) },
+  { "read_jsonl", best(function() assert(export.read_jsonl(dir .. "/r.jsonl")) end) },
+  { "html report", best(function() assert(html.write(records, dir .. "/r.html")) end) },
+}
+os.execute("rm -rf '" .. dir .. "'")
+print(("exports, %d records (baseline: each record's line written to a file, %.2f us/record)"):format(N,
+  lines / 1000))
+print(("  %-12s %12s %10s"):format("", "us/record", "x lines"))
+for _, r in ipairs(rows) do
+  print(("  %-12s %12.2f %10.1f"):format(r[1], r[2] / 1000, r[2] / lines))
+end

@@ -1,0 +1,417 @@
+-- phaseprobe.svg: the two plots the report needs, as SVG text.
+--
+--   svg.scatter{ title=, subtitle=, x = {label=, unit=}, y = {label=, unit=},
+--                series = { {name=, points = {{x, y}, ...}}, ... } | points = {...},
+--                fit = {intercept=, slope=, verdict=, quantity=, r2=, method=, legend=},
+--                width=, height= }
+--   svg.stacked_bars{ title=, unit=, value_label=,
+--                     series = { {name=, color=, hatch=, gap_before=, note=}, ... },
+--                     bars = { {label=, values = {name = v}, note=}, ... }, width= }
+--
+-- Both return a complete <svg> element (standalone-valid: it carries its
+-- namespace) that can be written to a .svg file or inlined in HTML. A unit of
+-- "ns" makes the axis pick ns, µs, ms or s from the data and say which.
+local M = {}
+
+local FONT = "DejaVu Sans, Liberation Sans, Arial, Helvetica, sans-serif"
+
+-- Distinct, print-safe colours; grey is kept for the residue.
+M.PALETTE = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+  "#ff9da7", "#9c755f", "#2f4b7c", "#a05195", "#d45087", "#665191", "#ffa600", "#003f5c",
+  "#7a5195" }
+M.GREY = "#b8b0ac"
+M.DARK = "#7f2704"
+
+function M.color(i) return M.PALETTE[(i - 1) % #M.PALETTE + 1] end
+
+local uid = 0
+local function next_id(kind)
+  uid = uid + 1
+  return ("pp%s%d"):format(kind, uid)
+end
+
+function M.esc(s)
+  return (tostring(s):gsub("[&<>\"']", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
+    ['"'] = "&quot;", ["'"] = "&#39;" }))
+end
+local esc = M.esc
+
+local function num(v)
+  -- coordinates with two decimals at most
+  local s = string.format("%.2f", v):gsub("%.?0+$", "")
+  if s == "-0" then s = "0" end
+  return s
+end
+
+------------------------------------------------------------------------------
+-- units and ticks
+------------------------------------------------------------------------------
+
+local TIME_UNITS = { { "s", 1e9 }, { "ms", 1e6 }, { "µs", 1e3 }, { "ns", 1 } }
+
+-- The display unit for values up to `max`: { name, scale }.
+function M.unit_for(unit, max)
+  if unit == "ns" then
+    for _, u in ipairs(TIME_UNITS) do
+      if max >= u[2] then return { name = u[1], scale = u[2] } end
+    end
+    return { name = "ns", scale = 1 }
+  end
+  return { name = unit, scale = 1 }
+end
+
+local function trim(s)
+  if s:find("%.") then s = s:gsub("0+$", ""):gsub("%.$", "") end
+  return s
+end
+
+-- A number for people: 3 significant digits, thousands kept whole.
+function M.fmt(v)
+  if v ~= v then return "n/a" end
+  local a = math.abs(v)
+  if a >= 1000 or math.type(v) == "integer" then
+    local s = string.format("%.0f", v)
+    -- thousands separators (thin space)
+    local neg, digits = s:match("^(%-?)(%d+)$")
+    if digits and #digits > 4 then
+      local head = #digits % 3
+      local parts = { head > 0 and digits:sub(1, head) or nil }
+      for i = head + 1, #digits, 3 do parts[#parts + 1] = digits:sub(i, i + 2) end
+      return neg .. table.concat(parts, "\226\128\137") -- thin space
+    end
+    return s
+  elseif a >= 100 then
+    return trim(string.format("%.1f", v))
+  elseif a >= 10 then
+    return trim(string.format("%.2f", v))
+  elseif a >= 1 then
+    return trim(string.format("%.3f", v))
+  elseif a == 0 then
+    return "0"
+  end
+  return trim(string.format("%.3g", v))
+end
+
+-- A duration in nanoseconds for people: "850 ns", "12.3 µs", "4.56 ms".
+function M.fmt_ns(ns)
+  local a = math.abs(ns)
+  if a == 0 then return "0 ns" end
+  if a < 1 then return string.format("%.3g ns", ns) end
+  for _, u in ipairs(TIME_UNITS) do
+    if a >= u[2] then
+      local v = ns / u[2]
+      local s
+      if u[2] == 1 and math.type(ns) == "integer" then
+        s = string.format("%d", ns)
+      elseif math.abs(v) >= 100 then
+        s = string.format("%.0f", v)
+      elseif math.abs(v) >= 10 then
+        s = string.format("%.1f", v)
+      else
+        s = string.format("%.2f", v)
+      end
+      return s .. " " .. u[1]
+    end
+  end
+end
+
+-- Evenly spaced round ticks covering [lo, hi]: step 1, 2, 2.5 or 5 x 10^k.
+function M.ticks(lo, hi, want)
+  want = want or 5
+  if hi <= lo then hi = lo + 1 end
+  local raw = (hi - lo) / want
+  local mag = 10 ^ math.floor(math.log(raw, 10))
+  local step = mag
+  for _, m in ipairs { 1, 2, 2.5, 5, 10 } do
+    step = m * mag
+    if step >= raw then break end
+  end
+  local first = math.floor(lo / step + 1e-9) * step
+  local last = math.ceil(hi / step - 1e-9) * step
+  local out = {}
+  local v = first
+  while v <= last + step * 1e-9 do
+    out[#out + 1] = math.abs(v) < step * 1e-9 and 0 or v
+    v = first + #out * step
+  end
+  return out, first, last, step
+end
+
+local function text(x, y, s, attrs)
+  return ('<text x="%s" y="%s"%s>%s</text>'):format(num(x), num(y), attrs and (" " .. attrs) or "", esc(s))
+end
+
+local function open_svg(w, h, title)
+  return {
+    ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+      .. 'font-family="%s" font-size="13" role="img" aria-label="%s">'):format(w, h, w, h, FONT, esc(title or "")),
+    ('<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>'):format(w, h),
+  }
+end
+
+local function axis_label(label, u)
+  if u and u.name and u.name ~= "" then return ("%s (%s)"):format(label, u.name) end
+  return label
+end
+
+------------------------------------------------------------------------------
+-- scatter
+------------------------------------------------------------------------------
+
+local function check_points(pts, where)
+  if type(pts) ~= "table" then error(where .. ": points must be a list of {x, y}", 4) end
+  for i, p in ipairs(pts) do
+    if type(p) ~= "table" or type(p[1]) ~= "number" or type(p[2]) ~= "number" then
+      error(("%s: point %d must be {x, y} with numbers"):format(where, i), 4)
+    end
+  end
+end
+
+function M.scatter(o)
+  if type(o) ~= "table" then error("svg.scatter: expected a table of options", 2) end
+  local series = o.series or { { name = o.name, points = o.points or {} } }
+  for i, s in ipairs(series) do check_points(s.points, ("svg.scatter: series %d"):format(i)) end
+  local xo, yo = o.x or {}, o.y or {}
+  local W, H = o.width or 760, o.height or 440
+  local legend_w = 0
+  local named = 0
+  for _, s in ipairs(series) do
+    if s.name then
+      named = named + 1
+      legend_w = math.max(legend_w, 40 + 7.5 * #tostring(s.name))
+    end
+  end
+  if o.fit then legend_w = math.max(legend_w, 130) end
+  legend_w = math.min(math.max(legend_w, 0), 220)
+  local ml, mr, mt, mb = 84, 24 + legend_w, o.subtitle and 62 or 44, 58
+  local pw, ph = W - ml - mr, H - mt - mb
+
+  -- ranges: both axes start at zero so a fixed cost shows as an intercept
+  local xmax, ymax = 0, 0
+  for _, s in ipairs(series) do
+    for _, p in ipairs(s.points) do
+      xmax = math.max(xmax, p[1])
+      ymax = math.max(ymax, p[2])
+    end
+  end
+  local fit = o.fit
+  if fit and fit.slope and fit.intercept then
+    ymax = math.max(ymax, fit.intercept + fit.slope * xmax, fit.intercept)
+  end
+  local xu = M.unit_for(xo.unit, xmax)
+  local yu = M.unit_for(yo.unit, ymax)
+  local xt, _, xhi = M.ticks(0, xmax > 0 and xmax / xu.scale or 1, 6)
+  local yt, _, yhi = M.ticks(0, ymax > 0 and ymax / yu.scale or 1, 5)
+  local function X(v) return ml + (v / xu.scale) / xhi * pw end
+  local function Y(v) return mt + ph - (v / yu.scale) / yhi * ph end
+
+  local out = open_svg(W, H, o.title)
+  local clip = next_id("clip")
+  out[#out + 1] = ('<defs><clipPath id="%s"><rect x="%s" y="%s" width="%s" height="%s"/></clipPath></defs>')
+      :format(clip, num(ml), num(mt), num(pw), num(ph))
+  if o.title then out[#out + 1] = text(ml, 22, o.title, 'font-size="16" font-weight="bold"') end
+  if o.subtitle then out[#out + 1] = text(ml, 42, o.subtitle, 'font-size="13" fill="#333"') end
+
+  -- grid and ticks
+  out[#out + 1] = '<g stroke="#e3e3e3" stroke-width="1">'
+  for _, v in ipairs(yt) do
+    local y = mt + ph - v / yhi * ph
+    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s"/>'):format(num(ml), num(y), num(ml + pw), num(y))
+  end
+  for _, v in ipairs(xt) do
+    local x = ml + v / xhi * pw
+    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s"/>'):format(num(x), num(mt), num(x), num(mt + ph))
+  end
+  out[#out + 1] = "</g>"
+  out[#out + 1] = ('<g stroke="#333" stroke-width="1.2"><line x1="%s" y1="%s" x2="%s" y2="%s"/>'
+    .. '<line x1="%s" y1="%s" x2="%s" y2="%s"/></g>'):format(num(ml), num(mt + ph), num(ml + pw), num(mt + ph),
+    num(ml), num(mt), num(ml), num(mt + ph))
+  out[#out + 1] = '<g font-size="12" fill="#333">'
+  for _, v in ipairs(yt) do
+    local y = mt + ph - v / yhi * ph
+    out[#out + 1] = text(ml - 8, y + 4, M.fmt(v), 'text-anchor="end"')
+  end
+  for _, v in ipairs(xt) do
+    local x = ml + v / xhi * pw
+    out[#out + 1] = text(x, mt + ph + 18, M.fmt(v), 'text-anchor="middle"')
+  end
+  out[#out + 1] = "</g>"
+  out[#out + 1] = text(ml + pw / 2, H - 14, axis_label(xo.label or "x", xu), 'text-anchor="middle" font-size="13"')
+  out[#out + 1] = ('<text transform="translate(%s %s) rotate(-90)" text-anchor="middle" font-size="13">%s</text>')
+      :format(num(20), num(mt + ph / 2), esc(axis_label(yo.label or "y", yu)))
+
+  -- fitted line, clipped to the plot area
+  if fit and fit.slope and fit.intercept then
+    local x1 = xhi * xu.scale
+    out[#out + 1] = ('<line clip-path="url(#%s)" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" '
+      .. 'stroke-width="2" stroke-dasharray="7 4"><title>%s</title></line>'):format(clip, num(X(0)),
+      num(Y(fit.intercept)), num(X(x1)), num(Y(fit.intercept + fit.slope * x1)), esc(fit.verdict or "fit"))
+  end
+
+  -- points
+  for si, s in ipairs(series) do
+    local color = s.color or M.color(si)
+    out[#out + 1] = ('<g fill="%s" fill-opacity="0.75" stroke="%s" stroke-width="1">'):format(color, color)
+    for _, p in ipairs(s.points) do
+      out[#out + 1] = ('<circle cx="%s" cy="%s" r="4"><title>%s: %s, %s</title></circle>'):format(
+        num(X(p[1])), num(Y(p[2])), esc(s.name or "point"), esc(M.fmt(p[1] / xu.scale) .. " " .. (xu.name or "")),
+        esc(M.fmt(p[2] / yu.scale) .. " " .. (yu.name or "")))
+    end
+    out[#out + 1] = "</g>"
+  end
+
+  -- legend
+  local lx, ly = ml + pw + 18, mt + 8
+  for si, s in ipairs(series) do
+    if s.name then
+      local color = s.color or M.color(si)
+      out[#out + 1] = ('<circle cx="%s" cy="%s" r="5" fill="%s" fill-opacity="0.75" stroke="%s"/>'):format(
+        num(lx + 6), num(ly), color, color)
+      out[#out + 1] = text(lx + 18, ly + 4, s.name)
+      ly = ly + 20
+    end
+  end
+  if fit and fit.slope then
+    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" stroke-width="2" '
+      .. 'stroke-dasharray="7 4"/>'):format(num(lx), num(ly), num(lx + 14), num(ly))
+    out[#out + 1] = text(lx + 18, ly + 4, fit.legend or ((fit.method or "least-squares") .. " fit"))
+  end
+  out[#out + 1] = "</svg>"
+  return table.concat(out, "\n")
+end
+
+------------------------------------------------------------------------------
+-- stacked horizontal bars
+------------------------------------------------------------------------------
+
+function M.stacked_bars(o)
+  if type(o) ~= "table" then error("svg.stacked_bars: expected a table of options", 2) end
+  local series, bars = o.series or {}, o.bars or {}
+  if type(series) ~= "table" or type(bars) ~= "table" then
+    error("svg.stacked_bars: series and bars must be lists", 2)
+  end
+  for i, b in ipairs(bars) do
+    if type(b) ~= "table" or type(b.values) ~= "table" then
+      error(("svg.stacked_bars: bar %d must be {label=, values={name=number}}"):format(i), 2)
+    end
+  end
+  local W = o.width or 900
+  local label_w = 60
+  for _, b in ipairs(bars) do label_w = math.max(label_w, 16 + 7.5 * #tostring(b.label or "")) end
+  label_w = math.min(label_w, 260)
+  local gap = 8 -- drawn before a series marked gap_before
+  -- A series marked gap_before starts a separate part of the bar (drawn after
+  -- a gap): the printed total is the sum of the parts before the first gap.
+  local total_max = 0
+  local totals = {}
+  for i, b in ipairs(bars) do
+    local t, main, in_main = 0, 0, true
+    for _, s in ipairs(series) do
+      local v = b.values[s.name] or 0
+      if type(v) ~= "number" then
+        error(("svg.stacked_bars: bar %d, series '%s': value must be a number"):format(i, s.name), 2)
+      end
+      if s.gap_before then in_main = false end
+      t = t + math.max(0, v)
+      if in_main then main = main + math.max(0, v) end
+    end
+    totals[i] = main
+    total_max = math.max(total_max, t)
+  end
+  local ml, mr, mt = label_w, 90, o.subtitle and 62 or 44
+  local bar_h, bar_gap = 26, 14
+  local pw = W - ml - mr
+  local plot_h = #bars * (bar_h + bar_gap) + bar_gap
+  -- legend rows below the axis
+  local legend, lx, lrow = {}, 16, 0
+  for i, s in ipairs(series) do
+    local label = s.name .. (s.note and (" (" .. s.note .. ")") or "")
+    local w = 34 + 7 * utf8.len(label)
+    if lx + w > W - 8 and lx > 16 then
+      lx, lrow = 16, lrow + 1
+    end
+    legend[i] = { x = lx, row = lrow, label = label }
+    lx = lx + math.max(w, 110)
+  end
+  local H = mt + plot_h + 48 + (lrow + 1) * 22 + 16
+  local u = M.unit_for(o.unit, total_max)
+  local ticks, _, hi = M.ticks(0, total_max > 0 and total_max / u.scale or 1, 6)
+  local ngaps = 0
+  for _, s in ipairs(series) do if s.gap_before then ngaps = ngaps + 1 end end
+  local span = pw - ngaps * gap
+  local function Wd(v) return (v / u.scale) / hi * span end
+
+  local out = open_svg(W, H, o.title)
+  local defs = {}
+  for si, s in ipairs(series) do
+    if s.hatch then
+      s._pattern = next_id("hatch")
+      local c = s.color or M.DARK
+      defs[#defs + 1] = ('<pattern id="%s" width="8" height="8" patternUnits="userSpaceOnUse" '
+        .. 'patternTransform="rotate(45)"><rect width="8" height="8" fill="#ffffff"/>'
+        .. '<rect width="4" height="8" fill="%s"/></pattern>'):format(s._pattern, c)
+    end
+    s._color = s.color or (s.hatch and M.DARK) or M.color(si)
+  end
+  if #defs > 0 then out[#out + 1] = "<defs>" .. table.concat(defs) .. "</defs>" end
+  if o.title then out[#out + 1] = text(16, 22, o.title, 'font-size="16" font-weight="bold"') end
+  if o.subtitle then out[#out + 1] = text(16, 42, o.subtitle, 'font-size="13" fill="#333"') end
+
+  -- grid
+  out[#out + 1] = '<g stroke="#e3e3e3" stroke-width="1">'
+  for _, v in ipairs(ticks) do
+    local x = ml + v / hi * span
+    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s"/>'):format(num(x), num(mt), num(x), num(mt + plot_h))
+  end
+  out[#out + 1] = "</g>"
+
+  for i, b in ipairs(bars) do
+    local y = mt + bar_gap + (i - 1) * (bar_h + bar_gap)
+    out[#out + 1] = text(ml - 10, y + bar_h / 2 + 5, b.label or ("bar " .. i), 'text-anchor="end" font-size="13"')
+    local x = ml
+    for _, s in ipairs(series) do
+      if s.gap_before then x = x + gap end
+      local v = math.max(0, b.values[s.name] or 0)
+      if v > 0 then
+        local w = Wd(v)
+        local share = totals[i] > 0 and (100 * v / totals[i]) or 0
+        local vt = o.unit == "ns" and M.fmt_ns(v) or (M.fmt(v) .. (o.unit and (" " .. o.unit) or ""))
+        local tip = ("%s | %s: %s (%.1f%% of the bar)%s"):format(b.label or "", s.name, vt, share,
+          s.note and (", " .. s.note) or "")
+        out[#out + 1] = ('<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#ffffff" '
+          .. 'stroke-width="0.6"><title>%s</title></rect>'):format(num(x), num(y), num(math.max(w, 0.5)),
+          num(bar_h), s._pattern and ("url(#" .. s._pattern .. ")") or s._color, esc(tip))
+        x = x + w
+      end
+    end
+    local total_text = o.unit == "ns" and M.fmt_ns(totals[i]) or M.fmt(totals[i])
+    out[#out + 1] = text(x + 6, y + bar_h / 2 + 5, total_text .. (b.note and (" (" .. b.note .. ")") or ""),
+      'font-size="12" fill="#333"')
+  end
+
+  -- value axis
+  local ay = mt + plot_h
+  out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1.2"/>'):format(
+    num(ml), num(ay), num(ml + span), num(ay))
+  out[#out + 1] = '<g font-size="12" fill="#333">'
+  for _, v in ipairs(ticks) do
+    out[#out + 1] = text(ml + v / hi * span, ay + 17, M.fmt(v), 'text-anchor="middle"')
+  end
+  out[#out + 1] = "</g>"
+  out[#out + 1] = text(ml + span / 2, ay + 38, axis_label(o.value_label or "value", u),
+    'text-anchor="middle" font-size="13"')
+
+  -- legend
+  local ly0 = ay + 58
+  for si, s in ipairs(series) do
+    local item = legend[si]
+    local ly = ly0 + item.row * 22
+    out[#out + 1] = ('<rect x="%s" y="%s" width="14" height="14" fill="%s" stroke="#555" stroke-width="0.5"/>')
+        :format(num(item.x), num(ly - 11), s._pattern and ("url(#" .. s._pattern .. ")") or s._color)
+    out[#out + 1] = text(item.x + 20, ly + 1, item.label, 'font-size="12"')
+  end
+  out[#out + 1] = "</svg>"
+  return table.concat(out, "\n")
+end
+
+return M
