@@ -4,6 +4,8 @@
  *   local r = pp.ptx.scan(text [, { markers = {...}, counter_global = name,
  *                                   max_line = n }])
  *   local r, err = pp.ptx.scan_file(path [, opts])   -- nil, msg if unreadable
+ *   pp.ptx.summary(text [, opts]) -> the module-level part of scan's result,
+ *                                    entry names under entry_names
  *   pp.ptx.count(text, marker)  -> occurrences (non-overlapping)
  *   pp.ptx.digest(text)         -> 16 lowercase hex digits (XXH3-64, seed 0)
  *
@@ -85,20 +87,67 @@ static void read_opts(lua_State *L, int t, lopts *lo, const char *fn) {
 }
 
 /* ---- results ------------------------------------------------------------------ */
-static void set_int(lua_State *L, const char *k, uint64_t v) {
+/* Result tables are built with field-name strings held as upvalues of the
+ * functions that build them (pushed once at open), then rawset: a table of
+ * a thousand entries costs no string lookups for its keys. */
+#define KEYS(X)                                                                \
+  X(address_size) X(align) X(array) X(atomics) X(atomics_global) X(bar_sync)   \
+  X(barrier_markers) X(body_begin) X(body_end) X(bytes) X(col)                 \
+  X(counter_global) X(defined) X(digest) X(entries) X(errors)                  \
+  X(errors_dropped) X(extern) X(funcs) X(globals) X(grid_sync) X(grid_syncs)   \
+  X(instructions) X(line) X(lines) X(local_bytes) X(markers) X(maxnreg)        \
+  X(maxntid) X(minnctapersm) X(name) X(offset) X(params) X(partial) X(path)    \
+  X(ptr) X(registers) X(reqntid) X(shared_bytes) X(size) X(space) X(target)    \
+  X(type) X(vars) X(version) X(visible) X(weak) X(what) X(entry_names)
+
+enum {
+#define KEY_ENUM(k) K_##k,
+  KEYS(KEY_ENUM)
+#undef KEY_ENUM
+  K_REG0,                      /* then the register class names */
+  K_SPACE0 = K_REG0 + PP_PTX_NREG, /* then the state-space names */
+  NKEYS = K_SPACE0 + 4
+};
+
+static const char *const key_names[] = {
+#define KEY_NAME(k) #k,
+    KEYS(KEY_NAME)
+#undef KEY_NAME
+};
+
+static void push_keys(lua_State *L) {
+  luaL_checkstack(L, NKEYS, "pp.ptx: field names");
+  for (int k = 0; k < K_REG0; k++)
+    lua_pushstring(L, key_names[k]);
+  for (int c = 0; c < PP_PTX_NREG; c++)
+    lua_pushstring(L, pp_ptx_reg_class_name(c));
+  for (int sp = 0; sp < 4; sp++)
+    lua_pushstring(L, pp_ptx_space_name((pp_ptx_space)sp));
+}
+
+#define KEY(k) lua_upvalueindex((k) + 1)
+
+/* t[key k] = value on top (popped); the table is just below. */
+static void setk(lua_State *L, int k) {
+  lua_pushvalue(L, KEY(k));
+  lua_insert(L, -2);
+  lua_rawset(L, -3);
+}
+
+static void set_int(lua_State *L, int k, uint64_t v) {
   lua_pushinteger(L, v > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER
                                                   : (lua_Integer)v);
-  lua_setfield(L, -2, k);
+  setk(L, k);
 }
 
-static void set_str(lua_State *L, const char *k, const char *v) {
+static void set_str(lua_State *L, int k, const char *v) {
   lua_pushstring(L, v);
-  lua_setfield(L, -2, k);
+  setk(L, k);
 }
 
-static void set_bool(lua_State *L, const char *k, int v) {
+static void set_bool(lua_State *L, int k, int v) {
   lua_pushboolean(L, v);
-  lua_setfield(L, -2, k);
+  setk(L, k);
 }
 
 static void push_hex(lua_State *L, uint64_t v) {
@@ -109,19 +158,20 @@ static void push_hex(lua_State *L, uint64_t v) {
 
 static void push_var(lua_State *L, const pp_ptx_var *v) {
   lua_createtable(L, 0, 8);
-  set_str(L, "name", v->name);
-  set_str(L, "space", pp_ptx_space_name(v->space));
+  set_str(L, K_name, v->name);
+  lua_pushvalue(L, KEY(K_SPACE0 + (int)v->space));
+  setk(L, K_space);
   if (v->type[0])
-    set_str(L, "type", v->type);
-  set_int(L, "size", v->size);
-  set_int(L, "align", v->align);
-  set_int(L, "array", v->array);
-  set_bool(L, "extern", v->external);
-  set_bool(L, "visible", v->visible);
-  set_int(L, "line", v->line);
+    set_str(L, K_type, v->type);
+  set_int(L, K_size, v->size);
+  set_int(L, K_align, v->align);
+  set_int(L, K_array, v->array);
+  set_bool(L, K_extern, v->external);
+  set_bool(L, K_visible, v->visible);
+  set_int(L, K_line, v->line);
 }
 
-static void push_dims(lua_State *L, const char *k, int has, const uint32_t d[3]) {
+static void push_dims(lua_State *L, int k, int has, const uint32_t d[3]) {
   if (!has)
     return;
   lua_createtable(L, 3, 0);
@@ -129,7 +179,7 @@ static void push_dims(lua_State *L, const char *k, int has, const uint32_t d[3])
     lua_pushinteger(L, d[i] ? d[i] : 1); /* unset dimensions mean 1 */
     lua_rawseti(L, -2, i + 1);
   }
-  lua_setfield(L, -2, k);
+  setk(L, k);
 }
 
 static void push_params(lua_State *L, const pp_ptx_func *f) {
@@ -137,108 +187,118 @@ static void push_params(lua_State *L, const pp_ptx_func *f) {
   for (size_t i = 0; i < f->nparams; i++) {
     const pp_ptx_param *p = &f->params[i];
     lua_createtable(L, 0, 7);
-    set_str(L, "name", p->name);
-    set_str(L, "type", p->type);
-    set_int(L, "size", p->size);
-    set_int(L, "align", p->align);
-    set_int(L, "array", p->array);
-    set_int(L, "offset", p->offset);
-    set_bool(L, "ptr", p->ptr);
+    set_str(L, K_name, p->name);
+    set_str(L, K_type, p->type);
+    set_int(L, K_size, p->size);
+    set_int(L, K_align, p->align);
+    set_int(L, K_array, p->array);
+    set_int(L, K_offset, p->offset);
+    set_bool(L, K_ptr, p->ptr);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_setfield(L, -2, "params");
+  setk(L, K_params);
 }
 
 static void push_func(lua_State *L, const pp_ptx_func *f) {
   lua_createtable(L, 0, 24);
-  set_str(L, "name", f->name);
-  set_bool(L, "visible", f->visible);
-  set_bool(L, "extern", f->external);
-  set_bool(L, "weak", f->weak);
-  set_bool(L, "defined", f->defined);
-  set_int(L, "line", f->line);
-  set_int(L, "col", f->col);
+  set_str(L, K_name, f->name);
+  set_bool(L, K_visible, f->visible);
+  set_bool(L, K_extern, f->external);
+  set_bool(L, K_weak, f->weak);
+  set_bool(L, K_defined, f->defined);
+  set_int(L, K_line, f->line);
+  set_int(L, K_col, f->col);
   push_params(L, f);
-  push_dims(L, "maxntid", f->has_maxntid, f->maxntid);
-  push_dims(L, "reqntid", f->has_reqntid, f->reqntid);
+  push_dims(L, K_maxntid, f->has_maxntid, f->maxntid);
+  push_dims(L, K_reqntid, f->has_reqntid, f->reqntid);
   if (f->has_minnctapersm)
-    set_int(L, "minnctapersm", f->minnctapersm);
+    set_int(L, K_minnctapersm, f->minnctapersm);
   if (f->has_maxnreg)
-    set_int(L, "maxnreg", f->maxnreg);
-  set_int(L, "instructions", f->instructions);
+    set_int(L, K_maxnreg, f->maxnreg);
+  set_int(L, K_instructions, f->instructions);
   lua_createtable(L, 0, 8);
   for (int c = 0; c < PP_PTX_NREG; c++)
     if (f->regs[c])
-      set_int(L, pp_ptx_reg_class_name(c), f->regs[c]);
-  lua_setfield(L, -2, "registers");
-  set_int(L, "bar_sync", f->bar_sync);
-  set_int(L, "atomics", f->atomics);
-  set_int(L, "atomics_global", f->atomics_global);
-  set_int(L, "grid_syncs", f->grid_syncs);
-  set_int(L, "barrier_markers", f->markers);
-  set_bool(L, "grid_sync", f->grid_syncs || f->markers);
+      set_int(L, K_REG0 + c, f->regs[c]);
+  setk(L, K_registers);
+  set_int(L, K_bar_sync, f->bar_sync);
+  set_int(L, K_atomics, f->atomics);
+  set_int(L, K_atomics_global, f->atomics_global);
+  set_int(L, K_grid_syncs, f->grid_syncs);
+  set_int(L, K_barrier_markers, f->markers);
+  set_bool(L, K_grid_sync, f->grid_syncs || f->markers);
   lua_createtable(L, (int)f->nvars, 0);
   for (size_t i = 0; i < f->nvars; i++) {
     push_var(L, &f->vars[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_setfield(L, -2, "vars");
-  set_int(L, "shared_bytes", f->shared_bytes);
-  set_int(L, "local_bytes", f->local_bytes);
-  set_int(L, "body_begin", f->body_begin);
-  set_int(L, "body_end", f->body_end);
+  setk(L, K_vars);
+  set_int(L, K_shared_bytes, f->shared_bytes);
+  set_int(L, K_local_bytes, f->local_bytes);
+  set_int(L, K_body_begin, f->body_begin);
+  set_int(L, K_body_end, f->body_end);
 }
 
-static void push_result(lua_State *L, const pp_ptx_result *r) {
+/* full: entries and globals as tables; otherwise (summary) only the entry
+ * names, under entry_names. */
+static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
   lua_createtable(L, 0, 18);
-  set_int(L, "bytes", r->bytes);
-  set_int(L, "lines", r->lines);
+  set_int(L, K_bytes, r->bytes);
+  set_int(L, K_lines, r->lines);
   if (r->version[0])
-    set_str(L, "version", r->version);
+    set_str(L, K_version, r->version);
   if (r->target[0])
-    set_str(L, "target", r->target);
+    set_str(L, K_target, r->target);
   if (r->address_size)
-    set_int(L, "address_size", r->address_size);
+    set_int(L, K_address_size, r->address_size);
   lua_createtable(L, (int)r->nentries, 0);
   for (size_t i = 0; i < r->nentries; i++) {
-    push_func(L, &r->entries[i]);
+    if (full)
+      push_func(L, &r->entries[i]);
+    else
+      lua_pushstring(L, r->entries[i].name);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_setfield(L, -2, "entries");
+  setk(L, full ? K_entries : K_entry_names);
   lua_createtable(L, (int)r->nfuncs, 0);
   for (size_t i = 0; i < r->nfuncs; i++) {
     lua_pushstring(L, r->funcs[i].name);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_setfield(L, -2, "funcs");
-  lua_createtable(L, (int)r->nglobals, 0);
-  for (size_t i = 0; i < r->nglobals; i++) {
-    push_var(L, &r->globals[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  setk(L, K_funcs);
+  if (full) {
+    lua_createtable(L, (int)r->nglobals, 0);
+    for (size_t i = 0; i < r->nglobals; i++) {
+      push_var(L, &r->globals[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    setk(L, K_globals);
   }
-  lua_setfield(L, -2, "globals");
   lua_createtable(L, 0, (int)r->nmarkers);
   for (size_t i = 0; i < r->nmarkers; i++)
-    set_int(L, r->markers[i], r->marker_count[i]);
-  lua_setfield(L, -2, "markers");
-  set_bool(L, "counter_global", r->counter_global);
-  set_bool(L, "grid_sync", r->grid_sync);
+  {
+    lua_pushinteger(L, (lua_Integer)r->marker_count[i]);
+    lua_setfield(L, -2, r->markers[i]);
+  }
+  setk(L, K_markers);
+  set_bool(L, K_counter_global, r->counter_global);
+  set_bool(L, K_grid_sync, r->grid_sync);
   if (r->have_digest) {
     push_hex(L, r->digest);
-    lua_setfield(L, -2, "digest");
+    setk(L, K_digest);
   }
   lua_createtable(L, (int)r->nerrors, 0);
   for (size_t i = 0; i < r->nerrors; i++) {
     lua_createtable(L, 0, 4);
-    set_str(L, "what", r->errors[i].what);
-    set_int(L, "line", r->errors[i].line);
-    set_int(L, "col", r->errors[i].col);
-    set_int(L, "offset", r->errors[i].offset);
+    set_str(L, K_what, r->errors[i].what);
+    set_int(L, K_line, r->errors[i].line);
+    set_int(L, K_col, r->errors[i].col);
+    set_int(L, K_offset, r->errors[i].offset);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_setfield(L, -2, "errors");
-  set_int(L, "errors_dropped", r->errors_dropped);
-  set_bool(L, "partial", r->partial);
+  setk(L, K_errors);
+  set_int(L, K_errors_dropped, r->errors_dropped);
+  set_bool(L, K_partial, r->partial);
 }
 
 #define RESULT_MT "phaseprobe.ptx_result"
@@ -251,13 +311,13 @@ static int result_gc(lua_State *L) {
 /* Scans and pushes the result table. The C result lives in a userdata with
  * __gc while the table is built, so a memory error there cannot leak it. */
 static int scan_push(lua_State *L, const char *text, size_t len,
-                     const lopts *lo, const char *fn) {
+                     const lopts *lo, const char *fn, int full) {
   pp_ptx_result *r = lua_newuserdatauv(L, sizeof *r, 0);
   memset(r, 0, sizeof *r);
   luaL_setmetatable(L, RESULT_MT);
   if (pp_ptx_scan(text, len, &lo->o, r) < 0)
     return luaL_error(L, "%s: %s", fn, r->errors[0].what);
-  push_result(L, r);
+  push_result(L, r, full);
   pp_ptx_result_free(r); /* idempotent: __gc finds it empty */
   lua_remove(L, -2);
   return 1;
@@ -268,7 +328,18 @@ static int l_scan(lua_State *L) {
   const char *text = luaL_checklstring(L, 1, &len);
   lopts lo;
   read_opts(L, 2, &lo, "pp.ptx.scan");
-  return scan_push(L, text, len, &lo, "pp.ptx.scan");
+  return scan_push(L, text, len, &lo, "pp.ptx.scan", 1);
+}
+
+/* summary(text [, opts]): the same scan, with the module-level facts only
+ * (no per-entry tables): for a dispatch path that needs the markers, the
+ * counter, grid_sync and the digest. */
+static int l_summary(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  lopts lo;
+  read_opts(L, 2, &lo, "pp.ptx.summary");
+  return scan_push(L, text, len, &lo, "pp.ptx.summary", 0);
 }
 
 /* Reads a whole file into a new Lua string on the stack; returns 0, or -1
@@ -310,8 +381,8 @@ static int l_scan_file(lua_State *L) {
   }
   size_t len;
   const char *text = lua_tolstring(L, -1, &len);
-  scan_push(L, text, len, &lo, "pp.ptx.scan_file");
-  set_str(L, "path", path);
+  scan_push(L, text, len, &lo, "pp.ptx.scan_file", 1);
+  set_str(L, K_path, path);
   return 1;
 }
 
@@ -344,9 +415,12 @@ static int l_lines(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg fns[] = {{"scan", l_scan},
-                               {"scan_file", l_scan_file},
-                               {"count", l_count},
+static const luaL_Reg result_fns[] = {{"scan", l_scan},
+                                      {"summary", l_summary},
+                                      {"scan_file", l_scan_file},
+                                      {NULL, NULL}};
+
+static const luaL_Reg fns[] = {{"count", l_count},
                                {"digest", l_digest},
                                {"lines", l_lines},
                                {NULL, NULL}};
@@ -357,6 +431,8 @@ int pp_lua_open_ptx(lua_State *L) {
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
   luaL_newlib(L, fns);
+  push_keys(L);
+  luaL_setfuncs(L, result_fns, NKEYS);
   lua_pushliteral(L, PP_PTX_DEFAULT_MARKER);
   lua_setfield(L, -2, "default_marker");
   lua_pushliteral(L, PP_PTX_DEFAULT_COUNTER);

@@ -9,6 +9,7 @@
  */
 #include "pp_internal.h"
 #include "pp_ptx.h"
+#include "ptx_internal.h"
 
 #include <string.h>
 
@@ -40,6 +41,8 @@ typedef struct {
   const unsigned char *m;
   size_t mlen;
   size_t a, b; /* filter positions inside the marker */
+  pp_ptx_match_fn fn;
+  void *ud;
 } needle;
 
 static void needle_init(needle *n, const char *m, size_t mlen) {
@@ -67,6 +70,8 @@ static inline void candidate(const needle *n, const unsigned char *t,
   if (memcmp(t + pos, n->m, n->mlen) == 0) {
     (*count)++;
     *next = pos + n->mlen;
+    if (n->fn)
+      n->fn(n->ud, pos);
   }
 }
 
@@ -135,12 +140,14 @@ static int have_avx2(void) {
 }
 #endif
 
-PP_EXPORT uint64_t pp_ptx_count_bytes(const char *text, size_t len,
-                                      const char *marker, size_t mlen) {
+uint64_t pp_ptx_find_all(const char *text, size_t len, const char *marker,
+                         size_t mlen, pp_ptx_match_fn fn, void *ud) {
   if (!text || !marker || mlen == 0 || len < mlen)
     return 0;
   needle n;
   needle_init(&n, marker, mlen);
+  n.fn = fn;
+  n.ud = ud;
   const unsigned char *t = (const unsigned char *)text;
 #ifdef PP_X86
   return have_avx2() ? count_avx2(&n, t, len) : count_sse2(&n, t, len);
@@ -148,6 +155,11 @@ PP_EXPORT uint64_t pp_ptx_count_bytes(const char *text, size_t len,
   size_t next = 0;
   return count_scalar(&n, t, len, 0, &next);
 #endif
+}
+
+PP_EXPORT uint64_t pp_ptx_count_bytes(const char *text, size_t len,
+                                      const char *marker, size_t mlen) {
+  return pp_ptx_find_all(text, len, marker, mlen, NULL, NULL);
 }
 
 PP_EXPORT uint64_t pp_ptx_count_markers(const char *text, size_t len,

@@ -16,6 +16,7 @@
  */
 #include "pp_internal.h"
 #include "pp_ptx.h"
+#include "ptx_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,22 +73,74 @@ PP_EXPORT const char *pp_ptx_space_name(pp_ptx_space sp) {
   return (unsigned)sp < 4 ? n[sp] : "?";
 }
 
-static int word_is(const char *p, size_t n, const char *lit) {
-  size_t l = strlen(lit);
+/* Inlined so that, with a literal, the length and the comparison fold. */
+static inline __attribute__((always_inline)) int
+word_is(const char *p, size_t n, const char *lit) {
+  size_t l = __builtin_strlen(lit);
   return n == l && memcmp(p, lit, l) == 0;
 }
 
 /* The register class of a type word, or -1 when it is not a type. */
 static int type_class(const char *p, size_t n) {
-  for (int i = 0; i < PP_PTX_REG_OTHER; i++)
-    if (word_is(p, n, reg_names[i]))
-      return i;
-  static const char *const other[] = {".tf32", ".e4m3", ".e5m2", ".e4m3x2",
-                                      ".e5m2x2", ".texref", ".samplerref",
-                                      ".surfref"};
-  for (size_t i = 0; i < sizeof other / sizeof *other; i++)
-    if (word_is(p, n, other[i]))
+  if (n < 3 || n > 11 || p[0] != '.')
+    return -1;
+  int base;
+  switch (p[1]) { /* .b .u .s .f: followed by the bit count */
+  case 'b':
+    base = PP_PTX_REG_B8;
+    break;
+  case 'u':
+    base = PP_PTX_REG_U8;
+    break;
+  case 's':
+    base = PP_PTX_REG_S8;
+    break;
+  case 'f':
+    base = -2;
+    break;
+  default:
+    base = -3;
+  }
+  if (base == PP_PTX_REG_B8 || base == PP_PTX_REG_U8 || base == PP_PTX_REG_S8) {
+    const char *b = p + 2;
+    size_t bl = n - 2;
+    if (word_is(b, bl, "8"))
+      return base;
+    if (word_is(b, bl, "16"))
+      return base + 1;
+    if (word_is(b, bl, "32"))
+      return base + 2;
+    if (word_is(b, bl, "64"))
+      return base + 3;
+    if (base == PP_PTX_REG_B8 && word_is(b, bl, "128"))
+      return PP_PTX_REG_B128;
+    if (base == PP_PTX_REG_B8 && word_is(b, bl, "f16"))
+      return PP_PTX_REG_BF16;
+    if (base == PP_PTX_REG_B8 && word_is(b, bl, "f16x2"))
+      return PP_PTX_REG_BF16X2;
+    if (base == PP_PTX_REG_S8 && word_is(b, bl, "urfref"))
       return PP_PTX_REG_OTHER;
+    if (base == PP_PTX_REG_S8 && word_is(b, bl, "amplerref"))
+      return PP_PTX_REG_OTHER;
+    return -1;
+  }
+  if (base == -2) {
+    if (word_is(p, n, ".f32"))
+      return PP_PTX_REG_F32;
+    if (word_is(p, n, ".f64"))
+      return PP_PTX_REG_F64;
+    if (word_is(p, n, ".f16"))
+      return PP_PTX_REG_F16;
+    if (word_is(p, n, ".f16x2"))
+      return PP_PTX_REG_F16X2;
+    return -1;
+  }
+  if (word_is(p, n, ".pred"))
+    return PP_PTX_REG_PRED;
+  if (word_is(p, n, ".tf32") || word_is(p, n, ".e4m3") ||
+      word_is(p, n, ".e5m2") || word_is(p, n, ".e4m3x2") ||
+      word_is(p, n, ".e5m2x2") || word_is(p, n, ".texref"))
+    return PP_PTX_REG_OTHER;
   return -1;
 }
 
@@ -373,7 +426,30 @@ static void skip_space(scanner *s) {
   }
 }
 
-static const char *word_end(const char *p, const char *end) {
+/* First byte in [p, end) that is not a word byte [A-Za-z0-9_$%.]. */
+static inline const char *word_end(const char *p, const char *end) {
+#ifdef PP_SSE2
+  const __m128i lo = _mm_set1_epi8('a' - 1), hi = _mm_set1_epi8('z' + 1);
+  const __m128i d0 = _mm_set1_epi8('0' - 1), d9 = _mm_set1_epi8('9' + 1);
+  const __m128i fold = _mm_set1_epi8(0x20), us = _mm_set1_epi8('_');
+  const __m128i dollar = _mm_set1_epi8('$'), pct = _mm_set1_epi8('%');
+  const __m128i dot = _mm_set1_epi8('.');
+  while (end - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i l = _mm_or_si128(x, fold); /* A-Z -> a-z */
+    __m128i w = _mm_and_si128(_mm_cmpgt_epi8(l, lo), _mm_cmplt_epi8(l, hi));
+    w = _mm_or_si128(w, _mm_and_si128(_mm_cmpgt_epi8(x, d0),
+                                      _mm_cmplt_epi8(x, d9)));
+    w = _mm_or_si128(w, _mm_or_si128(_mm_cmpeq_epi8(x, us),
+                                     _mm_cmpeq_epi8(x, dot)));
+    w = _mm_or_si128(w, _mm_or_si128(_mm_cmpeq_epi8(x, dollar),
+                                     _mm_cmpeq_epi8(x, pct)));
+    unsigned mask = (unsigned)_mm_movemask_epi8(w) ^ 0xffffu;
+    if (mask)
+      return p + __builtin_ctz(mask);
+    p += 16;
+  }
+#endif
   while (p < end && (CLS(*p) & C_WORD))
     p++;
   return p;
@@ -440,7 +516,8 @@ static int is_punct(const tok *t, char c) {
   return t->kind == T_PUNCT && *t->p == c;
 }
 
-static int is_word(const tok *t, const char *lit) {
+static inline __attribute__((always_inline)) int is_word(const tok *t,
+                                                        const char *lit) {
   return t->kind == T_WORD && word_is(t->p, t->len, lit);
 }
 
@@ -639,8 +716,48 @@ static void parse_var(scanner *s, var_list *list, pp_ptx_space space,
   }
 }
 
+static const char *skip_blanks(const char *p, const char *end) {
+  while (p < end && (CLS(*p) & C_BLANK))
+    p++;
+  return p;
+}
+
+/* nvcc's one form, ".reg .type %name<N>;" on one line, read directly;
+ * returns 0 (having moved nothing) for anything else. */
+static int reg_fast(scanner *s, pp_ptx_func *f) {
+  const char *p = skip_blanks(s->p, s->end), *end = s->end;
+  const char *ty = p;
+  if (p >= end || *p != '.')
+    return 0;
+  p = word_end(p, end);
+  int c = type_class(ty, (size_t)(p - ty));
+  const char *nm = skip_blanks(p, end);
+  if (c < 0 || nm == p || nm >= end || !(CLS(*nm) & C_START) || *nm == '.')
+    return 0;
+  p = word_end(nm, end);
+  uint64_t n = 1;
+  if (p < end && *p == '<') {
+    const char *d = ++p;
+    uint64_t v = 0;
+    while (p < end && *p >= '0' && *p <= '9' && p - d < 18)
+      v = v * 10 + (uint64_t)(*p++ - '0');
+    if (p == d || p >= end || *p != '>' || (*d == '0' && p - d > 1))
+      return 0;
+    n = v;
+    p++;
+  }
+  p = skip_blanks(p, end);
+  if (p >= end || *p != ';')
+    return 0;
+  f->regs[c] = pp_sat_add(f->regs[c], n);
+  s->p = p + 1;
+  return 1;
+}
+
 /* ".reg [.vN] .type name[<N>], ... ;" */
 static void parse_reg(scanner *s, pp_ptx_func *f) {
+  if (reg_fast(s, f))
+    return;
   int cls_ = PP_PTX_REG_OTHER;
   uint64_t vec = 1;
   tok t;
@@ -846,18 +963,52 @@ typedef struct {
 
 #define GRID_WINDOW 16 /* instructions from the add-atomic to its spin load */
 
-/* Does the dotted opcode op[0..n) have the component ".name"? */
-static int has_part(const char *op, size_t n, const char *name) {
-  size_t l = strlen(name);
-  for (size_t i = 0; i + l + 1 <= n; i++)
-    if (op[i] == '.' && memcmp(op + i + 1, name, l) == 0 &&
-        (i + 1 + l == n || op[i + 1 + l] == '.'))
-      return 1;
-  return 0;
+enum {
+  P_GLOBAL = 1,
+  P_ADD = 2,
+  P_INC = 4,
+  P_VOLATILE = 8,
+  P_ACQUIRE = 16,
+  P_RELAXED = 32
+};
+
+/* The components of a dotted opcode that matter here, in one walk. */
+static unsigned parts(const char *op, size_t n) {
+  unsigned m = 0;
+  size_t i = 0;
+  while (i < n) {
+    if (op[i++] != '.')
+      continue;
+    size_t j = i;
+    while (j < n && op[j] != '.')
+      j++;
+    const char *w = op + i;
+    size_t l = j - i;
+    switch (l ? *w : 0) {
+    case 'g':
+      m |= word_is(w, l, "global") ? P_GLOBAL : 0;
+      break;
+    case 'a':
+      m |= word_is(w, l, "add") ? P_ADD : word_is(w, l, "acquire") ? P_ACQUIRE : 0;
+      break;
+    case 'i':
+      m |= word_is(w, l, "inc") ? P_INC : 0;
+      break;
+    case 'v':
+      m |= word_is(w, l, "volatile") ? P_VOLATILE : 0;
+      break;
+    case 'r':
+      m |= word_is(w, l, "relaxed") ? P_RELAXED : 0;
+      break;
+    }
+    i = j;
+  }
+  return m;
 }
 
-static int starts(const char *op, size_t n, const char *lit) {
-  size_t l = strlen(lit);
+static inline __attribute__((always_inline)) int
+starts(const char *op, size_t n, const char *lit) {
+  size_t l = __builtin_strlen(lit);
   return n >= l && memcmp(op, lit, l) == 0;
 }
 
@@ -886,17 +1037,17 @@ static op_kind classify(pp_ptx_func *f, const char *op, size_t n) {
   case 'a':
   case 'r':
     if (starts(op, n, "atom.") || starts(op, n, "red.")) {
+      unsigned m = parts(op, n);
       f->atomics++;
-      if (has_part(op, n, "global"))
+      if (m & P_GLOBAL)
         f->atomics_global++;
-      if (has_part(op, n, "add") || has_part(op, n, "inc"))
+      if (m & (P_ADD | P_INC))
         return OP_ATOM;
     }
     return OP_PLAIN;
   case 'l':
-    if (starts(op, n, "ld.") &&
-        (has_part(op, n, "volatile") || has_part(op, n, "acquire") ||
-         has_part(op, n, "relaxed")))
+    if (n > 3 && op[1] == 'd' && op[2] == '.' &&
+        (parts(op, n) & (P_VOLATILE | P_ACQUIRE | P_RELAXED)))
       return OP_SPIN;
     return OP_PLAIN;
   default:
@@ -1314,6 +1465,61 @@ static int set_opts(const pp_ptx_opts *o, pp_ptx_result *out, scanner *s) {
   return 0;
 }
 
+/* Marker counts, module-wide and per function body, in one pass per
+ * marker: each match of the first marker is given to the body holding it. */
+typedef struct {
+  pp_ptx_func **f; /* defined functions by body_begin */
+  size_t n, at, mlen;
+} bodies;
+
+static void give_match(void *ud, size_t pos) {
+  bodies *b = ud;
+  while (b->at < b->n && b->f[b->at]->body_end <= pos)
+    b->at++;
+  if (b->at < b->n && b->f[b->at]->body_begin <= pos &&
+      pos + b->mlen <= b->f[b->at]->body_end)
+    b->f[b->at]->markers++;
+}
+
+static int by_begin(const void *a, const void *b) {
+  size_t x = (*(pp_ptx_func *const *)a)->body_begin;
+  size_t y = (*(pp_ptx_func *const *)b)->body_begin;
+  return x < y ? -1 : x > y;
+}
+
+static void count_markers(scanner *s, const char *text, size_t len) {
+  pp_ptx_result *r = s->r;
+  bodies b = {NULL, 0, 0, 0};
+  size_t total = r->nentries + r->nfuncs;
+  b.f = total ? malloc(total * sizeof *b.f) : NULL;
+  if (b.f) {
+    for (int kind = 0; kind < 2; kind++) {
+      pp_ptx_func *list = kind ? r->funcs : r->entries;
+      size_t n = kind ? r->nfuncs : r->nentries;
+      for (size_t i = 0; i < n; i++)
+        if (list[i].defined && list[i].body_end > list[i].body_begin)
+          b.f[b.n++] = &list[i];
+    }
+    qsort(b.f, b.n, sizeof *b.f, by_begin);
+  } else if (total) {
+    no_memory(s);
+  }
+  for (size_t i = 0; i < r->nmarkers; i++) {
+    b.mlen = strlen(r->markers[i]);
+    b.at = 0;
+    r->marker_count[i] = pp_ptx_find_all(text, len, r->markers[i], b.mlen,
+                                         i == 0 && b.n ? give_match : NULL, &b);
+  }
+  free(b.f);
+  for (int kind = 0; kind < 2; kind++) {
+    pp_ptx_func *list = kind ? r->funcs : r->entries;
+    size_t n = kind ? r->nfuncs : r->nentries;
+    for (size_t i = 0; i < n; i++)
+      if (list[i].grid_syncs || list[i].markers)
+        r->grid_sync = 1;
+  }
+}
+
 static void finish(scanner *s, const char *text, size_t len) {
   pp_ptx_result *r = s->r;
   if (!s->stop && s->p >= s->end && (size_t)(s->end - s->line_start) >
@@ -1325,22 +1531,7 @@ static void finish(scanner *s, const char *text, size_t len) {
     r->lines = pp_ptx_count_lines(text, len);
   else
     r->lines = (s->line - 1) + (len > 0 && text[len - 1] != '\n');
-  for (size_t i = 0; i < r->nmarkers; i++)
-    r->marker_count[i] = pp_ptx_count_markers(text, len, r->markers[i]);
-  for (int kind = 0; kind < 2; kind++) {
-    pp_ptx_func *list = kind ? r->funcs : r->entries;
-    size_t n = kind ? r->nfuncs : r->nentries;
-    for (size_t i = 0; i < n; i++) {
-      pp_ptx_func *f = &list[i];
-      if (f->defined && r->nmarkers && f->body_end > f->body_begin &&
-          f->body_end <= len)
-        f->markers = pp_ptx_count_markers(text + f->body_begin,
-                                          f->body_end - f->body_begin,
-                                          r->markers[0]);
-      if (f->grid_syncs || f->markers)
-        r->grid_sync = 1;
-    }
-  }
+  count_markers(s, text, len);
   for (size_t i = 0; s->counter_len && i < r->nglobals; i++)
     if (r->globals[i].space == PP_PTX_GLOBAL &&
         strcmp(r->globals[i].name, s->counter) == 0)

@@ -172,6 +172,41 @@ describe("pp.ptx.scan on reference-shaped PTX", function()
   end)
 end)
 
+describe("pp.ptx.summary", function()
+  it("gives scan's module-level facts and the entry names, without entry tables", function()
+    for _, f in ipairs({ KERNELS .. "shared.ptx", FIXTURES .. "vyre_grid3.ptx", FIXTURES .. "truncated.ptx" }) do
+      local text = oracle.read(f)
+      local full, sum = pp.ptx.scan(text), pp.ptx.summary(text)
+      for _, k in ipairs({ "bytes", "lines", "version", "target", "address_size", "counter_global",
+                           "grid_sync", "digest", "partial", "errors", "markers", "funcs" }) do
+        assert.are.same(full[k], sum[k], f .. ": " .. k)
+      end
+      assert.are.same(names(full.entries), sum.entry_names)
+      assert.is_nil(sum.entries)
+      assert.is_nil(sum.globals)
+    end
+  end)
+end)
+
+describe("pp.ptx register declarations", function()
+  it("are counted by class, in nvcc's form and the general one", function()
+    local text = table.concat({
+      ".version 8.0", ".target sm_90", ".address_size 64",
+      ".entry k()", "{",
+      "\t.reg .pred %p<2>;", "\t.reg .b8 a;", "\t.reg .u16 b, c;", "\t.reg .s64 %d<0x10>;",
+      "\t.reg .bf16x2 e;", "\t.reg .f16 f;", "\t.reg .b128 g;", "\t.reg .v4 .f32 v;",
+      "\t.reg .s32 %r<4>, %q;", "\t.reg .f64 %fd<007>;", "\t.reg .b32 /* a comment */ %x<3>;",
+      "\t.reg .e4m3x2 z;",
+      "\tret;", "}", "" }, "\n")
+    local r = pp.ptx.scan(text)
+    assert.are.same({}, r.errors)
+    assert.are.same({ [".pred"] = 2, [".b8"] = 1, [".u16"] = 2, [".s64"] = 16, [".bf16x2"] = 1,
+      [".f16"] = 1, [".b128"] = 1, [".f32"] = 4, [".s32"] = 5, [".f64"] = 7, [".b32"] = 3, other = 1 },
+      r.entries[1].registers)
+    assert.are.equal(1, r.entries[1].instructions)
+  end)
+end)
+
 describe("pp.ptx comments and strings", function()
   it("never count instructions or directives inside them", function()
     local r = pp.ptx.scan_file(FIXTURES .. "comments_strings.ptx")
