@@ -1,17 +1,37 @@
 /*
  * lua_ptx.c: pp.ptx, the PTX scanner from Lua.
  *
- *   local r = pp.ptx.scan(text [, { markers = {...}, counter_global = name,
- *                                   max_line = n }])
+ *   local r = pp.ptx.scan(text [, { markers = {...}, counter_global = name
+ *                                   or false, max_line = n }])
  *   local r, err = pp.ptx.scan_file(path [, opts])   -- nil, msg if unreadable
  *   pp.ptx.summary(text [, opts]) -> the module-level part of scan's result,
  *                                    entry names under entry_names
  *   pp.ptx.count(text, marker)  -> occurrences (non-overlapping)
  *   pp.ptx.digest(text)         -> 16 lowercase hex digits (XXH3-64, seed 0)
+ *   pp.ptx.lines(text)          -> lines ('\n' count, +1 for an unended last)
+ *
+ * scan's result:
+ *   bytes, lines, version, target, address_size (absent when not declared),
+ *   entries = { { name, visible, extern, weak, defined, line, col,
+ *                 params = { { name, type, size, align, array, offset, ptr } },
+ *                 maxntid = {x,y,z}, reqntid = {x,y,z}, minnctapersm, maxnreg
+ *                   (each only when declared),
+ *                 instructions, registers = { [".b32"] = n, ... },
+ *                 bar_sync, atomics, atomics_global, grid_syncs,
+ *                 barrier_markers (first marker inside the body), grid_sync,
+ *                 vars = { like globals, declared in the body },
+ *                 shared_bytes, local_bytes, body_begin, body_end }, ... },
+ *   funcs = { name, ... },
+ *   globals = { { name, space = "global"|"const"|"shared"|"local", type,
+ *                 size, align, array, extern, visible, line }, ... },
+ *   markers = { [marker] = count }, counter_global, grid_sync,
+ *   digest (hex string; absent when built without xxhash.h),
+ *   errors = { { what, line, col, offset }, ... }, errors_dropped, partial,
+ *   path (scan_file only).
  *
  * Misuse (wrong types, unknown options, bad markers) raises; a file that
  * cannot be read returns nil, message; text the scanner cannot read gives
- * a result with partial = true and errors = { {what=, line=, col=}, ... }.
+ * a result with partial = true and its errors.
  */
 #include "pp_lua.h"
 #include "pp_ptx.h"
@@ -27,7 +47,7 @@ typedef struct {
   const char *markers[PP_PTX_MAX_MARKERS];
 } lopts;
 
-static void read_markers(lua_State *L, int t, lopts *lo, const char *fn) {
+static void read_markers(lua_State *L, lopts *lo, const char *fn) {
   if (!lua_istable(L, -1))
     luaL_error(L, "%s: option 'markers' must be a list of strings", fn);
   lua_Integer n = luaL_len(L, -1);
@@ -48,7 +68,6 @@ static void read_markers(lua_State *L, int t, lopts *lo, const char *fn) {
   }
   lo->o.markers = lo->markers;
   lo->o.nmarkers = (size_t)n;
-  (void)t;
 }
 
 static void read_opts(lua_State *L, int t, lopts *lo, const char *fn) {
@@ -60,7 +79,7 @@ static void read_opts(lua_State *L, int t, lopts *lo, const char *fn) {
   while (lua_next(L, t)) {
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
     if (k && strcmp(k, "markers") == 0) {
-      read_markers(L, t, lo, fn);
+      read_markers(L, lo, fn);
     } else if (k && strcmp(k, "counter_global") == 0) {
       size_t len;
       if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))

@@ -172,6 +172,9 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+#define DECL_WINDOW 256
+#define MAX_FUNCS ((size_t)1 << 16) /* per list: bounds memory per byte */
+
 /* ---- the scanner ---------------------------------------------------------- */
 typedef struct {
   const char *base, *p, *end;
@@ -183,7 +186,12 @@ typedef struct {
   const char *counter;
   size_t counter_len;
   size_t cap_entries, cap_funcs, cap_globals;
-  size_t undefined; /* functions declared without a body so far */
+  /* Indices of the latest functions declared without a body (entries 0,
+   * funcs 1), where a later definition or declaration of the same name is
+   * looked for: a bounded window, so that no input makes this quadratic. */
+  size_t decl[2][DECL_WINDOW];
+  uint32_t decl_hash[2][DECL_WINDOW];
+  size_t ndecl[2];
 } scanner;
 
 typedef struct {
@@ -1201,12 +1209,44 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
 }
 
 /* ---- functions ----------------------------------------------------------------- */
-static pp_ptx_func *find_declared(pp_ptx_func *list, size_t n, const char *p,
-                                  size_t len) {
-  for (size_t i = n; i-- > 0;)
-    if (!list[i].defined && word_is(p, len, list[i].name))
-      return &list[i];
+static uint32_t name_hash(const char *p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)p[i]) * 16777619u;
+  return h;
+}
+
+/* Takes the declared-only function of this name out of the window. */
+static pp_ptx_func *take_declared(scanner *s, int entry, const tok *name,
+                                  uint32_t h) {
+  int k = entry ? 0 : 1;
+  pp_ptx_func *list = entry ? s->r->entries : s->r->funcs;
+  size_t *idx = s->decl[k], n = s->ndecl[k];
+  uint32_t *hs = s->decl_hash[k];
+  for (size_t i = n; i-- > 0;) {
+    pp_ptx_func *f = &list[idx[i]];
+    if (hs[i] == h && word_is(name->p, name->len, f->name)) {
+      memmove(idx + i, idx + i + 1, (n - i - 1) * sizeof *idx);
+      memmove(hs + i, hs + i + 1, (n - i - 1) * sizeof *hs);
+      s->ndecl[k]--;
+      return f;
+    }
+  }
   return NULL;
+}
+
+static void put_declared(scanner *s, int entry, const pp_ptx_func *f) {
+  int k = entry ? 0 : 1;
+  pp_ptx_func *list = entry ? s->r->entries : s->r->funcs;
+  size_t *idx = s->decl[k];
+  uint32_t *hs = s->decl_hash[k];
+  if (s->ndecl[k] == DECL_WINDOW) { /* the oldest leaves */
+    memmove(idx, idx + 1, (DECL_WINDOW - 1) * sizeof *idx);
+    memmove(hs, hs + 1, (DECL_WINDOW - 1) * sizeof *hs);
+    s->ndecl[k]--;
+  }
+  idx[s->ndecl[k]] = (size_t)(f - list);
+  hs[s->ndecl[k]++] = name_hash(f->name, strlen(f->name));
 }
 
 static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
@@ -1214,21 +1254,24 @@ static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
   pp_ptx_func **list = entry ? &r->entries : &r->funcs;
   size_t *n = entry ? &r->nentries : &r->nfuncs;
   size_t *cap = entry ? &s->cap_entries : &s->cap_funcs;
-  if (s->undefined) {
-    pp_ptx_func *f = find_declared(*list, *n, name->p, name->len);
-    if (f) {
-      s->undefined--;
-      for (size_t i = 0; i < f->nparams; i++) /* the definition's list wins */
-        free(f->params[i].name);
-      f->nparams = 0;
-      f->line = name->line;
-      f->col = name->col;
-      return f;
-    }
+  pp_ptx_func *f = take_declared(s, entry, name,
+                                 name_hash(name->p, name->len));
+  if (f) {
+    for (size_t i = 0; i < f->nparams; i++) /* the latest list wins */
+      free(f->params[i].name);
+    f->nparams = 0;
+    f->line = name->line;
+    f->col = name->col;
+    return f;
+  }
+  if (*n >= MAX_FUNCS) {
+    TERR(s, name, 1, "more than %zu %s; scan stopped", MAX_FUNCS,
+         entry ? "entries" : "funcs");
+    return NULL;
   }
   if (!grow(s, (void **)list, cap, *n, sizeof **list))
     return NULL;
-  pp_ptx_func *f = &(*list)[*n];
+  f = &(*list)[*n];
   memset(f, 0, sizeof *f);
   if (!(f->name = dup_word(s, name->p, name->len)))
     return NULL;
@@ -1276,7 +1319,7 @@ static void parse_function(scanner *s, int entry, linkage lk) {
       return;
     }
     if (is_punct(&t, ';')) {
-      s->undefined++;
+      put_declared(s, entry, f);
       return;
     }
     if (t.kind == T_EOF) {

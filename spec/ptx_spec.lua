@@ -423,6 +423,36 @@ describe("pp.ptx.scan on malformed input", function()
   end)
 end)
 
+describe("pp.ptx declarations", function()
+  it("merge a declaration with its later definition, keeping the definition's parameters", function()
+    local r = pp.ptx.scan(table.concat({
+      ".version 8.0", ".target sm_90", ".address_size 64",
+      ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);",
+      ".func (.param .b32 r) helper(.param .b32 a);",
+      ".visible .entry k(.param .u32 n);",
+      ".func (.param .b32 r) helper(.param .b32 a, .param .b64 b)", "{", "\tret;", "}",
+      ".visible .entry k(.param .u32 n, .param .u64 p)", "{", "\tret;", "}",
+      ".func (.param .b32 r) helper(.param .b32 a, .param .b64 b)", "{", "\tret;", "}", "" }, "\n"))
+    assert.are.same({}, r.errors)
+    assert.are.same({ "vprintf", "helper", "helper" }, r.funcs) -- defined twice: two records
+    assert.are.equal(1, #r.entries)
+    local k = r.entries[1]
+    assert.is_true(k.defined)
+    assert.are.same({ "n", "p" }, names(k.params))
+    assert.are.same({ 0, 8 }, { k.params[1].offset, k.params[2].offset })
+  end)
+
+  it("stop at 65536 functions of a kind, saying so", function()
+    local t = {}
+    for i = 1, 65537 do t[i] = ".func f" .. i .. ";" end
+    local r = pp.ptx.scan(table.concat(t, "\n"))
+    assert.are.equal(65536, #r.funcs)
+    assert.is_true(r.partial)
+    assert.are.same({ "more than 65536 funcs; scan stopped", 65537, 7 },
+      { r.errors[1].what, r.errors[1].line, r.errors[1].col })
+  end)
+end)
+
 describe("pp.ptx misuse and environment", function()
   it("raises on bad arguments and options, naming them", function()
     assert.has_error(function() pp.ptx.scan(nil) end)
