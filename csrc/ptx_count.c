@@ -13,7 +13,9 @@
 
 #include <string.h>
 
-#if defined(__has_include)
+/* Without xxhash.h (or with PP_NO_XXHASH) the module still builds; the
+ * digest is then absent and pp.ptx.digest says why. */
+#if defined(__has_include) && !defined(PP_NO_XXHASH)
 #if __has_include(<xxhash.h>)
 #define XXH_INLINE_ALL
 #include <xxhash.h>
