@@ -208,3 +208,31 @@ $(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
 all: $(FAKECUPTI) $(BUILD)/cupti_helper
 endif
+# Fuzzing with clang's libFuzzer under ASan + UBSan: every fuzz/<name>_fuzz.c
+# is linked with the core sources and run for FUZZ_SECONDS seconds (or
+# FUZZ_RUNS executions, -1 for no limit). Seeds: the directories listed in
+# fuzz/<name>.seeds; dictionary: fuzz/<name>.dict; the growing corpus and any
+# crash land in fuzz-out/<name>/. FUZZ_ARGS passes more libFuzzer flags
+# (e.g. FUZZ_ARGS=-fork=2).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?= -1
+FUZZ_ARGS    ?=
+FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC     := $(wildcard fuzz/*_fuzz.c)
+FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+
+$(BUILD)/fuzz/%: fuzz/%.c $(CORE_SRC) $(HDRS)
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(CORE_SRC) -o $@ $(LDLIBS)
+
+fuzz: $(FUZZ_BIN)
+	@set -e; for b in $(FUZZ_BIN); do \
+	  n=$$(basename $$b); out=fuzz-out/$$n; mkdir -p $$out/corpus $$out/crashes; \
+	  seeds=""; [ -f fuzz/$$n.seeds ] && seeds=$$(cat fuzz/$$n.seeds); \
+	  dict=""; [ -f fuzz/$$n.dict ] && dict=-dict=fuzz/$$n.dict; \
+	  echo "== $$n: $(FUZZ_SECONDS) s, runs $(FUZZ_RUNS), seeds: $$seeds"; \
+	  $$b $$dict -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) \
+	    -artifact_prefix=$$out/crashes/ -print_final_stats=1 $(FUZZ_ARGS) \
+	    $$out/corpus $$seeds; \
+	done

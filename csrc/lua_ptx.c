@@ -1,7 +1,460 @@
-/* lua_ptx.c: placeholder until the ptx binding lands; pp.ptx is an empty table. */
+/*
+ * lua_ptx.c: pp.ptx, the PTX scanner from Lua.
+ *
+ *   local r = pp.ptx.scan(text [, { markers = {...}, counter_global = name
+ *                                   or false, max_line = n }])
+ *   local r, err = pp.ptx.scan_file(path [, opts])   -- nil, msg if unreadable
+ *   pp.ptx.summary(text [, opts]) -> the module-level part of scan's result,
+ *                                    entry names under entry_names
+ *   pp.ptx.count(text, marker)  -> occurrences (non-overlapping)
+ *   pp.ptx.digest(text)         -> 16 lowercase hex digits (XXH3-64, seed 0)
+ *   pp.ptx.lines(text)          -> lines ('\n' count, +1 for an unended last)
+ *
+ * scan's result:
+ *   bytes, lines, version, target, address_size (absent when not declared),
+ *   entries = { { name, visible, extern, weak, defined, line, col,
+ *                 params = { { name, type, size, align, array, offset, ptr } },
+ *                 maxntid = {x,y,z}, reqntid = {x,y,z}, minnctapersm, maxnreg
+ *                   (each only when declared),
+ *                 instructions, registers = { [".b32"] = n, ... },
+ *                 bar_sync, atomics, atomics_global, grid_syncs,
+ *                 barrier_markers (first marker inside the body), grid_sync,
+ *                 vars = { like globals, declared in the body },
+ *                 shared_bytes, local_bytes, body_begin, body_end }, ... },
+ *   funcs = { name, ... },
+ *   globals = { { name, space = "global"|"const"|"shared"|"local", type,
+ *                 size, align, array, extern, visible, line }, ... },
+ *   markers = { [marker] = count }, counter_global, grid_sync,
+ *   digest (hex string; absent when built without xxhash.h),
+ *   errors = { { what, line, col, offset }, ... }, errors_dropped, partial,
+ *   path (scan_file only).
+ *
+ * Misuse (wrong types, unknown options, bad markers) raises; a file that
+ * cannot be read returns nil, message; text the scanner cannot read gives
+ * a result with partial = true and its errors.
+ */
 #include "pp_lua.h"
+#include "pp_ptx.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- options ---------------------------------------------------------------- */
+typedef struct {
+  pp_ptx_opts o;
+  const char *markers[PP_PTX_MAX_MARKERS];
+} lopts;
+
+static void read_markers(lua_State *L, lopts *lo, const char *fn) {
+  if (!lua_istable(L, -1))
+    luaL_error(L, "%s: option 'markers' must be a list of strings", fn);
+  lua_Integer n = luaL_len(L, -1);
+  if (n < 1 || n > PP_PTX_MAX_MARKERS)
+    luaL_error(L, "%s: option 'markers' must hold 1 to %d strings, got %d",
+               fn, PP_PTX_MAX_MARKERS, (int)n);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    size_t len;
+    const char *m = lua_tolstring(L, -1, &len);
+    if (lua_type(L, -1) != LUA_TSTRING || len == 0 ||
+        len > PP_PTX_MARKER_MAX || strlen(m) != len)
+      luaL_error(L, "%s: markers[%d] must be a non-empty string of at most "
+                    "%d bytes without NUL",
+                 fn, (int)i, PP_PTX_MARKER_MAX);
+    lo->markers[i - 1] = m; /* kept alive by the options table */
+    lua_pop(L, 1);
+  }
+  lo->o.markers = lo->markers;
+  lo->o.nmarkers = (size_t)n;
+}
+
+static void read_opts(lua_State *L, int t, lopts *lo, const char *fn) {
+  memset(lo, 0, sizeof *lo);
+  if (lua_isnoneornil(L, t))
+    return;
+  luaL_checktype(L, t, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (k && strcmp(k, "markers") == 0) {
+      read_markers(L, lo, fn);
+    } else if (k && strcmp(k, "counter_global") == 0) {
+      size_t len;
+      if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+        lo->o.counter_global = "";
+      else if (lua_type(L, -1) != LUA_TSTRING ||
+               (lo->o.counter_global = lua_tolstring(L, -1, &len),
+                len > PP_PTX_COUNTER_MAX || strlen(lo->o.counter_global) != len))
+        luaL_error(L, "%s: option 'counter_global' must be a name of at most "
+                      "%d bytes, or false",
+                   fn, PP_PTX_COUNTER_MAX);
+    } else if (k && strcmp(k, "max_line") == 0) {
+      lua_Integer n = lua_tointeger(L, -1);
+      if (!lua_isinteger(L, -1) || n < 1)
+        luaL_error(L, "%s: option 'max_line' must be a positive integer, got %s",
+                   fn, luaL_tolstring(L, -1, NULL));
+      lo->o.max_line = (size_t)n;
+    } else {
+      luaL_error(L, "%s: unknown option '%s' (valid: markers, counter_global, "
+                    "max_line)",
+                 fn, luaL_tolstring(L, -2, NULL));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* ---- results ------------------------------------------------------------------ */
+/* Result tables are built with field-name strings held as upvalues of the
+ * functions that build them (pushed once at open), then rawset: a table of
+ * a thousand entries costs no string lookups for its keys. */
+#define KEYS(X)                                                                \
+  X(address_size) X(align) X(array) X(atomics) X(atomics_global) X(bar_sync)   \
+  X(barrier_markers) X(body_begin) X(body_end) X(bytes) X(col)                 \
+  X(counter_global) X(defined) X(digest) X(entries) X(errors)                  \
+  X(errors_dropped) X(extern) X(funcs) X(globals) X(grid_sync) X(grid_syncs)   \
+  X(instructions) X(line) X(lines) X(local_bytes) X(markers) X(maxnreg)        \
+  X(maxntid) X(minnctapersm) X(name) X(offset) X(params) X(partial) X(path)    \
+  X(ptr) X(registers) X(reqntid) X(shared_bytes) X(size) X(space) X(target)    \
+  X(type) X(vars) X(version) X(visible) X(weak) X(what) X(entry_names)
+
+enum {
+#define KEY_ENUM(k) K_##k,
+  KEYS(KEY_ENUM)
+#undef KEY_ENUM
+  K_REG0,                      /* then the register class names */
+  K_SPACE0 = K_REG0 + PP_PTX_NREG, /* then the state-space names */
+  NKEYS = K_SPACE0 + 4
+};
+
+static const char *const key_names[] = {
+#define KEY_NAME(k) #k,
+    KEYS(KEY_NAME)
+#undef KEY_NAME
+};
+
+static void push_keys(lua_State *L) {
+  luaL_checkstack(L, NKEYS, "pp.ptx: field names");
+  for (int k = 0; k < K_REG0; k++)
+    lua_pushstring(L, key_names[k]);
+  for (int c = 0; c < PP_PTX_NREG; c++)
+    lua_pushstring(L, pp_ptx_reg_class_name(c));
+  for (int sp = 0; sp < 4; sp++)
+    lua_pushstring(L, pp_ptx_space_name((pp_ptx_space)sp));
+}
+
+#define KEY(k) lua_upvalueindex((k) + 1)
+
+/* t[key k] = value on top (popped); the table is just below. */
+static void setk(lua_State *L, int k) {
+  lua_pushvalue(L, KEY(k));
+  lua_insert(L, -2);
+  lua_rawset(L, -3);
+}
+
+static void set_int(lua_State *L, int k, uint64_t v) {
+  lua_pushinteger(L, v > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER
+                                                  : (lua_Integer)v);
+  setk(L, k);
+}
+
+static void set_str(lua_State *L, int k, const char *v) {
+  lua_pushstring(L, v);
+  setk(L, k);
+}
+
+static void set_bool(lua_State *L, int k, int v) {
+  lua_pushboolean(L, v);
+  setk(L, k);
+}
+
+static void push_hex(lua_State *L, uint64_t v) {
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  lua_pushstring(L, buf);
+}
+
+static void push_var(lua_State *L, const pp_ptx_var *v) {
+  lua_createtable(L, 0, 8);
+  set_str(L, K_name, v->name);
+  lua_pushvalue(L, KEY(K_SPACE0 + (int)v->space));
+  setk(L, K_space);
+  if (v->type[0])
+    set_str(L, K_type, v->type);
+  set_int(L, K_size, v->size);
+  set_int(L, K_align, v->align);
+  set_int(L, K_array, v->array);
+  set_bool(L, K_extern, v->external);
+  set_bool(L, K_visible, v->visible);
+  set_int(L, K_line, v->line);
+}
+
+static void push_dims(lua_State *L, int k, int has, const uint32_t d[3]) {
+  if (!has)
+    return;
+  lua_createtable(L, 3, 0);
+  for (int i = 0; i < 3; i++) {
+    lua_pushinteger(L, d[i] ? d[i] : 1); /* unset dimensions mean 1 */
+    lua_rawseti(L, -2, i + 1);
+  }
+  setk(L, k);
+}
+
+static void push_params(lua_State *L, const pp_ptx_func *f) {
+  lua_createtable(L, (int)f->nparams, 0);
+  for (size_t i = 0; i < f->nparams; i++) {
+    const pp_ptx_param *p = &f->params[i];
+    lua_createtable(L, 0, 7);
+    set_str(L, K_name, p->name);
+    set_str(L, K_type, p->type);
+    set_int(L, K_size, p->size);
+    set_int(L, K_align, p->align);
+    set_int(L, K_array, p->array);
+    set_int(L, K_offset, p->offset);
+    set_bool(L, K_ptr, p->ptr);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  setk(L, K_params);
+}
+
+static void push_func(lua_State *L, const pp_ptx_func *f) {
+  lua_createtable(L, 0, 24);
+  set_str(L, K_name, f->name);
+  set_bool(L, K_visible, f->visible);
+  set_bool(L, K_extern, f->external);
+  set_bool(L, K_weak, f->weak);
+  set_bool(L, K_defined, f->defined);
+  set_int(L, K_line, f->line);
+  set_int(L, K_col, f->col);
+  push_params(L, f);
+  push_dims(L, K_maxntid, f->has_maxntid, f->maxntid);
+  push_dims(L, K_reqntid, f->has_reqntid, f->reqntid);
+  if (f->has_minnctapersm)
+    set_int(L, K_minnctapersm, f->minnctapersm);
+  if (f->has_maxnreg)
+    set_int(L, K_maxnreg, f->maxnreg);
+  set_int(L, K_instructions, f->instructions);
+  lua_createtable(L, 0, 8);
+  for (int c = 0; c < PP_PTX_NREG; c++)
+    if (f->regs[c])
+      set_int(L, K_REG0 + c, f->regs[c]);
+  setk(L, K_registers);
+  set_int(L, K_bar_sync, f->bar_sync);
+  set_int(L, K_atomics, f->atomics);
+  set_int(L, K_atomics_global, f->atomics_global);
+  set_int(L, K_grid_syncs, f->grid_syncs);
+  set_int(L, K_barrier_markers, f->markers);
+  set_bool(L, K_grid_sync, f->grid_syncs || f->markers);
+  lua_createtable(L, (int)f->nvars, 0);
+  for (size_t i = 0; i < f->nvars; i++) {
+    push_var(L, &f->vars[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  setk(L, K_vars);
+  set_int(L, K_shared_bytes, f->shared_bytes);
+  set_int(L, K_local_bytes, f->local_bytes);
+  set_int(L, K_body_begin, f->body_begin);
+  set_int(L, K_body_end, f->body_end);
+}
+
+/* full: entries and globals as tables; otherwise (summary) only the entry
+ * names, under entry_names. */
+static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
+  lua_createtable(L, 0, 18);
+  set_int(L, K_bytes, r->bytes);
+  set_int(L, K_lines, r->lines);
+  if (r->version[0])
+    set_str(L, K_version, r->version);
+  if (r->target[0])
+    set_str(L, K_target, r->target);
+  if (r->address_size)
+    set_int(L, K_address_size, r->address_size);
+  lua_createtable(L, (int)r->nentries, 0);
+  for (size_t i = 0; i < r->nentries; i++) {
+    if (full)
+      push_func(L, &r->entries[i]);
+    else
+      lua_pushstring(L, r->entries[i].name);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  setk(L, full ? K_entries : K_entry_names);
+  lua_createtable(L, (int)r->nfuncs, 0);
+  for (size_t i = 0; i < r->nfuncs; i++) {
+    lua_pushstring(L, r->funcs[i].name);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  setk(L, K_funcs);
+  if (full) {
+    lua_createtable(L, (int)r->nglobals, 0);
+    for (size_t i = 0; i < r->nglobals; i++) {
+      push_var(L, &r->globals[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    setk(L, K_globals);
+  }
+  lua_createtable(L, 0, (int)r->nmarkers);
+  for (size_t i = 0; i < r->nmarkers; i++)
+  {
+    lua_pushinteger(L, (lua_Integer)r->marker_count[i]);
+    lua_setfield(L, -2, r->markers[i]);
+  }
+  setk(L, K_markers);
+  set_bool(L, K_counter_global, r->counter_global);
+  set_bool(L, K_grid_sync, r->grid_sync);
+  if (r->have_digest) {
+    push_hex(L, r->digest);
+    setk(L, K_digest);
+  }
+  lua_createtable(L, (int)r->nerrors, 0);
+  for (size_t i = 0; i < r->nerrors; i++) {
+    lua_createtable(L, 0, 4);
+    set_str(L, K_what, r->errors[i].what);
+    set_int(L, K_line, r->errors[i].line);
+    set_int(L, K_col, r->errors[i].col);
+    set_int(L, K_offset, r->errors[i].offset);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  setk(L, K_errors);
+  set_int(L, K_errors_dropped, r->errors_dropped);
+  set_bool(L, K_partial, r->partial);
+}
+
+#define RESULT_MT "phaseprobe.ptx_result"
+
+static int result_gc(lua_State *L) {
+  pp_ptx_result_free(luaL_checkudata(L, 1, RESULT_MT));
+  return 0;
+}
+
+/* Scans and pushes the result table. The C result lives in a userdata with
+ * __gc while the table is built, so a memory error there cannot leak it. */
+static int scan_push(lua_State *L, const char *text, size_t len,
+                     const lopts *lo, const char *fn, int full) {
+  pp_ptx_result *r = lua_newuserdatauv(L, sizeof *r, 0);
+  memset(r, 0, sizeof *r);
+  luaL_setmetatable(L, RESULT_MT);
+  if (pp_ptx_scan(text, len, &lo->o, r) < 0)
+    return luaL_error(L, "%s: %s", fn, r->errors[0].what);
+  push_result(L, r, full);
+  pp_ptx_result_free(r); /* idempotent: __gc finds it empty */
+  lua_remove(L, -2);
+  return 1;
+}
+
+static int l_scan(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  lopts lo;
+  read_opts(L, 2, &lo, "pp.ptx.scan");
+  return scan_push(L, text, len, &lo, "pp.ptx.scan", 1);
+}
+
+/* summary(text [, opts]): the same scan, with the module-level facts only
+ * (no per-entry tables): for a dispatch path that needs the markers, the
+ * counter, grid_sync and the digest. */
+static int l_summary(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  lopts lo;
+  read_opts(L, 2, &lo, "pp.ptx.summary");
+  return scan_push(L, text, len, &lo, "pp.ptx.summary", 0);
+}
+
+/* Reads a whole file into a new Lua string on the stack; returns 0, or -1
+ * with errno set. */
+static int push_file(lua_State *L, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return -1;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (;;) {
+    char *dst = luaL_prepbuffsize(&b, 1 << 16);
+    size_t n = fread(dst, 1, 1 << 16, f);
+    luaL_addsize(&b, n);
+    if (n < (1 << 16))
+      break;
+  }
+  int bad = ferror(f);
+  int saved = errno;
+  fclose(f);
+  if (bad) {
+    errno = saved ? saved : EIO;
+    return -1;
+  }
+  luaL_pushresult(&b);
+  return 0;
+}
+
+static int l_scan_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lopts lo;
+  read_opts(L, 2, &lo, "pp.ptx.scan_file");
+  if (push_file(L, path) != 0) {
+    int e = errno;
+    luaL_pushfail(L);
+    lua_pushfstring(L, "pp.ptx.scan_file: cannot read '%s': %s", path,
+                    strerror(e));
+    return 2;
+  }
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  scan_push(L, text, len, &lo, "pp.ptx.scan_file", 1);
+  set_str(L, K_path, path);
+  return 1;
+}
+
+static int l_count(lua_State *L) {
+  size_t len, mlen;
+  const char *text = luaL_checklstring(L, 1, &len);
+  const char *m = luaL_checklstring(L, 2, &mlen);
+  luaL_argcheck(L, mlen > 0, 2, "empty marker");
+  lua_pushinteger(L, (lua_Integer)pp_ptx_count_bytes(text, len, m, mlen));
+  return 1;
+}
+
+static int l_digest(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  if (!pp_ptx_have_digest()) {
+    luaL_pushfail(L);
+    lua_pushliteral(L, "pp.ptx.digest: built without xxhash.h (install "
+                       "libxxhash-dev and rebuild)");
+    return 2;
+  }
+  push_hex(L, pp_ptx_digest(text, len));
+  return 1;
+}
+
+static int l_lines(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  lua_pushinteger(L, (lua_Integer)pp_ptx_count_lines(text, len));
+  return 1;
+}
+
+static const luaL_Reg result_fns[] = {{"scan", l_scan},
+                                      {"summary", l_summary},
+                                      {"scan_file", l_scan_file},
+                                      {NULL, NULL}};
+
+static const luaL_Reg fns[] = {{"count", l_count},
+                               {"digest", l_digest},
+                               {"lines", l_lines},
+                               {NULL, NULL}};
 
 int pp_lua_open_ptx(lua_State *L) {
-  lua_newtable(L);
+  luaL_newmetatable(L, RESULT_MT);
+  lua_pushcfunction(L, result_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  luaL_newlib(L, fns);
+  push_keys(L);
+  luaL_setfuncs(L, result_fns, NKEYS);
+  lua_pushliteral(L, PP_PTX_DEFAULT_MARKER);
+  lua_setfield(L, -2, "default_marker");
+  lua_pushliteral(L, PP_PTX_DEFAULT_COUNTER);
+  lua_setfield(L, -2, "default_counter");
   return 1;
 }

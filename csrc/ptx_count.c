@@ -1,0 +1,223 @@
+/*
+ * ptx_count.c: whole-text passes over PTX: marker literals, lines, digest.
+ *
+ * Marker counting filters candidate positions with two bytes of the marker
+ * compared 32 (AVX2) or 16 (SSE2) positions at a time; the two bytes are the
+ * marker's rarest in PTX text by a fixed ranking ('#' before punctuation
+ * before capitals before the lowercase, digits and blanks that fill PTX),
+ * so the full comparison runs almost only at real occurrences.
+ */
+#include "pp_internal.h"
+#include "pp_ptx.h"
+#include "ptx_internal.h"
+
+#include <string.h>
+
+/* Without xxhash.h (or with PP_NO_XXHASH) the module still builds; the
+ * digest is then absent and pp.ptx.digest says why. */
+#if defined(__has_include) && !defined(PP_NO_XXHASH)
+#if __has_include(<xxhash.h>)
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+#define PP_HAVE_XXHASH 1
+#endif
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PP_X86 1
+#endif
+
+/* How common a byte is in PTX text: lower is rarer. */
+static int byte_rank(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ' ||
+      c == '\t' || c == '\n' || c == '%' || c == '.' || c == ',' || c == ';')
+    return 3;
+  if ((c >= 'A' && c <= 'Z') || c == '_' || c == '[' || c == ']' ||
+      c == '$' || c == '{' || c == '}' || c == '@' || c == '/')
+    return 2;
+  return 1;
+}
+
+typedef struct {
+  const unsigned char *m;
+  size_t mlen;
+  size_t a, b; /* filter positions inside the marker */
+  pp_ptx_match_fn fn;
+  void *ud;
+} needle;
+
+static void needle_init(needle *n, const char *m, size_t mlen) {
+  n->m = (const unsigned char *)m;
+  n->mlen = mlen;
+  size_t best = mlen - 1;
+  for (size_t i = mlen; i-- > 0;)
+    if (byte_rank(n->m[i]) < byte_rank(n->m[best]))
+      best = i;
+  size_t second = best == 0 ? mlen - 1 : 0;
+  for (size_t i = 0; i < mlen; i++)
+    if (i != best && byte_rank(n->m[i]) < byte_rank(n->m[second]))
+      second = i;
+  n->a = second;
+  n->b = best;
+}
+
+/* Checks the candidate at pos and counts it when it matches and does not
+ * overlap the previous match. */
+static inline void candidate(const needle *n, const unsigned char *t,
+                             size_t len, size_t pos, size_t *next,
+                             uint64_t *count) {
+  if (pos < *next || pos + n->mlen > len)
+    return;
+  if (memcmp(t + pos, n->m, n->mlen) == 0) {
+    (*count)++;
+    *next = pos + n->mlen;
+    if (n->fn)
+      n->fn(n->ud, pos);
+  }
+}
+
+/* Scalar tail: positions [from, len - mlen]. */
+static uint64_t count_scalar(const needle *n, const unsigned char *t,
+                             size_t len, size_t from, size_t *next) {
+  uint64_t count = 0;
+  if (len < n->mlen)
+    return 0;
+  unsigned char ca = n->m[n->a], cb = n->m[n->b];
+  for (size_t i = from; i + n->mlen <= len; i++)
+    if (t[i + n->b] == cb && t[i + n->a] == ca)
+      candidate(n, t, len, i, next, &count);
+  return count;
+}
+
+#ifdef PP_X86
+__attribute__((target("avx2"))) static uint64_t
+count_avx2(const needle *n, const unsigned char *t, size_t len) {
+  uint64_t count = 0;
+  size_t next = 0, i = 0;
+  size_t hi = n->a > n->b ? n->a : n->b;
+  const __m256i va = _mm256_set1_epi8((char)n->m[n->a]);
+  const __m256i vb = _mm256_set1_epi8((char)n->m[n->b]);
+  if (len >= n->mlen && len - n->mlen >= 32 && len >= hi + 32) {
+    size_t stop = len - hi - 32; /* loads at i + hi stay inside */
+    for (; i <= stop; i += 32) {
+      __m256i xa = _mm256_loadu_si256((const __m256i *)(t + i + n->a));
+      __m256i xb = _mm256_loadu_si256((const __m256i *)(t + i + n->b));
+      uint32_t mask = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
+          _mm256_cmpeq_epi8(xa, va), _mm256_cmpeq_epi8(xb, vb)));
+      while (mask) {
+        candidate(n, t, len, i + (size_t)__builtin_ctz(mask), &next, &count);
+        mask &= mask - 1;
+      }
+    }
+  }
+  return count + count_scalar(n, t, len, i, &next);
+}
+
+static uint64_t count_sse2(const needle *n, const unsigned char *t,
+                           size_t len) {
+  uint64_t count = 0;
+  size_t next = 0, i = 0;
+  size_t hi = n->a > n->b ? n->a : n->b;
+  const __m128i va = _mm_set1_epi8((char)n->m[n->a]);
+  const __m128i vb = _mm_set1_epi8((char)n->m[n->b]);
+  if (len >= n->mlen && len - n->mlen >= 16 && len >= hi + 16) {
+    size_t stop = len - hi - 16;
+    for (; i <= stop; i += 16) {
+      __m128i xa = _mm_loadu_si128((const __m128i *)(t + i + n->a));
+      __m128i xb = _mm_loadu_si128((const __m128i *)(t + i + n->b));
+      uint32_t mask = (uint32_t)_mm_movemask_epi8(
+          _mm_and_si128(_mm_cmpeq_epi8(xa, va), _mm_cmpeq_epi8(xb, vb)));
+      while (mask) {
+        candidate(n, t, len, i + (size_t)__builtin_ctz(mask), &next, &count);
+        mask &= mask - 1;
+      }
+    }
+  }
+  return count + count_scalar(n, t, len, i, &next);
+}
+
+static int have_avx2(void) {
+  return __builtin_cpu_supports("avx2");
+}
+#endif
+
+uint64_t pp_ptx_find_all(const char *text, size_t len, const char *marker,
+                         size_t mlen, pp_ptx_match_fn fn, void *ud) {
+  if (!text || !marker || mlen == 0 || len < mlen)
+    return 0;
+  needle n;
+  needle_init(&n, marker, mlen);
+  n.fn = fn;
+  n.ud = ud;
+  const unsigned char *t = (const unsigned char *)text;
+#ifdef PP_X86
+  return have_avx2() ? count_avx2(&n, t, len) : count_sse2(&n, t, len);
+#else
+  size_t next = 0;
+  return count_scalar(&n, t, len, 0, &next);
+#endif
+}
+
+PP_EXPORT uint64_t pp_ptx_count_bytes(const char *text, size_t len,
+                                      const char *marker, size_t mlen) {
+  return pp_ptx_find_all(text, len, marker, mlen, NULL, NULL);
+}
+
+PP_EXPORT uint64_t pp_ptx_count_markers(const char *text, size_t len,
+                                        const char *marker) {
+  if (!marker)
+    return 0;
+  return pp_ptx_count_bytes(text, len, marker, strlen(marker));
+}
+
+/* ---- lines ------------------------------------------------------------- */
+#ifdef PP_X86
+__attribute__((target("avx2,popcnt"))) static uint64_t
+newlines_avx2(const unsigned char *t, size_t len, size_t *done) {
+  uint64_t count = 0;
+  const __m256i nl = _mm256_set1_epi8('\n');
+  size_t i = 0;
+  for (; i + 32 <= len; i += 32) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(t + i));
+    count += (uint64_t)__builtin_popcount(
+        (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, nl)));
+  }
+  *done = i;
+  return count;
+}
+#endif
+
+PP_EXPORT uint64_t pp_ptx_count_lines(const char *text, size_t len) {
+  if (!text || len == 0)
+    return 0;
+  const unsigned char *t = (const unsigned char *)text;
+  uint64_t count = 0;
+  size_t i = 0;
+#ifdef PP_X86
+  if (have_avx2())
+    count = newlines_avx2(t, len, &i);
+#endif
+  for (; i < len; i++)
+    count += t[i] == '\n';
+  return count + (t[len - 1] != '\n');
+}
+
+/* ---- digest ------------------------------------------------------------ */
+PP_EXPORT int pp_ptx_have_digest(void) {
+#ifdef PP_HAVE_XXHASH
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+PP_EXPORT uint64_t pp_ptx_digest(const char *text, size_t len) {
+#ifdef PP_HAVE_XXHASH
+  return (uint64_t)XXH3_64bits(len ? text : "", len);
+#else
+  (void)text;
+  (void)len;
+  return 0;
+#endif
+}
