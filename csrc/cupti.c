@@ -75,8 +75,6 @@ static void why_put(char *why, size_t len, const char *fmt, ...) {
     (CUpti_ExternalCorrelationKind, uint64_t *), 1)                            \
   X(ActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords",         \
     (CUcontext, uint32_t, size_t *), 0)                                        \
-  X(ActivityEnableDriverApi, "cuptiActivityEnableDriverApi",                   \
-    (CUpti_CallbackId, uint8_t), 0)                                            \
   X(GetErrorMessage, "cuptiGetErrorMessage", (CUptiResult, const char **), 0)
 
 #define PP_CUPTI_TYPEDEF_(field, sym, args, req)                               \
@@ -96,18 +94,6 @@ static pp_cupti_api api;
 static int api_ok;
 static char api_why[512];
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
-
-/* The launch entry points whose API records are enabled, so that CUPTI
- * writes external correlation records for them. */
-static const CUpti_CallbackId launch_cbids[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-};
-#define N_LAUNCH_CBIDS (sizeof launch_cbids / sizeof launch_cbids[0])
 
 static void *open_lib(const char *path) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -254,7 +240,6 @@ static size_t nbuf_free;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned starts;
 static int registered;
-static int driver_kind; /* enabled the whole DRIVER kind (no per-API call) */
 static int active_flag;
 static uint64_t next_span = 1;
 
@@ -383,33 +368,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 }
 
 /* ---- start / stop ---------------------------------------------------------- */
-/* Enables API records of the launch calls only; the whole DRIVER kind when
- * this CUPTI cannot select calls. */
-static CUptiResult enable_launch_records(const char **call) {
-  if (api.ActivityEnableDriverApi) {
-    CUptiResult rc = CUPTI_SUCCESS;
-    for (size_t i = 0; i < N_LAUNCH_CBIDS && rc == CUPTI_SUCCESS; i++)
-      rc = api.ActivityEnableDriverApi(launch_cbids[i], 1);
-    if (rc == CUPTI_SUCCESS) {
-      driver_kind = 0;
-      return rc;
-    }
-    for (size_t i = 0; i < N_LAUNCH_CBIDS; i++)
-      api.ActivityEnableDriverApi(launch_cbids[i], 0);
-  }
-  *call = "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER)";
-  driver_kind = 1;
-  return api.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
-}
-
+/* Driver-API records are enabled because CUPTI emits the external
+ * correlation records that tie kernels to our spans only alongside them.
+ * Selecting just the launch calls (cuptiActivityEnableDriverApi) was tried:
+ * on driver 580 with CUPTI 13.0 it gave kernel records but no external
+ * correlation records, so no launch could be matched. */
 static void disable_all(int kernel, int ext, int launches) {
-  if (launches) {
-    if (driver_kind)
-      api.ActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
-    else
-      for (size_t i = 0; i < N_LAUNCH_CBIDS; i++)
-        api.ActivityEnableDriverApi(launch_cbids[i], 0);
-  }
+  if (launches)
+    api.ActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
   if (ext)
     api.ActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   if (kernel)
@@ -450,10 +416,9 @@ static int first_start(char *why, size_t whylen) {
     disable_all(1, 0, 0);
     return -1;
   }
-  const char *call = "cuptiActivityEnableDriverApi";
-  rc = enable_launch_records(&call);
+  rc = api.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
   if (rc != CUPTI_SUCCESS) {
-    cupti_why(why, whylen, call, rc);
+    cupti_why(why, whylen, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER)", rc);
     disable_all(1, 1, 0);
     return -1;
   }

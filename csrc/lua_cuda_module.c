@@ -294,14 +294,23 @@ static int fn_attr(lua_State *L, lcu_mod *m, CUfunction f,
 }
 
 /* Driver layout; -1 when the driver has no cuFuncGetParamInfo or it does
- * not answer for this function (the PTX entry is the fallback). */
+ * not answer for this function (the PTX entry is the fallback). The driver
+ * says how many parameters there are only by refusing the index past the
+ * last; when the PTX entry already gave a count (`expect` >= 0) and the
+ * driver answers for exactly that many, the refusal is not provoked, so
+ * tools that report every failed call (compute-sanitizer) stay quiet. */
 static int driver_params(lua_State *L, CUfunction f, pp_cuda_param *out,
-                         int max) {
+                         int max, int expect) {
   const pp_cuda_api *cu = pp_cuda();
   if (!cu->FuncGetParamInfo)
     return -1;
   for (int i = 0;; i++) {
     size_t off = 0, size = 0;
+    if (i == expect) {
+      /* the PTX count: the driver answered for all of them; stop here
+       * (merge_types still checks every size against the PTX) */
+      return i;
+    }
     CUresult rc = cu->FuncGetParamInfo(f, (size_t)i, &off, &size);
     if (rc == CUDA_ERROR_INVALID_VALUE)
       return i; /* past the last parameter */
@@ -350,7 +359,7 @@ static void find_layout(lua_State *L, CUfunction f,
   int np = pp_cuda_ptx_params(ptx, len, name, ptxp, MAX_PTX_PARAMS, err,
                               sizeof err);
   lua_pop(L, 1);
-  int nd = driver_params(L, f, drv, MAX_PTX_PARAMS);
+  int nd = driver_params(L, f, drv, MAX_PTX_PARAMS, np);
   memset(out, 0, sizeof *out);
   if (nd >= 0) {
     out->n = nd;

@@ -156,7 +156,7 @@ describe("pp.cuda on a GPU #gpu", function()
     local report = {}
     for _, s in ipairs { 25, 100, 500, 2000 } do
       local t = {}
-      for i = 1, 5 do
+      for i = 1, 9 do
         t[i] = gap(s)
       end
       local m = median(t)

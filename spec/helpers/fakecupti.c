@@ -90,13 +90,6 @@ FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
   return CUPTI_SUCCESS;
 }
 
-FAKE_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId id,
-                                                     uint8_t on) {
-  (void)id;
-  (void)on;
-  return CUPTI_SUCCESS;
-}
-
 FAKE_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c,
                                                           uint32_t s,
                                                           size_t *n) {
