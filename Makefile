@@ -61,7 +61,7 @@ LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 
 BUSTED   ?= $(LUA) spec/run.lua
 
-.PHONY: all clean test test-gpu test-deps asan valgrind bench demo install uninstall ptx fuzz
+.PHONY: all clean test test-gpu test-gpu-memcheck test-deps asan valgrind bench demo install uninstall ptx fuzz
 
 all: $(MODULE) $(STATIC) $(C_EXAMPLE) $(HELPERS)
 	@echo "phaseprobe: $(CUDA_NOTE)"
@@ -98,6 +98,14 @@ test: test-deps all
 
 test-gpu: all
 	$(BUSTED) --tags=gpu spec
+
+# The GPU specs under compute-sanitizer memcheck, once: timing specs (the
+# sanitizer slows every call) and specs that provoke driver errors on
+# purpose (reported as API errors) are left out.
+SANITIZER ?= compute-sanitizer
+test-gpu-memcheck: all
+	$(SANITIZER) --tool memcheck --target-processes application-only \
+	  --error-exitcode 9 $(BUSTED) --tags=gpu --exclude-tags=timing,fault,cupti spec
 
 asan:
 	$(MAKE) clean

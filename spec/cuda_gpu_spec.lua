@@ -141,7 +141,7 @@ describe("pp.cuda on a GPU #gpu", function()
     mod:close()
   end)
 
-  it("prices an injected host gap: window - kernel is within 10 us of it #gpu", function()
+  it("prices an injected host gap: window - kernel is within 10 us of it #gpu #timing", function()
     local function gap(spin_us)
       local w = stream:window()
       w:spin_us(spin_us)
@@ -166,7 +166,7 @@ describe("pp.cuda on a GPU #gpu", function()
     print("\n  " .. table.concat(report, "\n  "))
   end)
 
-  it("measures a 2 ms clock-spin kernel stably (within 1%) #gpu", function()
+  it("measures a 2 ms clock-spin kernel stably (within 1%) #gpu #timing", function()
     local ks = {}
     for i = 1, 9 do
       local w = stream:window()
@@ -211,7 +211,7 @@ describe("pp.cuda on a GPU #gpu", function()
     assert.is_true(k >= 50000 and dw >= k)
   end)
 
-  it("returns the driver's JIT error log for invalid PTX #gpu", function()
+  it("returns the driver's JIT error log for invalid PTX #gpu #fault", function()
     local ok, err = pcall(ctx.load, ctx, ".version 8.0\n.target sm_90\n"
       .. ".address_size 64\n.visible .entry bad()\n{\n  no_such_op;\n}\n")
     assert.is_false(ok)

@@ -13,7 +13,7 @@ local function median(t)
   return s[(#s + 1) // 2]
 end
 
-describe("the CUPTI kernel-time source #gpu", function()
+describe("the CUPTI kernel-time source #gpu #cupti", function()
   local ctx, s, spin, floor, cal
 
   local function spin_args(ns) return { fn = spin, grid = 1, block = 32, args = { ns, 0, 0 } } end
