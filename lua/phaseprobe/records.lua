@@ -205,7 +205,7 @@ local function check_field(self, name, what)
     error(string.format("phaseprobe.records:%s: a field name is a string, got %s",
       what, type(name)), 3)
   end
-  if not self:has(name) then
+  if self:count() > 0 and not self:has(name) then
     local fs = self:fields()
     error(string.format("phaseprobe.records:%s: no field '%s' in this record set "
       .. "(%d records; fields: %s)", what, name, self:count(),
@@ -243,7 +243,10 @@ end
 -- or set:where("shape", "cjk"). A value of false selects records that lack
 -- the field; a list of values selects any of them.
 function Set:where(spec, value)
-  if type(spec) == "string" then spec = { [spec] = value == nil and false or value } end
+  if type(spec) == "string" then
+    if value == nil then value = false end
+    spec = { [spec] = value }
+  end
   if type(spec) ~= "table" then
     error("phaseprobe.records:where: give {field = value, ...} or (field, value)", 2)
   end
@@ -256,12 +259,14 @@ function Set:where(spec, value)
     if type(v) == "table" then
       local rows = {}
       for _, alt in ipairs(v) do
-        local s = self._cols:where(k, alt == false and nil or alt, sel)
+        if alt == false then alt = nil end
+        local s = self._cols:where(k, alt, sel)
         for _, r in ipairs(s:indices()) do rows[#rows + 1] = r end
       end
       sel = self._cols:select(rows)
     else
-      sel = self._cols:where(k, v == false and nil or v, sel)
+      if v == false then v = nil end
+      sel = self._cols:where(k, v, sel)
     end
   end
   return derive(self, sel)

@@ -166,4 +166,208 @@ function M.summaries(items, opts)
   return M.table(rows, cols, opts)
 end
 
+-- ---- analysis reports ------------------------------------------------------
+
+local function lines(t) return table.concat(t, "\n") end
+
+--- Per-phase time (analyze.phases): summary columns plus share of wall.
+function M.phases(rows)
+  local items = {}
+  for i, r in ipairs(rows) do
+    local name = r.name
+    if r.kind == "nested" then name = "  " .. name .. (r.parent and (" (in " .. r.parent .. ")") or "") end
+    items[i] = { name = name, summary = r.summary, share = r.share }
+  end
+  return M.summaries(items, { title = "phase", extra = {
+    { key = "share", title = "of wall", fmt = M.pct } } })
+end
+
+--- Scaling verdicts (analyze.scaling).
+function M.scaling(s)
+  local rows = {}
+  local function add(v, indent)
+    rows[#rows + 1] = {
+      name = indent .. v.name, n = v.n, median = v.median, verdict = v.verdict,
+      fixed = v.fixed_ns, per = v.ns_per_unit, quality = v.quality, r2 = v.r2,
+      reason = v.reason .. (#v.also > 0 and ("; also fits " .. table.concat(v.also, ", ")) or "")
+        .. (#v.notes > 0 and ("; " .. table.concat(v.notes, "; ")) or ""),
+    }
+  end
+  for _, v in ipairs(s.phases) do add(v, "") end
+  for _, v in ipairs(s.nested) do add(v, "  ") end
+  local head = "quantities: " .. (#s.quantities > 0 and table.concat(s.quantities, ", ") or "none")
+  return head .. "\n" .. M.table(rows, {
+    { key = "name", title = "phase" },
+    { key = "n", title = "n" },
+    { key = "median", title = "median", fmt = M.ns },
+    { key = "verdict", title = "verdict" },
+    { key = "fixed", title = "fixed/dispatch", fmt = M.ns },
+    { key = "per", title = "ns/unit", fmt = M.num },
+    { key = "quality", title = "TS quality", fmt = M.q },
+    { key = "r2", title = "LS R2", fmt = M.q },
+    { key = "reason", title = "why", align = "left" },
+  })
+end
+
+--- All fits of one verdict: one row per quantity.
+function M.fits(v)
+  local rows = {}
+  local qs = {}
+  for q in pairs(v.fits) do qs[#qs + 1] = q end
+  table.sort(qs)
+  for _, q in ipairs(qs) do
+    local f = v.fits[q]
+    rows[#rows + 1] = { q = q, n = f.n, distinct = f.distinct_x,
+      ls_a = f.ls and f.ls.intercept, ls_b = f.ls and f.ls.slope, ls_r2 = f.ls and f.ls.r2,
+      ts_a = f.ts and f.ts.intercept, ts_b = f.ts and f.ts.slope,
+      ts_q = f.ts and f.ts.quality, effect = f.effect }
+  end
+  return M.table(rows, {
+    { key = "q", title = "quantity" }, { key = "n", title = "n" },
+    { key = "distinct", title = "distinct" },
+    { key = "ls_a", title = "LS fixed", fmt = M.ns }, { key = "ls_b", title = "LS ns/unit", fmt = M.num },
+    { key = "ls_r2", title = "LS R2", fmt = M.q },
+    { key = "ts_a", title = "TS fixed", fmt = M.ns }, { key = "ts_b", title = "TS ns/unit", fmt = M.num },
+    { key = "ts_q", title = "TS quality", fmt = M.q }, { key = "effect", title = "effect", fmt = M.pct },
+  })
+end
+
+--- Starvation, residue and probe overhead (analyze.starvation).
+function M.starvation(st)
+  local rows = {}
+  local function add(name, part, what)
+    if not part then return end
+    local s = part.summary
+    rows[#rows + 1] = { name = name, n = s.count, median = s.median, mean = s.mean,
+      p90 = s.p90, sum = s.sum, share = part.share, what = what }
+  end
+  add("starvation", st.starvation, "device_window_ns - kernel_ns")
+  add("residue", st.residue, "unattributed_ns")
+  add("probe", st.probe, "probe_ns (the probe's own cost)")
+  local out = { M.table(rows, {
+    { key = "name", title = "" }, { key = "n", title = "n" },
+    { key = "median", title = "median", fmt = M.ns }, { key = "mean", title = "mean", fmt = M.ns },
+    { key = "p90", title = "p90", fmt = M.ns }, { key = "sum", title = "total", fmt = M.ns },
+    { key = "share", title = "of wall", fmt = M.pct }, { key = "what", title = "what" },
+  }) }
+  for _, n in ipairs(st.notes or {}) do out[#out + 1] = "note: " .. n end
+  return lines(out)
+end
+
+--- A comparison (compare.sets), rows ranked by how much they explain.
+function M.compare(r)
+  local ranked = {}
+  for i, row in ipairs(r.rows) do ranked[i] = row end
+  table.sort(ranked, function(x, y)
+    if math.abs(x.diff) ~= math.abs(y.diff) then return math.abs(x.diff) > math.abs(y.diff) end
+    return x.name < y.name
+  end)
+  local out = {
+    string.format("%s: %d dispatches, mean wall %s", r.a.label, r.a.n, M.ns(r.a.mean)),
+    string.format("%s: %d dispatches, mean wall %s", r.b.label, r.b.n, M.ns(r.b.mean)),
+    string.format("difference per dispatch (%s - %s): %s", r.b.label, r.a.label, M.dns(r.diff)),
+  }
+  local rows = {}
+  for _, row in ipairs(ranked) do rows[#rows + 1] = row end
+  rows[#rows + 1] = { name = "total", a = r.a.mean, b = r.b.mean, diff = r.diff,
+    share = r.diff ~= 0 and 1 or nil }
+  out[#out + 1] = M.table(rows, {
+    { key = "name", title = "phase" },
+    { key = "a", title = r.a.label, fmt = M.ns },
+    { key = "b", title = r.b.label, fmt = M.ns },
+    { key = "diff", title = "difference", fmt = M.dns },
+    { key = "share", title = "of difference", fmt = M.pct },
+  })
+  if #r.nested > 0 then
+    out[#out + 1] = "nested regions (inside their phase, not added):"
+    out[#out + 1] = M.table(r.nested, {
+      { key = "name", title = "region" }, { key = "parent", title = "in" },
+      { key = "a", title = r.a.label, fmt = M.ns }, { key = "b", title = r.b.label, fmt = M.ns },
+      { key = "diff", title = "difference", fmt = M.dns },
+      { key = "share", title = "of difference", fmt = M.pct },
+    }, { indent = "  " })
+  end
+  local pe = r.per_encode
+  if pe then
+    out[#out + 1] = string.format(
+      "per encode (by %s): %s %.2f dispatches, %s; %s %.2f dispatches, %s; difference %s"
+        .. " = %s from more dispatches + %s from costlier dispatches",
+      pe.field, r.a.label, pe.a_dispatches, M.ns(pe.a), r.b.label, pe.b_dispatches, M.ns(pe.b),
+      M.dns(pe.diff), M.dns(pe.more_dispatches), M.dns(pe.costlier_dispatches))
+  end
+  return lines(out)
+end
+
+--- A what-if projection (whatif.project / whatif.check).
+function M.whatif(r)
+  local out = {}
+  local steps = {}
+  for i, s in ipairs(r.steps) do
+    local what = s.what
+    if s.price then
+      what = string.format("%s (miss %s, hit %s over %d/%d dispatches)", what,
+        M.ns(s.price.miss_cost), M.ns(s.price.hit_cost), s.price.n_miss, s.price.n_hit)
+    end
+    steps[i] = { what = what, wall = -s.saved_wall, enq = s.saved_enqueue and -s.saved_enqueue }
+  end
+  if #steps > 0 then
+    out[#out + 1] = M.table(steps, {
+      { key = "what", title = "step" },
+      { key = "wall", title = "wall/dispatch", fmt = M.dns },
+      { key = "enq", title = "enqueue/dispatch", fmt = M.dns },
+    })
+  end
+  local rows = {}
+  local function add(name, m, p, v, e)
+    rows[#rows + 1] = { name = name, measured = m, projected = p, variant = v, err = e,
+      change = (m and p and m ~= 0) and (p - m) / m or nil }
+  end
+  local v, e = r.variant or {}, r.error or {}
+  add("wall per dispatch", r.measured.wall, r.projected.wall, v.wall, e.wall)
+  if r.projected.enqueue then
+    add("enqueue per dispatch", r.measured.enqueue, r.projected.enqueue, v.enqueue, e.enqueue)
+  end
+  local pe = r.per_encode
+  if pe then
+    local d = pe.dispatches
+    add(string.format("wall per encode (%s -> %s dispatches)",
+      d and string.format("%.2f", d) or "?", M.num(pe.projected_dispatches)),
+      pe.measured and pe.measured.wall, pe.projected.wall,
+      d and v.wall and d * v.wall, nil)
+    if pe.projected.enqueue then
+      add("enqueue per encode", pe.measured and pe.measured.enqueue, pe.projected.enqueue,
+        d and v.enqueue and d * v.enqueue, nil)
+    end
+  end
+  local cols = {
+    { key = "name", title = string.format("%d dispatches", r.n) },
+    { key = "measured", title = "measured", fmt = M.ns },
+    { key = "projected", title = "projected", fmt = M.ns },
+    { key = "change", title = "change", fmt = M.pct },
+  }
+  if r.variant then
+    cols[#cols + 1] = { key = "variant", title = "variant measured", fmt = M.ns }
+    cols[#cols + 1] = { key = "err", title = "projection error", fmt = M.pct }
+  end
+  out[#out + 1] = M.table(rows, cols)
+  for _, n in ipairs(r.notes or {}) do out[#out + 1] = "note: " .. n end
+  return lines(out)
+end
+
+--- A parse report (pp.parse.*): the counts, then each error as file:line:column: what.
+function M.parse(rep, opts)
+  opts = opts or {}
+  local out = { string.format("%d lines: %d records, %d rejected, %d other",
+    rep.total, rep.parsed, rep.rejected, rep.other) }
+  local limit = opts.limit or 20
+  for i, e in ipairs(rep.errors or {}) do
+    if i > limit then
+      out[#out + 1] = string.format("... and %d more rejected lines", rep.rejected - limit)
+      break
+    end
+    out[#out + 1] = string.format("%s:%d:%d: %s", e.file, e.line, e.column, e.what)
+  end
+  return lines(out)
+end
+
 return M
