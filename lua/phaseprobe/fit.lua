@@ -142,7 +142,7 @@ function M.verdict(set, y, quantities, opts)
     res.reason = string.format("no quantity moves it by %s over its range (largest: %s, %s)",
       pct(opt(opts, "min_effect")), largest.q, pct(largest.effect))
     if #untestable > 0 then
-      res.notes[#res.notes + 1] = string.format("not tested (fewer than %d values): %s",
+      res.notes[#res.notes + 1] = string.format("untested (< %d values): %s",
         opt(opts, "min_distinct"), table.concat(untestable, ", "))
     end
     return res

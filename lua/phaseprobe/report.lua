@@ -49,6 +49,7 @@ end
 --- A share (0.25 -> "25.0%").
 function M.pct(v)
   if v == nil or v ~= v or v == math.huge or v == -math.huge then return "-" end
+  if math.abs(v) < 0.0005 then v = 0 end -- no "-0.0%"
   return string.format("%.1f%%", v * 100)
 end
 
@@ -351,6 +352,61 @@ function M.whatif(r)
   end
   out[#out + 1] = M.table(rows, cols)
   for _, n in ipairs(r.notes or {}) do out[#out + 1] = "note: " .. n end
+  return lines(out)
+end
+
+local function is_list(t)
+  local n = #t
+  if n == 0 then return false end
+  local c = 0
+  for _ in pairs(t) do c = c + 1 end
+  return c == n
+end
+
+--- Any Lua value as text: scalars as they are, lists of records as a
+-- table, other tables as sorted "key  value" lines (nested ones indented).
+function M.value(v, indent)
+  indent = indent or ""
+  if type(v) ~= "table" then
+    if type(v) == "number" then return indent .. M.num(v) end
+    return indent .. tostring(v)
+  end
+  local mt = getmetatable(v)
+  if mt and mt.__tostring then return indent .. tostring(v) end
+  if is_list(v) then
+    local all_tables, keys, seen = true, {}, {}
+    for _, row in ipairs(v) do
+      if type(row) ~= "table" then all_tables = false break end
+      for k, x in pairs(row) do
+        if type(x) ~= "table" and not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+      end
+    end
+    if all_tables and #keys > 0 then
+      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+      local cols = {}
+      for i, k in ipairs(keys) do cols[i] = { key = k, title = tostring(k) } end
+      return M.table(v, cols, { indent = indent })
+    end
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = type(x) == "table" and "{...}" or M.num(x) end
+    return indent .. table.concat(parts, ", ")
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  local w = 0
+  for _, k in ipairs(keys) do w = math.max(w, #tostring(k)) end
+  local out = {}
+  for _, k in ipairs(keys) do
+    local x = v[k]
+    if type(x) == "table" and not (getmetatable(x) or {}).__tostring then
+      out[#out + 1] = indent .. tostring(k) .. ":"
+      out[#out + 1] = M.value(x, indent .. "  ")
+    else
+      local text = type(x) == "number" and M.num(x) or tostring(x)
+      out[#out + 1] = indent .. pad(tostring(k), w) .. "  " .. text
+    end
+  end
   return lines(out)
 end
 
