@@ -98,10 +98,13 @@ function M.verdict(set, y, quantities, opts)
     end
   end
   if #candidates > 0 then
+    local order = {}
+    for i, q in ipairs(quantities) do order[q] = i end
     table.sort(candidates, function(a, b)
       local fa, fb = res.fits[a], res.fits[b]
       if fa.ts.quality ~= fb.ts.quality then return fa.ts.quality > fb.ts.quality end
-      return fa.effect > fb.effect
+      if fa.effect ~= fb.effect then return fa.effect > fb.effect end
+      return order[a] < order[b]
     end)
     local q = candidates[1]
     local f = res.fits[q]
