@@ -169,7 +169,8 @@ end
 function M.command(name)
   if type(name) ~= "string" or not name:match("^[a-z][a-z0-9_%-]*$") then return nil end
   local mod = module_name(name)
-  if not package.searchpath(mod, package.path) and not package.preload[mod] then
+  if not package.loaded[mod] and not package.preload[mod]
+    and not package.searchpath(mod, package.path) then
     return nil
   end
   local cmd = require(mod)

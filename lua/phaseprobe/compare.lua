@@ -62,6 +62,8 @@ function M.sets(a, b, opts)
       error(string.format("phaseprobe.compare: group '%s' has no wall_ns field", labels[i]), 2)
     end
   end
+  -- records without a wall time take no part
+  a, b = a:range("wall_ns"), b:range("wall_ns")
   local ia, ib = analyze.schema(a), analyze.schema(b)
   local phases = union(ia.phases, ib.phases)
   local r = {

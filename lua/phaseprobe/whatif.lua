@@ -113,8 +113,9 @@ end
 function M.project(set, scenario, opts)
   opts = opts or {}
   scenario = scenario or {}
-  if set:count() == 0 then error("phaseprobe.whatif: no records to project", 0) end
   if not set:has("wall_ns") then error("phaseprobe.whatif: no wall_ns field", 0) end
+  set = set:range("wall_ns") -- records without a wall time take no part
+  if set:count() == 0 then error("phaseprobe.whatif: no records to project", 0) end
   local info = analyze.schema(set)
   local steps, notes = {}, {}
   for _, name in ipairs(scenario.remove or {}) do
@@ -207,6 +208,7 @@ end
 -- ((projected - measured) / measured).
 function M.check(base, variant, scenario, opts)
   local r = M.project(base, scenario, opts)
+  if variant:has("wall_ns") then variant = variant:range("wall_ns") end
   if variant:count() == 0 then error("phaseprobe.whatif: the variant has no records", 0) end
   r.variant = { n = variant:count(), wall = variant:summary("wall_ns").mean }
   if r.projected.enqueue and variant:has("enqueue_ns") then
