@@ -988,3 +988,65 @@ int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
   free(y);
   return rc;
 }
+
+int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
+                     const size_t *ycols, size_t ny, const uint32_t *sel,
+                     size_t nsel, pp_fit *out) {
+  size_t n = sel ? nsel : c->n;
+  size_t m = n ? n : 1;
+  double *xs = malloc(nx * m * sizeof *xs), *ys = malloc(m * sizeof *ys);
+  double *px = malloc(m * sizeof *px), *py = malloc(m * sizeof *py);
+  unsigned char *xfull = calloc(nx ? nx : 1, 1);
+  pp_fit_xstat *xst = calloc(nx ? nx : 1, sizeof *xst);
+  int rc = -1;
+  if (!xs || !ys || !px || !py || !xfull || !xst)
+    goto out;
+  /* each quantity once, absent values as NaN */
+  for (size_t a = 0; a < nx; a++) {
+    double *x = xs + a * m;
+    pp_cols_gather_nan(c, xcols[a], sel, nsel, x);
+    size_t k = 0;
+    while (k < n && x[k] == x[k])
+      k++;
+    xfull[a] = k == n;
+    if (xfull[a])
+      pp_fit_xstats(x, n, &xst[a]);
+  }
+  for (size_t b = 0; b < ny; b++) {
+    pp_cols_gather_nan(c, ycols[b], sel, nsel, ys);
+    size_t k = 0;
+    while (k < n && ys[k] == ys[k])
+      k++;
+    int yfull = k == n;
+    pp_fit_ystat yst;
+    if (yfull && pp_fit_ystats(ys, n, &yst) != 0)
+      goto out;
+    for (size_t a = 0; a < nx; a++) {
+      const double *x = xs + a * m;
+      pp_fit *f = &out[b * nx + a];
+      if (yfull && xfull[a]) {
+        rc = pp_fit_line_with(x, ys, n, &xst[a], &yst, f);
+      } else {
+        size_t q = 0;
+        for (size_t i = 0; i < n; i++)
+          if (x[i] == x[i] && ys[i] == ys[i]) {
+            px[q] = x[i];
+            py[q] = ys[i];
+            q++;
+          }
+        rc = pp_fit_line(px, py, q, f);
+      }
+      if (rc != 0)
+        goto out;
+    }
+  }
+  rc = 0;
+out:
+  free(xs);
+  free(ys);
+  free(px);
+  free(py);
+  free(xfull);
+  free(xst);
+  return rc;
+}

@@ -803,6 +803,65 @@ static int cols_fit(lua_State *L) {
   return 1;
 }
 
+/* Reads a list of field names into column indices (-1: absent). */
+static size_t read_cols(lua_State *L, const pp_cols *c, int arg, int *out,
+                        size_t max) {
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, arg);
+  luaL_argcheck(L, n >= 0 && (size_t)n <= max, arg, "too many names");
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, arg, i);
+    out[i - 1] = pp_cols_find(c, luaL_checkstring(L, -1));
+    lua_pop(L, 1);
+  }
+  return (size_t)n;
+}
+
+/* cols:fits({x...}, {y...} [, sel]) -> {[y] = {[x] = fit}}: every y against
+ * every x, reading each column once */
+static int cols_fits(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  int xi[256], yi[256];
+  size_t nx = read_cols(L, c, 2, xi, 256), ny = read_cols(L, c, 3, yi, 256);
+  size_t nsel;
+  const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
+  size_t xc[256], yc[256], kx = 0, ky = 0;
+  for (size_t a = 0; a < nx; a++)
+    if (xi[a] >= 0)
+      xc[kx++] = (size_t)xi[a];
+  for (size_t b = 0; b < ny; b++)
+    if (yi[b] >= 0)
+      yc[ky++] = (size_t)yi[b];
+  size_t nf = kx * ky > 0 ? kx * ky : 1;
+  pp_fit *f = lua_newuserdatauv(L, nf * sizeof *f, 0);
+  memset(f, 0, nf * sizeof *f);
+  if (kx && ky && pp_cols_fit_many(c, xc, kx, yc, ky, sel, nsel, f) != 0)
+    return luaL_error(L, "phaseprobe.columns: out of memory");
+  pp_fit empty;
+  memset(&empty, 0, sizeof empty);
+  lua_createtable(L, 0, (int)ny);
+  for (size_t b = 0, jb = 0; b < ny; b++) {
+    lua_createtable(L, 0, (int)nx);
+    for (size_t a = 0, ja = 0; a < nx; a++) {
+      if (yi[b] >= 0 && xi[a] >= 0)
+        push_fit(L, &f[jb * kx + ja]);
+      else
+        push_fit(L, &empty);
+      lua_rawgeti(L, 2, (lua_Integer)a + 1);
+      lua_insert(L, -2);
+      lua_rawset(L, -3);
+      if (xi[a] >= 0)
+        ja++;
+    }
+    lua_rawgeti(L, 3, (lua_Integer)b + 1);
+    lua_insert(L, -2);
+    lua_rawset(L, -3);
+    if (yi[b] >= 0)
+      jb++;
+  }
+  return 1;
+}
+
 /* cols:lincomb({{name, coef}, ...} [, sel [, floor]]) -> summary of the
  * per-record sums (records lacking a term are left out; with floor, sums
  * below it count as floor) */
@@ -1083,8 +1142,10 @@ static int cols_order(lua_State *L) {
   unsigned char *used = calloc(nl ? nl : 1, 1);
   if (!used)
     return luaL_error(L, "phaseprobe.columns: out of memory");
-  for (size_t i = 0; i < n; i++)
-    used[pp_cols_layout(c, sel ? sel[i] : i)] = 1;
+  if (!sel) /* every layout belongs to some record */
+    memset(used, 1, nl);
+  for (size_t i = 0; sel && i < n; i++)
+    used[pp_cols_layout(c, sel[i])] = 1;
   lua_newtable(L); /* seen */
   lua_newtable(L); /* result */
   lua_Integer k = 0;
@@ -1186,7 +1247,8 @@ static const luaL_Reg cols_methods[] = {
     {"kind", cols_kind},         {"row", cols_row},
     {"get", cols_get},           {"line", cols_line},
     {"values", cols_values},     {"summary", cols_summary},
-    {"fit", cols_fit},           {"lincomb", cols_lincomb},
+    {"fit", cols_fit},           {"fits", cols_fits},
+    {"lincomb", cols_lincomb},
     {"where", cols_where},       {"range", cols_range},
     {"select", cols_select},     {"group", cols_group},
     {"distinct", cols_distinct}, {"prefixes", cols_prefixes},

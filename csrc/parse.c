@@ -81,9 +81,14 @@ struct pp_parser {
 
 /* ---- character classes --------------------------------------------------- */
 static unsigned char name_ok[256], prefix_ok[256];
+/* In a value: 0 part of it, 1 ends it (blank), 2 not allowed. */
+static unsigned char value_class[256];
 
 static void init_classes(void) {
   for (int ch = 0; ch < 256; ch++) {
+    value_class[ch] = (unsigned char)(ch == ' ' || ch == '\t' ? 1
+                                      : ch < 0x20 || ch == '=' ? 2
+                                                              : 0);
     int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                 (ch >= '0' && ch <= '9');
     name_ok[ch] = (unsigned char)(alnum || ch == '_');
@@ -492,22 +497,39 @@ static int classify_line(const pp_parser *p, const char *line, size_t len,
   return 1;
 }
 
+static inline int name_eq(const char *a, const char *b, size_t n) {
+  while (n >= 8) {
+    uint64_t x, y;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    if (x != y)
+      return 0;
+    a += 8, b += 8, n -= 8;
+  }
+  while (n--)
+    if (*a++ != *b++)
+      return 0;
+  return 1;
+}
+
 /* Column of a name: the previous line's field at this position, else the
  * store's name table. */
 static int find_col(const pp_parser *p, const char *name, size_t n,
                     size_t pos) {
   if (p->prev_ok && pos < p->prev_n) {
     const pp_column *k = &p->cols->col[p->prev_cols[pos]];
-    if (k->len == n && memcmp(k->name, name, n) == 0)
+    if (k->len == n && name_eq(k->name, name, n))
       return (int)p->prev_cols[pos];
   }
   return pp_cols_lookup(p->cols, name, n);
 }
 
-/* Pass 1: tokens into p->tok. Returns the token count, or -1 (rejected). */
+/* Pass 1: tokens into p->tok. Returns the token count, or -1 (rejected).
+ * Messages quote the field name (q) only on the way out. */
 static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
   size_t nt = 0, nnew = 0;
   char q[160];
+#define QNAME() quote(q, sizeof q, line + start, nlen)
   for (;;) {
     while (i < len && blank(line[i]))
       i++;
@@ -517,6 +539,43 @@ static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
     if (nt == PP_PARSE_MAX_TOKENS) {
       reject(p, start + 1, "more than %d fields", PP_PARSE_MAX_TOKENS);
       return -1;
+    }
+    /* Fast path: the previous line's field at this position holding a
+     * plain unsigned integer (below 10^19): no byte-by-byte name scan, one
+     * pass over the digits. Anything else takes the checks below. */
+    if (p->prev_ok && nt < p->prev_n) {
+      pp_column *k = &p->cols->col[p->prev_cols[nt]];
+      size_t e = start + k->len;
+      if (k->strict && e + 1 < len && line[e] == '=' && k->stamp != p->stamp &&
+          name_eq(k->name, line + start, k->len)) {
+        size_t j = e + 1, v0 = j;
+        uint64_t v = 0;
+        while (j < len && j - v0 < 19) {
+          unsigned d = (unsigned)(line[j] - '0');
+          if (d > 9)
+            break;
+          v = v * 10 + d;
+          j++;
+        }
+        if (j > v0 && (j == len || blank(line[j]))) {
+          tok_t *t = &p->tok[nt];
+          t->name = line + start;
+          t->nlen = k->len;
+          t->val = line + v0;
+          t->vlen = (uint32_t)(j - v0);
+          t->column = (uint32_t)start + 1;
+          t->col = (int32_t)p->prev_cols[nt];
+          t->strict = 1;
+          t->kind = PP_VAL_INT;
+          t->neg = 0;
+          t->u = v;
+          k->stamp = p->stamp;
+          k->tokpos = (uint32_t)nt;
+          i = j;
+          nt++;
+          continue;
+        }
+      }
     }
     while (i < len && name_ok[(unsigned char)line[i]])
       i++;
@@ -541,26 +600,27 @@ static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
       reject(p, start + 1, "field %zu: empty name before '='", nt + 1);
       return -1;
     }
-    quote(q, sizeof q, line + start, nlen);
     if (nlen > NAME_MAX_LEN) {
+      QNAME();
       reject(p, start + 1, "field %zu ('%s'): name longer than %d bytes", nt + 1,
              q, NAME_MAX_LEN);
       return -1;
     }
     size_t vstart = ++i;
-    while (i < len && !blank(line[i])) {
-      unsigned char ch = (unsigned char)line[i];
-      if (ch < 0x20) {
-        reject(p, i + 1, "field '%s': control character 0x%02x in the value", q, ch);
-        return -1;
-      }
-      if (ch == '=') {
-        reject(p, i + 1, "field '%s': '=' inside the value (two fields run together?)", q);
-        return -1;
-      }
+    unsigned char cls = 0;
+    while (i < len && !(cls = value_class[(unsigned char)line[i]]))
       i++;
+    if (cls == 2) {
+      unsigned char ch = (unsigned char)line[i];
+      QNAME();
+      if (ch == '=')
+        reject(p, i + 1, "field '%s': '=' inside the value (two fields run together?)", q);
+      else
+        reject(p, i + 1, "field '%s': control character 0x%02x in the value", q, ch);
+      return -1;
     }
     if (i == vstart) {
+      QNAME();
       reject(p, start + 1, "field '%s': empty value (truncated line?)", q);
       return -1;
     }
@@ -574,6 +634,7 @@ static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
     if (t->col >= 0) {
       pp_column *k = &p->cols->col[t->col];
       if (k->stamp == p->stamp) {
+        QNAME();
         reject(p, start + 1, "duplicate field '%s' (fields %u and %zu)", q,
                k->tokpos + 1, nt + 1);
         return -1;
@@ -584,17 +645,20 @@ static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
     } else {
       if ((nlen == 7 && memcmp(t->name, "_prefix", 7) == 0) ||
           (nlen == 7 && memcmp(t->name, "_fields", 7) == 0)) {
+        QNAME();
         reject(p, start + 1, "field '%s': reserved name", q);
         return -1;
       }
       for (size_t j = 0; j < nt; j++)
         if (p->tok[j].col < 0 && p->tok[j].nlen == nlen &&
             memcmp(p->tok[j].name, t->name, nlen) == 0) {
+          QNAME();
           reject(p, start + 1, "duplicate field '%s' (fields %zu and %zu)", q,
                  j + 1, nt + 1);
           return -1;
         }
       if (p->cols->nvis + ++nnew > PP_PARSE_MAX_COLUMNS) {
+        QNAME();
         reject(p, start + 1, "field '%s': more than %d distinct field names", q,
                PP_PARSE_MAX_COLUMNS);
         return -1;
@@ -605,6 +669,7 @@ static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
       int rc = parse_u64(t->val, t->vlen, &t->u);
       if (rc) {
         char qv[160];
+        QNAME();
         quote(qv, sizeof qv, t->val, t->vlen);
         reject(p, vstart + 1, "field '%s': %s '%s' (expected an unsigned integer)",
                q, rc == 2 ? "number out of range" : "bad number", qv);
@@ -617,6 +682,7 @@ static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
     }
     nt++;
   }
+#undef QNAME
   return (int)nt;
 }
 
@@ -683,7 +749,10 @@ static int commit(pp_parser *p, const char *pre, size_t plen, size_t nt,
       c->col[t->col].stamp = p->stamp;
     }
     int rc;
-    if (t->kind == PP_VAL_INT)
+    if (t->kind == PP_VAL_INT && !t->neg &&
+        pp_cols_fast_int(c, (size_t)t->col, row, t->u))
+      rc = 0;
+    else if (t->kind == PP_VAL_INT)
       rc = pp_cols_set_int(c, (size_t)t->col, row, t->u, t->neg);
     else if (t->kind == PP_VAL_NUM)
       rc = pp_cols_set_num(c, (size_t)t->col, row, t->d);

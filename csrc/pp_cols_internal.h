@@ -126,4 +126,40 @@ static inline uint64_t pp_chunk_raw(const pp_chunk *h, uint32_t off) {
   }
 }
 
+/* The common append: an unsigned integer into an integer column whose
+ * chunk has room at the current width and no gaps. Returns 1 when done,
+ * 0 when the general path (pp_cols_set_int) must take it. */
+static inline int pp_cols_fast_int(pp_cols *c, size_t col, size_t row,
+                                   uint64_t v) {
+  pp_column *k = &c->col[col];
+  size_t ch = row >> PP_CH_SHIFT;
+  if (k->kind != PP_VAL_INT || ch >= k->nchunks)
+    return 0;
+  pp_chunk *h = &k->chunks[ch];
+  uint32_t off = (uint32_t)(row & PP_CH_MASK);
+  if (h->bits || off != h->npresent || off >= h->cap)
+    return 0;
+  switch (h->width) {
+  case 1:
+    if (v > 0xff) return 0;
+    ((uint8_t *)h->data)[off] = (uint8_t)v;
+    break;
+  case 2:
+    if (v > 0xffff) return 0;
+    ((uint16_t *)h->data)[off] = (uint16_t)v;
+    break;
+  case 4:
+    if (v > 0xffffffffu) return 0;
+    ((uint32_t *)h->data)[off] = (uint32_t)v;
+    break;
+  case 8:
+    ((uint64_t *)h->data)[off] = v;
+    break;
+  default:
+    return 0;
+  }
+  h->npresent++;
+  return 1;
+}
+
 #endif

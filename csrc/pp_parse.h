@@ -257,9 +257,29 @@ typedef struct {
 #define PP_TS_SAMPLE_POINTS 65536
 /* x and y are not modified. Returns 0, or -1 out of memory. */
 int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out);
+/* The same in stages, for many fits over shared columns: statistics of
+ * an x column and of a y column once, then one pass a pair. */
+typedef struct {
+  size_t n, distinct;
+  double min, max, mean, ss; /* ss: sum of squared deviations */
+} pp_fit_xstat;
+typedef struct {
+  size_t n;
+  double mean, ss, median, mad; /* median, mad: over the subsample */
+} pp_fit_ystat;
+void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s);
+int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s);
+int pp_fit_line_with(const double *x, const double *y, size_t n,
+                     const pp_fit_xstat *xs, const pp_fit_ystat *ys,
+                     pp_fit *out);
 /* Fit of column ycol against xcol over rows where both are present. */
 int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
                 const uint32_t *sel, size_t nsel, pp_fit *out);
+/* Every y column against every x column (out[b * nx + a]: ycols[b]
+ * against xcols[a]), reading each column once. */
+int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
+                     const size_t *ycols, size_t ny, const uint32_t *sel,
+                     size_t nsel, pp_fit *out);
 
 #ifdef __cplusplus
 }

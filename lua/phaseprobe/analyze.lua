@@ -145,13 +145,17 @@ end
 function M.scaling(set, opts)
   local info = M.schema(set, opts)
   local out = { quantities = info.quantities, phases = {}, nested = {}, rule = info.rule }
+  local ys = {}
+  for _, p in ipairs(info.phases) do ys[#ys + 1] = p end
+  for _, n in ipairs(info.nested) do ys[#ys + 1] = n.label end
+  local all = (#ys > 0 and #info.quantities > 0) and set:fits(info.quantities, ys) or {}
   for _, p in ipairs(info.phases) do
-    local v = fit.verdict(set, p, info.quantities, opts)
+    local v = fit.verdict(set, p, info.quantities, opts, all[p])
     v.kind = "phase"
     out.phases[#out.phases + 1] = v
   end
   for _, n in ipairs(info.nested) do
-    local v = fit.verdict(set, n.label, info.quantities, opts)
+    local v = fit.verdict(set, n.label, info.quantities, opts, all[n.label])
     v.kind, v.parent = "nested", n.parent
     out.nested[#out.nested + 1] = v
   end

@@ -56,11 +56,12 @@ end
 
 local function pct(x) return string.format("%.0f%%", x * 100) end
 
---- The scaling verdict of field y against the quantities. Returns
+--- The scaling verdict of field y against the quantities (fits: the fits
+-- of y against them when already made, e.g. by set:fits). Returns
 -- {name=, n=, median=, verdict=, reason=, quantity=, fixed_ns=,
 --  ns_per_unit=, quality=, r2=, ls_slope=, effect=, also={...},
 --  fits={[q]=fit}, notes={...}}.
-function M.verdict(set, y, quantities, opts)
+function M.verdict(set, y, quantities, opts, fits)
   local s = set:summary(y)
   local res = { name = y, n = s.count, median = s.median, fits = {}, also = {}, notes = {} }
   local function inconclusive(reason)
@@ -76,7 +77,7 @@ function M.verdict(set, y, quantities, opts)
   local candidates, testable, small, poor, untestable = {}, 0, 0, {}, {}
   local largest, most
   for _, q in ipairs(quantities) do
-    local f = set:fit(q, y)
+    local f = fits and fits[q] or set:fit(q, y)
     res.fits[q] = f
     if f.distinct_x < opt(opts, "min_distinct") then
       untestable[#untestable + 1] = q

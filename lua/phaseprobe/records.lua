@@ -181,23 +181,29 @@ function Set:records()
   return out
 end
 
+local function field_list(self)
+  local fl = rawget(self, "_fieldlist")
+  if not fl then
+    fl = self._view or self._cols:order(self._sel)
+    local set = {}
+    for _, f in ipairs(fl) do set[f] = true end
+    self._fieldlist, self._fieldset = fl, set
+  end
+  return fl
+end
+
 --- Field names: the view's, or those of the selected records in line order.
 function Set:fields()
-  if self._view then
-    local out = {}
-    for i, f in ipairs(self._view) do out[i] = f end
-    return out
-  end
-  return self._cols:order(self._sel)
+  local out = {}
+  for i, f in ipairs(field_list(self)) do out[i] = f end
+  return out
 end
 
 --- Whether some record of the set has the field (or it is @file/@line).
 function Set:has(name)
   if name == "@file" or name == "@line" then return true end
-  for _, f in ipairs(self:fields()) do
-    if f == name then return true end
-  end
-  return false
+  field_list(self)
+  return self._fieldset[name] == true
 end
 
 local function check_field(self, name, what)
@@ -398,6 +404,14 @@ function Set:fit(x, y)
   check_field(self, x, "fit")
   check_field(self, y, "fit")
   return self._cols:fit(x, y, self._sel)
+end
+
+--- Fits of every y field against every x field, reading each column once:
+-- {[y] = {[x] = fit}}.
+function Set:fits(xs, ys)
+  for _, f in ipairs(xs) do check_field(self, f, "fits") end
+  for _, f in ipairs(ys) do check_field(self, f, "fits") end
+  return self._cols:fits(xs, ys, self._sel)
 end
 
 --- Summary of a per-record linear combination: terms = { {"device_window_ns", 1},
