@@ -78,7 +78,7 @@ static void free_column(pp_cols *c, pp_column *k) {
   for (size_t i = 0; i < k->nchunks; i++) {
     pp_chunk *h = &k->chunks[i];
     pp_cols_dealloc(c, h->data, (size_t)h->cap * h->width);
-    pp_cols_dealloc(c, h->bits, PP_CH / 8);
+    pp_cols_dealloc(c, h->bits, h->cap / 8);
   }
   pp_cols_dealloc(c, k->chunks, k->nchunks * sizeof *k->chunks);
   pp_cols_dealloc(c, k->name, k->len + 1);
@@ -356,10 +356,17 @@ static int slot(pp_cols *c, pp_chunk *h, uint32_t off, int w) {
     memset((char *)d + (size_t)h->cap * h->width, 0,
            (size_t)(na - h->cap) * h->width);
     h->data = d;
+    if (h->bits) { /* the bitmap covers cap rows */
+      uint64_t *b = pp_cols_realloc(c, h->bits, h->cap / 8, na / 8);
+      if (!b)
+        return -1;
+      memset((char *)b + h->cap / 8, 0, (na - h->cap) / 8);
+      h->bits = b;
+    }
     h->cap = na;
   }
   if (!h->bits && off != h->npresent) {
-    h->bits = pp_cols_calloc(c, PP_CH / 8);
+    h->bits = pp_cols_calloc(c, h->cap / 8);
     if (!h->bits)
       return -1;
     for (uint32_t i = 0; i < h->npresent; i++)

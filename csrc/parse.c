@@ -955,6 +955,27 @@ int pp_parser_file(pp_parser *p, const char *path, pp_parse_progress progress,
   return rc;
 }
 
+void pp_parser_reset(pp_parser *p) {
+  pp_cols *fresh = pp_cols_new();
+  if (fresh) {
+    pp_cols_free(p->cols);
+    p->cols = fresh;
+    p->oom = 0;
+  } else {
+    p->oom = 1;
+  }
+  for (size_t i = 0; i < p->nsrc; i++)
+    free(p->src[i].name);
+  p->nsrc = 0;
+  for (size_t i = 0; i < p->nerr; i++)
+    free((char *)p->err[i].what);
+  p->nerr = 0;
+  memset(&p->st, 0, sizeof p->st);
+  p->carry_len = 0;
+  p->lineno = 0;
+  p->prev_ok = 0;
+}
+
 /* ---- results ------------------------------------------------------------- */
 const pp_parse_stats *pp_parser_stats(const pp_parser *p) { return &p->st; }
 size_t pp_parser_nsources(const pp_parser *p) { return p->nsrc; }

@@ -18,7 +18,7 @@
 
 typedef struct {
   void *data;     /* cap entries of `width` bytes                     */
-  uint64_t *bits; /* PP_CH presence bits, or NULL (prefix semantics)  */
+  uint64_t *bits; /* cap presence bits, or NULL (prefix semantics)    */
   uint32_t cap;
   uint32_t npresent;
   uint8_t width; /* 0 while data is NULL                              */
@@ -113,7 +113,7 @@ static inline int pp_chunk_has(const pp_chunk *h, uint32_t off) {
   if (!h || !h->npresent)
     return 0;
   if (h->bits)
-    return (int)((h->bits[off >> 6] >> (off & 63)) & 1);
+    return off < h->cap && ((h->bits[off >> 6] >> (off & 63)) & 1);
   return off < h->npresent;
 }
 static inline uint64_t pp_chunk_raw(const pp_chunk *h, uint32_t off) {

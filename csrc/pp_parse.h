@@ -144,6 +144,9 @@ typedef struct {
 
 pp_parser *pp_parser_new(const pp_parse_opts *opts, char *err, size_t errlen);
 void pp_parser_free(pp_parser *p);
+/* Forgets everything read (records, counts, errors, sources), keeping the
+ * options, so one parser can serve many inputs. */
+void pp_parser_reset(pp_parser *p);
 
 /* Starts a new source (file name used in errors and in @file); line
  * numbers restart at 1. A pending partial line of the previous source is
