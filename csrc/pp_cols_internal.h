@@ -1,0 +1,165 @@
+/* pp_cols_internal.h: the column store's layout, shared by cols.c, parse.c
+ * and lua_parse.c; not installed.
+ *
+ * Records are stored column by column in chunks of PP_CH rows. Each chunk
+ * keeps its own width (1, 2, 4 or 8 bytes a value), widened on demand, so a
+ * phase that never exceeds 65535 ns costs 2 bytes a record. Presence: a
+ * chunk without a bitmap holds values exactly for its first `npresent`
+ * rows (the common case: every record has the field); the bitmap appears
+ * only when a record lacks a field that a later record has. */
+#ifndef PP_COLS_INTERNAL_H
+#define PP_COLS_INTERNAL_H
+
+#include "pp_parse.h"
+
+#define PP_CH_SHIFT 16
+#define PP_CH (1u << PP_CH_SHIFT)
+#define PP_CH_MASK (PP_CH - 1)
+
+typedef struct {
+  void *data;     /* cap entries of `width` bytes                     */
+  uint64_t *bits; /* cap presence bits, or NULL (prefix semantics)    */
+  uint32_t cap;
+  uint32_t npresent;
+  uint8_t width; /* 0 while data is NULL                              */
+} pp_chunk;
+
+typedef struct {
+  char *name;
+  uint32_t len;
+  uint8_t kind;     /* pp_val_kind; PP_VAL_NONE until the first value */
+  uint8_t strict;   /* must hold unsigned integers (parser)           */
+  uint8_t hidden;   /* @file, @line, @layout                          */
+  uint8_t negative; /* a negative integer was stored                  */
+  uint64_t stamp;   /* parser: the last line that named this column   */
+  uint32_t tokpos;  /* parser: its token index in that line           */
+  size_t nchunks;
+  pp_chunk *chunks;
+} pp_column;
+
+typedef struct {
+  uint32_t prefix; /* string id */
+  uint32_t n;
+  uint32_t *cols;
+  uint64_t hash;
+} pp_layout_t;
+
+struct pp_cols {
+  size_t n; /* records */
+  pp_column *col;
+  size_t ncol, col_alloc;
+  int32_t *name_ht; /* column index + 1; 0 empty */
+  size_t name_ht_size;
+  uint32_t *vis; /* visible columns in order of appearance */
+  size_t nvis;
+  /* interned strings: NUL-terminated in the arena */
+  char *arena;
+  size_t arena_len, arena_cap;
+  uint64_t *str_off; /* offset << 32 | len, len < 4 GiB */
+  size_t nstr, str_alloc;
+  uint32_t *str_ht; /* id + 1; 0 empty */
+  size_t str_ht_size;
+  pp_layout_t *lay;
+  size_t nlay, lay_alloc;
+  uint32_t *lay_ht;
+  size_t lay_ht_size;
+  int c_file, c_line, c_layout;
+  size_t bytes;
+};
+
+/* Allocation helpers that keep c->bytes. */
+void *pp_cols_alloc(pp_cols *c, size_t n);
+void *pp_cols_calloc(pp_cols *c, size_t n);
+void *pp_cols_realloc(pp_cols *c, void *p, size_t old, size_t n);
+void pp_cols_dealloc(pp_cols *c, void *p, size_t n);
+
+pp_cols *pp_cols_new(void);
+/* Column by name (hash lookup); -1 if none. */
+int pp_cols_lookup(const pp_cols *c, const char *name, size_t len);
+/* Adds a column; -1 out of memory. */
+int pp_cols_add_column(pp_cols *c, const char *name, size_t len, int hidden,
+                       int strict);
+/* Interns a string; returns its id, or UINT32_MAX out of memory. */
+uint32_t pp_cols_intern(pp_cols *c, const char *s, size_t len);
+static inline const char *pp_cols_str(const pp_cols *c, uint32_t id,
+                                      size_t *len) {
+  uint64_t o = c->str_off[id];
+  if (len)
+    *len = (size_t)(o & 0xffffffffu);
+  return c->arena + (o >> 32);
+}
+/* Interns a layout (prefix id + column sequence); UINT32_MAX on OOM. */
+uint32_t pp_cols_layout_intern(pp_cols *c, uint32_t prefix,
+                               const uint32_t *cols, size_t n);
+
+/* Appending values: rows of one column must come in increasing order.
+ * Return 0, or -1 out of memory. */
+int pp_cols_set_int(pp_cols *c, size_t col, size_t row, uint64_t v, int neg);
+int pp_cols_set_num(pp_cols *c, size_t col, size_t row, double v);
+/* A string value: interned text. */
+int pp_cols_set_str(pp_cols *c, size_t col, size_t row, const char *s,
+                    size_t len);
+/* A string value already interned in this store. */
+int pp_cols_set_strid(pp_cols *c, size_t col, size_t row, uint32_t id);
+
+/* Fast presence and raw reads. */
+static inline const pp_chunk *pp_cols_chunk(const pp_cols *c, size_t col,
+                                            size_t row) {
+  const pp_column *k = &c->col[col];
+  size_t ch = row >> PP_CH_SHIFT;
+  return ch < k->nchunks ? &k->chunks[ch] : NULL;
+}
+static inline int pp_chunk_has(const pp_chunk *h, uint32_t off) {
+  if (!h || !h->npresent)
+    return 0;
+  if (h->bits)
+    return off < h->cap && ((h->bits[off >> 6] >> (off & 63)) & 1);
+  return off < h->npresent;
+}
+static inline uint64_t pp_chunk_raw(const pp_chunk *h, uint32_t off) {
+  switch (h->width) {
+  case 1: return ((const uint8_t *)h->data)[off];
+  case 2: return ((const uint16_t *)h->data)[off];
+  case 4: return ((const uint32_t *)h->data)[off];
+  case 8: return ((const uint64_t *)h->data)[off];
+  default: return 0;
+  }
+}
+
+/* The common append: an unsigned integer into an integer column whose
+ * chunk has room at the current width and no gaps. Returns 1 when done,
+ * 0 when the general path (pp_cols_set_int) must take it. */
+static inline int pp_cols_fast_int(pp_cols *c, size_t col, size_t row,
+                                   uint64_t v) {
+  pp_column *k = &c->col[col];
+  size_t ch = row >> PP_CH_SHIFT;
+  if (k->kind != PP_VAL_INT || ch >= k->nchunks)
+    return 0;
+  pp_chunk *h = &k->chunks[ch];
+  uint32_t off = (uint32_t)(row & PP_CH_MASK);
+  if (h->bits || off != h->npresent || off >= h->cap)
+    return 0;
+  switch (h->width) {
+  case 1:
+    if (v > 0xff) return 0;
+    ((uint8_t *)h->data)[off] = (uint8_t)v;
+    break;
+  case 2:
+    if (v > 0xffff) return 0;
+    ((uint16_t *)h->data)[off] = (uint16_t)v;
+    break;
+  case 4:
+    if (v > 0xffffffffu) return 0;
+    ((uint32_t *)h->data)[off] = (uint32_t)v;
+    break;
+  case 8:
+    ((uint64_t *)h->data)[off] = v;
+    break;
+  default:
+    return 0;
+  }
+  h->npresent++;
+  return 1;
+}
+
+#endif

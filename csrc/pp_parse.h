@@ -1,0 +1,290 @@
+/*
+ * pp_parse.h: reading record lines back, and the columnar record store they
+ * land in. Public C API (usable without Lua).
+ *
+ *     pp_parser *p = pp_parser_new(NULL, err, sizeof err);  // defaults
+ *     pp_parser_file(p, "run.log", NULL, NULL);             // or _feed/_line
+ *     const pp_parse_stats *st = pp_parser_stats(p);        // counts
+ *     pp_cols *c = pp_parser_take(p);                       // the records
+ *     ... pp_cols_get(c, pp_cols_field_index(c, "ptx_ns"), row, &v) ...
+ *     pp_cols_free(c); pp_parser_free(p);
+ *
+ * What a line is (see also docs in BENCHMARKS.md / README):
+ *
+ *   A line is the bytes up to '\n' (a '\r' before it is dropped); a last
+ *   line without '\n' counts too. Tokens are separated by runs of spaces and
+ *   tabs; leading blanks are skipped.
+ *
+ *   Record line: the first token is a prefix word and
+ *     - list mode (prefixes given): the first token equals one of them;
+ *     - auto mode (no prefixes, the default): the first token is a known
+ *       schema's prefix, or it is a prefix word (1..63 bytes of
+ *       [A-Za-z0-9_.:/-], starting with a letter) AND the second token
+ *       begins with a field name followed by '='.
+ *   Every other line is "other" (counted, never an error).
+ *
+ *   A record line is parsed, or rejected with the first problem found:
+ *     - a token without '=' (a truncated or garbled field);
+ *     - an empty or bad name (names are 1..63 bytes of [A-Za-z0-9_];
+ *       "_prefix" and "_fields" are reserved);
+ *     - an empty value, a value holding '=' or a control character;
+ *     - a duplicate field name;
+ *     - a bad number in a numeric field: names ending in _ns,
+ *       _cache_hits, _cache_misses, _cache_disk_hits, and every u64 field of
+ *       a known schema (seq, nodes, tid, ...) must hold an unsigned decimal
+ *       integer below 2^64;
+ *     - for a known schema's prefix, a missing field of the reference's
+ *       part of the line (everything up to <cache>_cache_misses): the
+ *       signature of a truncated line;
+ *     - a prefix with no fields; more than PP_PARSE_MAX_TOKENS fields;
+ *       a new field name past the store's limit of distinct names.
+ *
+ *   Values: an unsigned decimal integer is an integer (u64, kept as its bit
+ *   pattern); -digits is a signed integer; a decimal or exponent number is a
+ *   double; anything else is a string. A column that sees both numbers and
+ *   strings becomes a string column (numbers re-spelled as text).
+ *
+ *   Known schemas: the default (reference) schema and the current one, plus
+ *   any given in the options.
+ *
+ * Invariant: total == parsed + rejected + other, per source and overall.
+ */
+#ifndef PP_PARSE_H
+#define PP_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phaseprobe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PP_PARSE_MAX_TOKENS 512      /* fields in one record line          */
+#define PP_PARSE_MAX_COLUMNS 4096    /* distinct field names in one store  */
+#define PP_PARSE_MAX_ERRORS 10000    /* default: error entries kept        */
+
+/* ---- the column store ---------------------------------------------------- */
+typedef struct pp_cols pp_cols;
+
+typedef enum { PP_VAL_NONE = 0, PP_VAL_INT, PP_VAL_NUM, PP_VAL_STR } pp_val_kind;
+
+typedef struct {
+  pp_val_kind kind;
+  int64_t i;         /* PP_VAL_INT (u64 values above INT64_MAX wrap)      */
+  double d;          /* PP_VAL_NUM                                        */
+  const char *s;     /* PP_VAL_STR: NUL-terminated, owned by the store    */
+  size_t len;        /* PP_VAL_STR                                        */
+} pp_value;
+
+/* Hidden per-record columns, addressable by name like any field. */
+#define PP_COL_FILE "@file"     /* source (file name) of the record        */
+#define PP_COL_LINE "@line"     /* 1-based line number in that source      */
+
+size_t pp_cols_count(const pp_cols *c);               /* records          */
+size_t pp_cols_ncolumns(const pp_cols *c);            /* incl. hidden     */
+/* Visible fields in order of first appearance: index -> column index. */
+size_t pp_cols_nfields(const pp_cols *c);
+size_t pp_cols_field_column(const pp_cols *c, size_t i);
+const char *pp_cols_name(const pp_cols *c, size_t col);
+int pp_cols_hidden(const pp_cols *c, size_t col);
+pp_val_kind pp_cols_kind(const pp_cols *c, size_t col);
+/* Whether every integer seen in the column was unsigned (u64 semantics). */
+int pp_cols_unsigned(const pp_cols *c, size_t col);
+/* Column index by name (hidden names included); -1 if none. */
+int pp_cols_find(const pp_cols *c, const char *name);
+/* Value of `col` in record `row`; kind PP_VAL_NONE when absent. */
+void pp_cols_get(const pp_cols *c, size_t col, size_t row, pp_value *out);
+/* A value as double (ints by the column's signedness); 0 if absent. */
+int pp_cols_get_double(const pp_cols *c, size_t col, size_t row, double *out);
+/* The record's layout: its prefix and its fields in line order. */
+size_t pp_cols_layout(const pp_cols *c, size_t row);
+size_t pp_cols_nlayouts(const pp_cols *c);
+const char *pp_cols_layout_prefix(const pp_cols *c, size_t layout);
+size_t pp_cols_layout_nfields(const pp_cols *c, size_t layout);
+size_t pp_cols_layout_column(const pp_cols *c, size_t layout, size_t i);
+/* Formats record `row` as its line (no newline); returns the full length,
+ * writing at most cap-1 bytes and a NUL. */
+size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t cap);
+/* Bytes this store holds (columns, bitmaps, strings, layouts). */
+size_t pp_cols_bytes(const pp_cols *c);
+void pp_cols_free(pp_cols *c);
+
+/* ---- the parser ---------------------------------------------------------- */
+typedef struct pp_parser pp_parser;
+
+typedef struct {
+  /* List mode when nprefixes > 0; auto mode otherwise. */
+  const char *const *prefixes;
+  size_t nprefixes;
+  /* Schemas whose prefix makes a line "known" (required and numeric
+   * fields). NULL: the default schema and the current one. */
+  const pp_schema *const *schemas;
+  size_t nschemas;
+  /* Extra field names that must hold unsigned integers. */
+  const char *const *numeric;
+  size_t nnumeric;
+  size_t max_errors; /* error entries kept; 0: PP_PARSE_MAX_ERRORS */
+} pp_parse_opts;
+
+typedef struct {
+  uint64_t total, parsed, rejected, other;
+  uint64_t bytes;
+  uint64_t errors_dropped; /* rejected lines past max_errors (not listed) */
+  int unterminated;        /* the last line had no '\n'                  */
+} pp_parse_stats;
+
+typedef struct {
+  const char *source; /* file name (or "(string)", "(stdin)", ...)         */
+  uint64_t line;      /* 1-based                                           */
+  uint32_t column;    /* 1-based byte column of the offending token       */
+  const char *what;
+} pp_parse_error;
+
+pp_parser *pp_parser_new(const pp_parse_opts *opts, char *err, size_t errlen);
+void pp_parser_free(pp_parser *p);
+/* Forgets everything read (records, counts, errors, sources), keeping the
+ * options, so one parser can serve many inputs. */
+void pp_parser_reset(pp_parser *p);
+
+/* Starts a new source (file name used in errors and in @file); line
+ * numbers restart at 1. A pending partial line of the previous source is
+ * finished first. */
+void pp_parser_source(pp_parser *p, const char *name);
+/* Feeds bytes; lines may span calls. Returns 0, or -1 out of memory. */
+int pp_parser_feed(pp_parser *p, const char *buf, size_t len);
+/* Feeds one whole line (no '\n' inside; a trailing '\n' is allowed). */
+int pp_parser_line(pp_parser *p, const char *line, size_t len);
+/* Ends the current source: a pending unterminated line is parsed. */
+int pp_parser_end(pp_parser *p);
+
+/* Reads a whole file ("-" is stdin) as one source. progress (may be NULL)
+ * is called about every 16 MiB. Returns 0, or -1 with errno set (the
+ * file could not be opened or read; ENOMEM). */
+typedef void (*pp_parse_progress)(void *ud, uint64_t bytes, uint64_t records);
+int pp_parser_file(pp_parser *p, const char *path, pp_parse_progress progress,
+                   void *ud);
+
+const pp_parse_stats *pp_parser_stats(const pp_parser *p);
+/* Per-source counts: nsources and stats of source i. */
+size_t pp_parser_nsources(const pp_parser *p);
+const char *pp_parser_source_name(const pp_parser *p, size_t i);
+const pp_parse_stats *pp_parser_source_stats(const pp_parser *p, size_t i);
+size_t pp_parser_nerrors(const pp_parser *p);
+const pp_parse_error *pp_parser_error(const pp_parser *p, size_t i);
+
+/* The records parsed so far (the parser may go on into a fresh store, or
+ * be freed). The caller owns the result. NULL only out of memory. */
+pp_cols *pp_parser_take(pp_parser *p);
+
+/* ---- queries over a store ------------------------------------------------ */
+/* Rows are named by a selection: a sorted array of record indices. Every
+ * query takes (sel, nsel); sel == NULL means all records. */
+typedef struct {
+  size_t count;        /* present values summarised                     */
+  double min, max, sum, mean, median, p90, p99;
+  int exact;           /* integer column: imin, imax, isum are exact     */
+  int64_t imin, imax;  /* integers (u64 bit patterns if unsigned)         */
+  int isum_fits;       /* the exact sum fits in int64                    */
+  int64_t isum;
+} pp_summary;
+
+/* Type-7 quantile (linear between closest ranks) of a sorted array. */
+double pp_quantile_sorted(const double *sorted, size_t n, double p);
+/* Summary (count, min, max, sum, mean, median, p90, p99) of n doubles; a
+ * is reordered. */
+void pp_summarize(double *a, size_t n, pp_summary *out);
+
+/* Present values of `col` as doubles; out has room for nsel (or count)
+ * values. Returns how many were written. */
+size_t pp_cols_gather(const pp_cols *c, size_t col, const uint32_t *sel,
+                      size_t nsel, double *out);
+/* Like pp_cols_gather, but absent values are written as NaN, one per row. */
+void pp_cols_gather_nan(const pp_cols *c, size_t col, const uint32_t *sel,
+                        size_t nsel, double *out);
+/* Summary of a column; -1 out of memory. */
+int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
+                    size_t nsel, pp_summary *out);
+/* Per row, sum of coef[k] * value(cols[k]); rows lacking any term are
+ * skipped; with clamp, results below `floor` become `floor`. Writes to out
+ * (room for nsel) and returns the count. */
+size_t pp_cols_lincomb(const pp_cols *c, const size_t *cols,
+                       const double *coef, size_t nterms, const uint32_t *sel,
+                       size_t nsel, int clamp, double floor, double *out);
+/* Rows whose `col` equals v (kind PP_VAL_NONE: rows lacking it). Numbers
+ * compare by value across int and double. Writes to out (room for nsel);
+ * returns the count. */
+size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
+                        const uint32_t *sel, size_t nsel, uint32_t *out);
+/* Rows whose `col` is present and lo <= value <= hi. */
+size_t pp_cols_where_range(const pp_cols *c, size_t col, double lo, double hi,
+                           const uint32_t *sel, size_t nsel, uint32_t *out);
+
+/* Group by the value of `col`, groups in order of first appearance; rows
+ * lacking the field form a group with key kind PP_VAL_NONE. */
+typedef struct {
+  pp_value key;
+  size_t n;
+  uint32_t *rows;
+} pp_group;
+int pp_cols_group(const pp_cols *c, size_t col, const uint32_t *sel,
+                  size_t nsel, pp_group **groups, size_t *ngroups);
+void pp_groups_free(pp_group *g, size_t n);
+/* Distinct present values, counted up to `limit`. */
+size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *sel,
+                        size_t nsel, size_t limit);
+
+/* ---- line fits ----------------------------------------------------------- */
+typedef struct {
+  size_t n;             /* points used                                    */
+  size_t distinct_x;    /* distinct x values (counted up to 1000)         */
+  double xmin, xmax, ymedian;
+  /* least squares */
+  double ls_intercept, ls_slope, ls_r2;
+  /* Theil-Sen: slope = median of pairwise slopes over pairs of distinct x,
+   * intercept = median of y - slope * x */
+  double ts_intercept, ts_slope, ts_r2;
+  double ts_quality;     /* 1 - MAD(residuals) / MAD(y), in [0, 1]         */
+  uint64_t ts_pairs;     /* slopes the median was taken over               */
+  int ts_sampled;        /* pairs drawn at random (fixed seed)             */
+  int ok;                /* 0: fewer than 2 distinct x values              */
+} pp_fit;
+
+/* Theil-Sen is exact while n*(n-1)/2 <= PP_TS_EXACT_PAIRS; past that the
+ * slope is the median over PP_TS_SAMPLE_PAIRS pairs drawn with a fixed seed,
+ * and the intercept, ymedian and the MADs are taken over an evenly strided
+ * subsample of PP_TS_SAMPLE_POINTS points (reproducible results). */
+#define PP_TS_EXACT_PAIRS 200000
+#define PP_TS_SAMPLE_PAIRS 100000
+#define PP_TS_SAMPLE_POINTS 65536
+/* x and y are not modified. Returns 0, or -1 out of memory. */
+int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out);
+/* The same in stages, for many fits over shared columns: statistics of
+ * an x column and of a y column once, then one pass a pair. */
+typedef struct {
+  size_t n, distinct;
+  double min, max, mean, ss; /* ss: sum of squared deviations */
+} pp_fit_xstat;
+typedef struct {
+  size_t n;
+  double mean, ss, median, mad; /* median, mad: over the subsample */
+} pp_fit_ystat;
+void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s);
+int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s);
+int pp_fit_line_with(const double *x, const double *y, size_t n,
+                     const pp_fit_xstat *xs, const pp_fit_ystat *ys,
+                     pp_fit *out);
+/* Fit of column ycol against xcol over rows where both are present. */
+int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
+                const uint32_t *sel, size_t nsel, pp_fit *out);
+/* Every y column against every x column (out[b * nx + a]: ycols[b]
+ * against xcols[a]), reading each column once. */
+int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
+                     const size_t *ycols, size_t ny, const uint32_t *sel,
+                     size_t nsel, pp_fit *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PP_PARSE_H */

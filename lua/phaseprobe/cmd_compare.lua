@@ -1,0 +1,59 @@
+--- phaseprobe compare: two groups side by side.
+local cli = require "phaseprobe.cli"
+local compare = require "phaseprobe.compare"
+local report = require "phaseprobe.report"
+
+local C = {
+  summary = "two groups (files, shapes, runs) side by side: which phases explain the difference",
+  usage = [[
+usage: phaseprobe compare [options] FILE_A FILE_B
+       phaseprobe compare [options] --by FIELD VALUE_A VALUE_B FILE...
+
+Compares the mean cost per dispatch of two groups of records: two files, or
+the records of two values of a field or tag (--by shape prose cjk). Every
+phase's difference is given in ns and as a share of the difference in mean
+wall time; phases, unattributed_ns and "(other)" add up to it exactly.
+Nested regions are listed apart. With an `encode` field in both groups (or
+--encode F), the difference per encode is split into more dispatches and
+costlier dispatches.
+
+options:
+  --by FIELD       compare two values of FIELD (the first two arguments)
+  --encode F       field naming the encode a dispatch belongs to (default encode)
+]] .. cli.DATA_HELP,
+}
+
+function C.run(args, ctx)
+  local opts, pos = ctx.options(args, cli.data_spec { ["--by"] = "value", ["--encode"] = "value" })
+  local r
+  if opts.by then
+    if #pos < 3 then ctx.usage("--by " .. opts.by .. ": give VALUE_A VALUE_B and then files") end
+    local va, vb = table.remove(pos, 1), table.remove(pos, 1)
+    va, vb = math.tointeger(tonumber(va)) or va, math.tointeger(tonumber(vb)) or vb
+    local set = cli.load(ctx, opts, pos)
+    if not set:has(opts.by) then ctx.fail("no field '" .. opts.by .. "' in the records") end
+    for _, v in ipairs({ va, vb }) do
+      if set:where(opts.by, v):count() == 0 then
+        ctx.fail(string.format("no records with %s=%s", opts.by, tostring(v)))
+      end
+    end
+    r = compare.by(set, opts.by, va, vb, { encode = opts.encode })
+  else
+    if #pos ~= 2 then
+      ctx.usage("give two files (or --by FIELD VALUE_A VALUE_B FILE...), got " .. #pos)
+    end
+    if pos[1] == pos[2] then ctx.usage("the two files are the same: " .. pos[1]) end
+    local set = cli.load(ctx, opts, pos)
+    local names = {}
+    for i, f in ipairs(pos) do names[i] = f == "-" and "(stdin)" or f end
+    local a, b = set:where("@file", names[1]), set:where("@file", names[2])
+    for i, g in ipairs({ a, b }) do
+      if g:count() == 0 then ctx.fail(names[i] .. ": no record lines") end
+    end
+    r = compare.sets(a, b, { labels = names, encode = opts.encode })
+  end
+  ctx.write(report.compare(r), "\n")
+  return 0
+end
+
+return C

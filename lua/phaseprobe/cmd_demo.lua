@@ -1,0 +1,25 @@
+--- phaseprobe demo: runs the demo module (phaseprobe.demo).
+local C = {
+  summary = "the demo: the nine-phase decomposition of real dispatches",
+  usage = [[
+usage: phaseprobe demo [ARGS...]
+
+Runs require("phaseprobe.demo").main(ARGS): dispatches on the GPU when there
+is one, else the recorded log.]],
+}
+
+function C.run(args, ctx)
+  if not package.searchpath("phaseprobe.demo", package.path) and not package.preload["phaseprobe.demo"] then
+    ctx.fail("the demo module (phaseprobe.demo) is not installed")
+  end
+  local demo = require "phaseprobe.demo"
+  if type(demo) ~= "table" or type(demo.main) ~= "function" then
+    ctx.fail("phaseprobe.demo has no main function")
+  end
+  local res = demo.main(args)
+  if res == nil or res == true then return 0 end
+  if res == false then return 1 end
+  return math.tointeger(res) or 1
+end
+
+return C

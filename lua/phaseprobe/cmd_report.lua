@@ -1,0 +1,81 @@
+--- phaseprobe report: the summary of a log of record lines.
+local cli = require "phaseprobe.cli"
+local analyze = require "phaseprobe.analyze"
+local report = require "phaseprobe.report"
+
+local C = {
+  summary = "time per phase, scaling verdicts, starvation, residue and probe overhead",
+  usage = [[
+usage: phaseprobe report [options] FILE...
+
+Summarises record lines: each phase's time per dispatch (count, min, median,
+mean, p90, p99, max, total) with its share of wall time, nested regions, the
+scaling verdict of every phase, host starvation (device_window_ns - kernel_ns),
+the unattributed residue and the probe's own overhead.
+
+options:
+  --group F        a section per value of field or tag F (or @file)
+  --fields A,B     summarise these fields instead of the phases
+  --records N      also list the first N records (per-dispatch view)
+]] .. cli.DATA_HELP,
+}
+
+local function section(ctx, title)
+  ctx.write("\n== ", title, "\n")
+end
+
+local function body(ctx, set, opts, with_scaling)
+  if opts.fields then
+    local items = {}
+    for _, f in ipairs(cli.split_list(opts.fields)) do
+      if not set:has(f) then ctx.usage("--fields: no field '" .. f .. "' in the records") end
+      items[#items + 1] = { name = f, summary = set:summary(f) }
+    end
+    section(ctx, "fields")
+    ctx.write(report.summaries(items, { fmt = function(v) return report.num(v) end }), "\n")
+  else
+    section(ctx, "time per dispatch, by phase")
+    ctx.write(report.phases(analyze.phases(set)), "\n")
+  end
+  if with_scaling then
+    section(ctx, "scaling (Theil-Sen verdicts; least squares beside)")
+    ctx.write(report.scaling(analyze.scaling(set)), "\n")
+  end
+  section(ctx, "host starvation, unattributed residue, probe overhead")
+  ctx.write(report.starvation(analyze.starvation(set)), "\n")
+  if opts.records then
+    local n = cli.number(opts.records, "--records", 1)
+    local fields = opts.fields and cli.split_list(opts.fields) or nil
+    section(ctx, "records")
+    ctx.write(set:view(fields, math.floor(n)), "\n")
+  end
+end
+
+function C.run(args, ctx)
+  local opts, files = ctx.options(args, cli.data_spec {
+    ["--group"] = "value", ["--fields"] = "value", ["--records"] = "value",
+    short = { ["-g"] = "--group" } })
+  local set, rep = cli.load(ctx, opts, files)
+  ctx.write(report.parse(rep, { limit = 0 }):gsub("\n.*", ""), "\n")
+  local pre = {}
+  for _, p in ipairs(set:prefixes()) do pre[#pre + 1] = string.format("%s (%d)", p.prefix, p.n) end
+  ctx.write("records: ", set:count(), " [", table.concat(pre, ", "), "]\n")
+  if opts.group then
+    if not set:has(opts.group) then
+      ctx.usage("--group: no field '" .. opts.group .. "' in the records")
+    end
+    local groups = set:group(opts.group)
+    section(ctx, "groups by " .. opts.group)
+    ctx.write(tostring(groups):gsub("^[^\n]*\n", ""), "\n")
+    for _, g in ipairs(groups) do
+      ctx.write("\n#### ", opts.group, "=", g.missing and "(none)" or tostring(g.key),
+        ": ", g.n, " records\n")
+      body(ctx, g.set, opts, true)
+    end
+  else
+    body(ctx, set, opts, true)
+  end
+  return 0
+end
+
+return C

@@ -1,0 +1,77 @@
+--- phaseprobe whatif: projections beside measurements.
+local cli = require "phaseprobe.cli"
+local whatif = require "phaseprobe.whatif"
+local report = require "phaseprobe.report"
+
+local C = {
+  summary = "project wall and enqueue time under a change; check it against a measured variant",
+  usage = [[
+usage: phaseprobe whatif [options] STEP... FILE...
+
+Projects wall and enqueue time per dispatch (and per encode) if a change were
+made, beside what was measured. Steps:
+  --remove P       remove phase or nested region P (e.g. ptx_digest)
+  --scale P=F      scale phase or nested region P by F (e.g. ptx=0.5)
+  --hits C         turn cache C's misses into hits (priced by the median
+                   phase time of missing vs hitting dispatches)
+  --dispatches N   N dispatches per encode
+When the variant was also run and its records are tagged (e.g. knob=memo_digest):
+  --variant F=V    the variant is the records with F=V; the projection is made
+                   from the others (F absent or F=none) and its error shown
+  --base V         the base value of F (default none)
+other options:
+  --per-encode N   dispatches per encode, when the records have no encode field
+  --encode F       field naming a dispatch's encode (default encode)
+  --wait P         phases on the wait side: their savings do not reduce
+                   enqueue_ns (repeatable; default release, readback)
+]] .. cli.DATA_HELP,
+}
+
+function C.run(args, ctx)
+  local opts, files = ctx.options(args, cli.data_spec {
+    ["--remove"] = "list", ["--scale"] = "list", ["--hits"] = "list",
+    ["--dispatches"] = "value", ["--variant"] = "value", ["--base"] = "value",
+    ["--per-encode"] = "value", ["--encode"] = "value", ["--wait"] = "list" })
+  local scenario = { remove = opts.remove, hits = opts.hits, scale = {} }
+  for _, s in ipairs(opts.scale or {}) do
+    local k, v = cli.pair(s, "--scale")
+    scenario.scale[#scenario.scale + 1] = { k, cli.number(v, "--scale " .. k, 0) }
+  end
+  if opts.dispatches then scenario.dispatches = cli.number(opts.dispatches, "--dispatches", 0) end
+  if not opts.remove and not opts.hits and #scenario.scale == 0 and not scenario.dispatches then
+    ctx.usage("give at least one step: --remove, --scale, --hits or --dispatches")
+  end
+  local wopts = { encode = opts.encode }
+  if opts.per_encode then
+    wopts.dispatches_per_encode = cli.number(opts.per_encode, "--per-encode", 0)
+  end
+  if opts.wait then
+    wopts.wait_phases = {}
+    for i, w in ipairs(opts.wait) do wopts.wait_phases[i] = w:match("_ns$") and w or w .. "_ns" end
+  end
+  local set = cli.load(ctx, opts, files)
+  local ok, r = pcall(function()
+    if opts.variant then
+      local k, v = cli.pair(opts.variant, "--variant")
+      local base, variant = whatif.split(set, k, v, opts.base)
+      if variant:count() == 0 then
+        error(string.format("no records with %s=%s (the variant)", k, tostring(v)), 0)
+      end
+      if base:count() == 0 then
+        error(string.format("no base records (without %s, or %s=%s)", k, k, opts.base or "none"), 0)
+      end
+      ctx.write(string.format("base: %d records; variant %s=%s: %d records\n", base:count(), k,
+        tostring(v), variant:count()))
+      return whatif.check(base, variant, scenario, wopts)
+    end
+    return whatif.project(set, scenario, wopts)
+  end)
+  if not ok then
+    if type(r) == "table" then error(r, 0) end
+    ctx.fail(tostring(r))
+  end
+  ctx.write(report.whatif(r), "\n")
+  return 0
+end
+
+return C

@@ -1,0 +1,496 @@
+--- phaseprobe.records: record sets. A set is a column store (from the C
+-- parser: files, strings, line iterators, the live store) plus an optional
+-- selection of its records and an optional column view. Sets are cheap:
+-- filtering and grouping make new selections over the same store.
+--
+--   local records = require "phaseprobe.records"     -- or pp.records
+--   local set, report = records.read("run.log")
+--   print(set)                                       -- summary table
+--   local cjk = set:where{ shape = "cjk" }
+--   for _, g in ipairs(set:group("shape")) do print(g.key, g.set:summary("wall_ns").median) end
+--   print(set[1])                                    -- the first record, as its line
+--
+-- Field names are the line's names ("ptx_ns", "nodes", tags such as
+-- "shape"); "@file" and "@line" name each record's source and line.
+local pp = require "phaseprobe"
+local report = require "phaseprobe.report"
+
+local M = {}
+
+local Set = {}
+local SetMT = { __name = "phaseprobe.records" }
+local Groups = {}
+local GroupsMT = { __name = "phaseprobe.groups", __index = Groups }
+
+local function wrap(cols, sel, view)
+  return setmetatable({ _cols = cols, _sel = sel, _view = view }, SetMT)
+end
+
+SetMT.__index = function(t, k)
+  if math.type(k) == "integer" then return t:record(k) end
+  return Set[k]
+end
+
+SetMT.__len = function(t) return t:count() end
+
+--- Whether x is a record set.
+function M.is_set(x)
+  return getmetatable(x) == SetMT
+end
+
+--- A set over a column store (from pp.parse) and an optional selection.
+function M.wrap(cols, sel)
+  return wrap(cols, sel, nil)
+end
+
+-- ---- constructors -----------------------------------------------------------
+
+--- Reads a log file ("-" is stdin): set, report, or nil, message.
+function M.read(path, opts)
+  local cols, rep = pp.parse.file(path, opts)
+  if not cols then return nil, rep end
+  return wrap(cols), rep
+end
+
+--- Reads several files into one set ("@file" tells them apart): set,
+-- report, or nil, message for the first file that cannot be read.
+function M.read_many(paths, opts)
+  local p <close> = pp.parse.new(opts)
+  for _, path in ipairs(paths) do
+    local ok, err = p:file(path, opts and opts.progress)
+    if not ok then return nil, err end
+  end
+  local cols, rep = p:finish()
+  return wrap(cols), rep
+end
+
+--- Parses a string of lines.
+function M.from_string(s, opts)
+  local cols, rep = pp.parse.string(s, opts)
+  return wrap(cols), rep
+end
+
+--- Parses lines from an iterator (io.lines(path), string.gmatch, ...).
+function M.from_lines(iter, opts)
+  local cols, rep = pp.parse.lines(iter, opts)
+  return wrap(cols), rep
+end
+
+--- The live store's records (pp.store) as a set.
+function M.from_store(opts)
+  local cols, rep = pp.parse.store(opts)
+  return wrap(cols), rep
+end
+
+local function plain_line(r, prefix)
+  local keys = {}
+  for k in pairs(r) do
+    if type(k) ~= "string" then
+      error("phaseprobe.records.from_list: record keys are field names, got a "
+        .. type(k) .. " key", 3)
+    end
+    keys[#keys + 1] = k
+  end
+  table.sort(keys)
+  local parts = { prefix }
+  for _, k in ipairs(keys) do
+    local v = r[k]
+    local s = math.type(v) == "integer" and string.format("%d", v) or tostring(v)
+    if type(v) ~= "number" and type(v) ~= "string" then
+      error(string.format("phaseprobe.records.from_list: field '%s' is a %s "
+        .. "(values are numbers or strings)", k, type(v)), 3)
+    end
+    if s:find("[%s=]") or s == "" then
+      error(string.format("phaseprobe.records.from_list: field '%s' value %q "
+        .. "is empty or holds blanks or '='", k, s), 3)
+    end
+    parts[#parts + 1] = k .. "=" .. s
+  end
+  return table.concat(parts, " ")
+end
+
+--- A set from a list of record tables: those from pp.emit, pp.store.records()
+-- or a set (they print as their line), or plain tables of name = value
+-- (prefix from opts.prefix, default "record"; fields in name order).
+function M.from_list(list, opts)
+  opts = opts or {}
+  local lines, prefix = {}, opts.prefix or "record"
+  for i, r in ipairs(list) do
+    local mt = getmetatable(r)
+    if mt and mt.__index and type(mt.__index) == "table" and mt.__index._prefix then
+      lines[i] = tostring(r)
+    elseif type(r) == "table" then
+      lines[i] = plain_line(r, prefix)
+    else
+      error("phaseprobe.records.from_list: element " .. i .. " is a "
+        .. type(r) .. ", not a record table", 2)
+    end
+  end
+  local popts = {}
+  for k, v in pairs(opts) do popts[k] = v end
+  popts.source = popts.source or "(list)"
+  local i = 0
+  local cols, rep = pp.parse.lines(function()
+    i = i + 1
+    return lines[i]
+  end, popts)
+  return wrap(cols), rep
+end
+
+-- ---- basics -----------------------------------------------------------------
+
+--- Number of records in the set.
+function Set:count()
+  if self._sel then return #self._sel end
+  return self._cols:count()
+end
+
+--- The store row (1-based) of the set's i-th record.
+function Set:row(i)
+  if self._sel then return self._sel:get(i) end
+  if i >= 1 and i <= self._cols:count() then return i end
+  return nil
+end
+
+--- The i-th record as a table of name = value (prints as its line).
+function Set:record(i)
+  local r = self:row(i)
+  if not r then return nil end
+  return self._cols:row(r, self._view)
+end
+
+--- The i-th record's line (as read, numbers re-spelled).
+function Set:line(i)
+  local r = self:row(i)
+  return r and self._cols:line(r)
+end
+
+--- Iterates i, record.
+function Set:each()
+  local i, n = 0, self:count()
+  return function()
+    i = i + 1
+    if i <= n then return i, self:record(i) end
+  end
+end
+
+--- All records as a list (for small sets).
+function Set:records()
+  local out = {}
+  for i = 1, self:count() do out[i] = self:record(i) end
+  return out
+end
+
+local function field_list(self)
+  local fl = rawget(self, "_fieldlist")
+  if not fl then
+    fl = self._view or self._cols:order(self._sel)
+    local set = {}
+    for _, f in ipairs(fl) do set[f] = true end
+    self._fieldlist, self._fieldset = fl, set
+  end
+  return fl
+end
+
+--- Field names: the view's, or those of the selected records in line order.
+function Set:fields()
+  local out = {}
+  for i, f in ipairs(field_list(self)) do out[i] = f end
+  return out
+end
+
+--- Whether some record of the set has the field (or it is @file/@line).
+function Set:has(name)
+  if name == "@file" or name == "@line" then return true end
+  field_list(self)
+  return self._fieldset[name] == true
+end
+
+local function check_field(self, name, what)
+  if type(name) ~= "string" then
+    error(string.format("phaseprobe.records:%s: a field name is a string, got %s",
+      what, type(name)), 3)
+  end
+  if self:count() > 0 and not self:has(name) then
+    local fs = self:fields()
+    error(string.format("phaseprobe.records:%s: no field '%s' in this record set "
+      .. "(%d records; fields: %s)", what, name, self:count(),
+      #fs > 0 and table.concat(fs, ", ") or "none"), 3)
+  end
+end
+
+--- The selection object (nil: all records of the store).
+function Set:selection()
+  return self._sel
+end
+
+--- The column store underneath.
+function Set:columns()
+  return self._cols
+end
+
+--- Prefixes of the set's records: { {prefix=, n=}, ... }.
+function Set:prefixes()
+  return self._cols:prefixes(self._sel)
+end
+
+--- Bytes the underlying store holds.
+function Set:bytes()
+  return self._cols:bytes()
+end
+
+-- ---- filtering, views, groups -----------------------------------------------
+
+local function derive(self, sel)
+  return wrap(self._cols, sel, self._view)
+end
+
+--- Records whose fields equal the given values: set:where{shape="cjk", knob="none"}
+-- or set:where("shape", "cjk"). A value of false selects records that lack
+-- the field; a list of values selects any of them.
+function Set:where(spec, value)
+  if type(spec) == "string" then
+    if value == nil then value = false end
+    spec = { [spec] = value }
+  end
+  if type(spec) ~= "table" then
+    error("phaseprobe.records:where: give {field = value, ...} or (field, value)", 2)
+  end
+  local sel = self._sel
+  local keys = {}
+  for k in pairs(spec) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local v = spec[k]
+    if type(v) == "table" then
+      local rows = {}
+      for _, alt in ipairs(v) do
+        if alt == false then alt = nil end
+        local s = self._cols:where(k, alt, sel)
+        for _, r in ipairs(s:indices()) do rows[#rows + 1] = r end
+      end
+      sel = self._cols:select(rows)
+    else
+      if v == false then v = nil end
+      sel = self._cols:where(k, v, sel)
+    end
+  end
+  return derive(self, sel)
+end
+
+--- Records whose numeric field lies in [lo, hi] (either bound may be nil).
+function Set:range(name, lo, hi)
+  check_field(self, name, "range")
+  return derive(self, self._cols:range(name, lo, hi, self._sel))
+end
+
+--- Records for which fn(record) is true.
+function Set:filter(fn)
+  if type(fn) ~= "function" then
+    error("phaseprobe.records:filter: give a function(record) -> boolean", 2)
+  end
+  local rows = {}
+  for i = 1, self:count() do
+    local r = self:row(i)
+    if fn(self._cols:row(r)) then rows[#rows + 1] = r end
+  end
+  return derive(self, self._cols:select(rows))
+end
+
+--- The first n records (or fewer).
+function Set:head(n)
+  local rows = {}
+  for i = 1, math.min(n, self:count()) do rows[i] = self:row(i) end
+  return derive(self, self._cols:select(rows))
+end
+
+--- A column view: records show only these fields: set:select{"wall_ns", "ptx_ns"}
+-- or set:select("wall_ns", "ptx_ns").
+function Set:select(first, ...)
+  local names = type(first) == "table" and first or { first, ... }
+  for _, n in ipairs(names) do check_field(self, n, "select") end
+  local view = {}
+  for i, n in ipairs(names) do view[i] = n end
+  return wrap(self._cols, self._sel, view)
+end
+
+--- Groups by a field or tag (or "@file"): a list of {key=, n=, set=} in order
+-- of first appearance; records lacking the field form a group with
+-- missing = true. The list prints as a per-group table.
+function Set:group(name)
+  check_field(self, name, "group")
+  local out = { field = name }
+  for i, g in ipairs(self._cols:group(name, self._sel)) do
+    out[i] = { key = g.key, missing = g.missing, n = g.n, set = derive(self, g.sel) }
+  end
+  return setmetatable(out, GroupsMT)
+end
+
+--- The group with this key (nil if none).
+function Groups:get(key)
+  for _, g in ipairs(self) do
+    if g.key == key then return g end
+  end
+  return nil
+end
+
+--- Per-group summaries of one field: { {key=, n=, summary=}, ... }.
+function Groups:summary(field)
+  local out = {}
+  for i, g in ipairs(self) do
+    out[i] = { key = g.key, missing = g.missing, n = g.n, summary = g.set:summary(field) }
+  end
+  return out
+end
+
+local function key_text(g)
+  if g.missing then return "(none)" end
+  return tostring(g.key)
+end
+
+GroupsMT.__tostring = function(self)
+  local rows = {}
+  local probe = self[1] and self[1].set
+  local field = probe and probe:has("wall_ns") and "wall_ns" or nil
+  for i, g in ipairs(self) do
+    local s = field and g.set:summary(field) or {}
+    rows[i] = { key = key_text(g), n = g.n, median = s.median, mean = s.mean,
+                p90 = s.p90, sum = s.sum }
+  end
+  local cols = { { key = "key", title = self.field or "key" },
+                 { key = "n", title = "records" } }
+  if field then
+    cols[#cols + 1] = { key = "median", title = "median wall", fmt = report.ns }
+    cols[#cols + 1] = { key = "mean", title = "mean wall", fmt = report.ns }
+    cols[#cols + 1] = { key = "p90", title = "p90 wall", fmt = report.ns }
+    cols[#cols + 1] = { key = "sum", title = "total wall", fmt = report.ns }
+  end
+  return string.format("phaseprobe.groups by %s: %d groups\n", self.field or "?", #self)
+    .. report.table(rows, cols)
+end
+
+-- ---- numbers -----------------------------------------------------------------
+
+--- Summary of a numeric field: {count, min, median, mean, p90, p99, max, sum}
+-- over the records that have it (count = 0 and nothing else when none).
+function Set:summary(name)
+  check_field(self, name, "summary")
+  return self._cols:summary(name, self._sel)
+end
+
+--- Summaries of every numeric field (or of the names given): name -> summary.
+function Set:summaries(names)
+  local out = {}
+  for _, f in ipairs(names or self:fields()) do
+    local k = self._cols:kind(f)
+    if k == "integer" or k == "number" then out[f] = self._cols:summary(f, self._sel) end
+  end
+  return out
+end
+
+--- Values of a field over the set's records that have it (a Lua list).
+function Set:values(name)
+  check_field(self, name, "values")
+  return self._cols:values(name, self._sel)
+end
+
+--- Distinct values of a field (counted up to limit, default 1000).
+function Set:distinct(name, limit)
+  return self._cols:distinct(name, self._sel, limit)
+end
+
+--- Line fit of y against x (least squares and Theil-Sen), see phaseprobe.fit.
+function Set:fit(x, y)
+  check_field(self, x, "fit")
+  check_field(self, y, "fit")
+  return self._cols:fit(x, y, self._sel)
+end
+
+--- Fits of every y field against every x field, reading each column once:
+-- {[y] = {[x] = fit}}.
+function Set:fits(xs, ys)
+  for _, f in ipairs(xs) do check_field(self, f, "fits") end
+  for _, f in ipairs(ys) do check_field(self, f, "fits") end
+  return self._cols:fits(xs, ys, self._sel)
+end
+
+--- Summary of a per-record linear combination: terms = { {"device_window_ns", 1},
+-- {"kernel_ns", -1} }; records lacking a term are left out; with floor, sums
+-- below it count as floor.
+function Set:lincomb(terms, floor)
+  return self._cols:lincomb(terms, self._sel, floor)
+end
+
+--- A per-dispatch table of the given fields (default: the view, or seq,
+-- wall_ns and the phases), at most `limit` rows (default 20).
+function Set:view(fields, limit)
+  fields = fields or self._view
+  if not fields then
+    local analyze = require "phaseprobe.analyze"
+    local info = analyze.schema(self)
+    fields = {}
+    for _, f in ipairs({ "seq", "wall_ns" }) do
+      if self:has(f) then fields[#fields + 1] = f end
+    end
+    for _, p in ipairs(info.phases) do fields[#fields + 1] = p end
+  end
+  limit = limit or 20
+  local rows = {}
+  for i = 1, math.min(limit, self:count()) do
+    local r = self:row(i)
+    local row = {}
+    for _, f in ipairs(fields) do row[f] = self._cols:get(r, f) end
+    rows[i] = row
+  end
+  local cols = {}
+  for i, f in ipairs(fields) do
+    cols[i] = { key = f, title = f, fmt = f:match("_ns$") and report.ns or nil }
+  end
+  local text = report.table(rows, cols)
+  if self:count() > limit then
+    text = text .. string.format("\n(%d of %d records)", limit, self:count())
+  end
+  return text
+end
+
+SetMT.__tostring = function(self)
+  local n = self:count()
+  local pre = {}
+  for _, p in ipairs(self:prefixes()) do pre[#pre + 1] = string.format("%s: %d", p.prefix, p.n) end
+  local fields = self:fields()
+  local head = string.format("phaseprobe.records: %d record%s, %d field%s (%s)", n,
+    n == 1 and "" or "s", #fields, #fields == 1 and "" or "s",
+    #pre > 0 and table.concat(pre, ", ") or "no prefix")
+  if n == 0 then return head end
+  local items, strings = {}, {}
+  for _, f in ipairs(fields) do
+    local k = self._cols:kind(f)
+    if k == "integer" or k == "number" then
+      items[#items + 1] = { name = f, summary = self._cols:summary(f, self._sel),
+                            _ns = f:match("_ns$") ~= nil }
+    elseif k == "string" then
+      strings[#strings + 1] = string.format("%s (%d distinct)", f,
+        self._cols:distinct(f, self._sel, 1000))
+    end
+  end
+  local rows = {}
+  for i, it in ipairs(items) do
+    local row = { name = it.name }
+    for k, v in pairs(it.summary) do row[k] = v end
+    row._ns = it._ns
+    rows[i] = row
+  end
+  local function f(v, row)
+    if row._ns then return report.ns(v) end
+    return report.num(v)
+  end
+  local cols = { { key = "name", title = "field" }, { key = "count", title = "count" } }
+  for _, k in ipairs({ "min", "median", "mean", "p90", "p99", "max", "sum" }) do
+    cols[#cols + 1] = { key = k, title = k, fmt = f, align = "right" }
+  end
+  local text = head .. "\n" .. report.table(rows, cols)
+  if #strings > 0 then text = text .. "\ntext fields: " .. table.concat(strings, ", ") end
+  return text
+end
+
+return M

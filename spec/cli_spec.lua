@@ -1,0 +1,263 @@
+-- The phaseprobe command: exit status 0/1/2, messages naming file and line,
+-- subcommands, and the cmd_<name> extension point.
+local pp = require "phaseprobe"
+local cli = require "phaseprobe.cli"
+
+local FIXTURE = "spec/fixtures/logs/mixed.log"
+local ROOT = os.getenv("PWD") or "."
+
+local function sh(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+  local out = p:read("a")
+  p:close()
+  local body, rc = out:match("^(.*)rc=(%d+)\n$")
+  return tonumber(rc), body
+end
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function capture()
+  local buf = {}
+  return { write = function(self, ...)
+    for _, s in ipairs({ ... }) do buf[#buf + 1] = tostring(s) end
+    return self
+  end, flush = function() end, text = function() return table.concat(buf) end }
+end
+
+local function run(...)
+  local out, err = capture(), capture()
+  local rc = cli.main({ ... }, out, err)
+  return rc, out.text(), err.text()
+end
+
+local function tmpfile(content)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "wb"))
+  f:write(content)
+  f:close()
+  return path
+end
+
+local function clean_log()
+  local keep = {}
+  local n = 0
+  for l in io.lines(FIXTURE) do
+    n = n + 1
+    if n == 1 or n == 4 or n == 8 or n == 14 then keep[#keep + 1] = l end
+  end
+  return tmpfile(table.concat(keep, "\n") .. "\n")
+end
+
+describe("phaseprobe exit status", function()
+  it("is 0 on a clean log, with the report on stdout", function()
+    local log = clean_log()
+    local rc, out, err = run("report", log)
+    os.remove(log)
+    assert.are.equal(0, rc)
+    assert.are.equal("", err)
+    assert.matches("4 lines: 3 records, 0 rejected, 1 other", out)
+    assert.matches("== time per dispatch, by phase", out)
+    assert.matches("\nptx_ns ", out)
+    assert.matches("== scaling", out)
+    assert.matches("== host starvation", out)
+  end)
+
+  it("is 1 when lines are rejected, naming each as file:line:column", function()
+    local rc, out, err = run("report", FIXTURE)
+    assert.are.equal(1, rc)
+    assert.matches("19 lines: 4 records, 8 rejected, 7 other", out)
+    assert.matches(FIXTURE:gsub("%p", "%%%0") .. ":5:%d+: missing field ptx_cache_misses", err)
+    assert.matches(FIXTURE:gsub("%p", "%%%0") .. ":9:%d+: field 'wall_ns': bad number '12x5'", err)
+    local n = select(2, err:gsub("\n", "\n"))
+    assert.are.equal(8, n)
+    local rc2 = run("report", "--lenient", FIXTURE)
+    assert.are.equal(0, rc2)
+  end)
+
+  it("is 1 for an unreadable file or one without records, naming it", function()
+    local rc, _, err = run("report", "/nonexistent/run.log")
+    assert.are.equal(1, rc)
+    assert.are.equal("phaseprobe report: /nonexistent/run.log: No such file or directory\n", err)
+    local empty = tmpfile("nothing here\n\n")
+    local rc2, _, err2 = run("fit", empty)
+    os.remove(empty)
+    assert.are.equal(1, rc2)
+    assert.matches(": no record lines %(2 lines: 0 rejected, 2 other%)", err2)
+  end)
+
+  it("is 2 for usage errors", function()
+    local cases = {
+      { { "report" }, "no input: give one or more files" },
+      { { "report", "--bogus", FIXTURE }, "unknown option '%-%-bogus'" },
+      { { "report", "--group" }, "option '%-%-group' needs a value" },
+      { { "report", "--lenient=yes", FIXTURE }, "option '%-%-lenient' takes no value" },
+      { { "whatif", FIXTURE }, "give at least one step" },
+      { { "whatif", "--scale", "ptx", FIXTURE }, "%-%-scale 'ptx': expected name=value" },
+      { { "whatif", "--scale", "ptx=abc", FIXTURE }, "expected a number" },
+      { { "compare", FIXTURE }, "give two files" },
+      { { "frobnicate" }, "unknown command 'frobnicate'" },
+    }
+    for _, c in ipairs(cases) do
+      local rc, _, err = run(table.unpack(c[1]))
+      assert.are.equal(2, rc, table.concat(c[1], " "))
+      assert.matches(c[2], err)
+    end
+    local rc = run()
+    assert.are.equal(2, rc)
+  end)
+
+  it("answers --help for the command and each subcommand with status 0", function()
+    local rc, out = run("--help")
+    assert.are.equal(0, rc)
+    for _, name in ipairs(cli.BUILTIN) do assert.matches("\n  " .. name .. " ", out) end
+    for _, name in ipairs(cli.BUILTIN) do
+      local rc2, out2 = run(name, "--help")
+      assert.are.equal(0, rc2)
+      assert.matches("^usage: phaseprobe " .. name, out2)
+    end
+    local rc3, out3 = run("help", "fit")
+    assert.are.equal(0, rc3)
+    assert.matches("Theil%-Sen", out3)
+  end)
+end)
+
+describe("phaseprobe subcommands", function()
+  it("compares two files and two values of a field", function()
+    local a = tmpfile("d wall_ns=100 kernel_ns=0 x_ns=60 y_ns=40\nd wall_ns=100 kernel_ns=0 x_ns=60 y_ns=40\n")
+    local b = tmpfile("d wall_ns=300 kernel_ns=0 x_ns=260 y_ns=40\n")
+    local rc, out = run("compare", a, b)
+    assert.are.equal(0, rc)
+    assert.matches("difference per dispatch %(.-%): %+200 ns", out)
+    assert.matches("\nx_ns%s+60 ns%s+260 ns%s+%+200 ns%s+100.0%%", out)
+    local rc2, out2 = run("compare", "--by", "shape", "prose", "cjk", FIXTURE, "--lenient")
+    assert.are.equal(0, rc2)
+    assert.matches("shape=prose: 1 dispatches", out2)
+    local rc3, _, err3 = run("compare", "--by", "shape", "prose", "latin", FIXTURE, "--lenient")
+    assert.are.equal(1, rc3)
+    assert.matches("no records with shape=latin", err3)
+    os.remove(a)
+    os.remove(b)
+  end)
+
+  it("fits, projects and checks a projection against a variant", function()
+    local rc, out = run("fit", "--lenient", "--phase", "ptx", FIXTURE)
+    assert.are.equal(0, rc)
+    assert.matches("== fits of ptx_ns", out)
+    local rc2, out2 = run("whatif", "--lenient", "--remove", "ptx_digest", "--where", "shape=cjk", FIXTURE)
+    assert.are.equal(0, rc2)
+    assert.matches("remove ptx_digest%s+%-918 us%s+%-918 us", out2)
+    assert.matches("wall per dispatch%s+2.09 ms%s+1.17 ms", out2)
+    local rc3, out3 = run("whatif", "--lenient", "--remove", "ptx_digest", "--variant",
+      "knob=memo_digest", "--base", "none", "--prefix", "vyre-cuda-dispatch-phase", FIXTURE)
+    assert.are.equal(0, rc3)
+    -- base: seq 0 (no knob) and seq 2 (knob=none); variant: seq 5
+    assert.matches("base: 2 records; variant knob=memo_digest: 1 records", out3)
+    -- projected (2090 - 918 + 470 - 240) / 2 = 701 us against 2.09 ms measured
+    assert.matches("wall per dispatch%s+1.28 ms%s+701 us%s+%-45.2%%%s+2.09 ms%s+%-66.5%%", out3)
+    local rc4, _, err4 = run("whatif", "--lenient", "--remove", "nosuch", FIXTURE)
+    assert.are.equal(1, rc4)
+    assert.matches("no phase or nested region 'nosuch'", err4)
+    local rc5, _, err5 = run("report", "--lenient", "--where", "shape=latin", FIXTURE)
+    assert.are.equal(1, rc5)
+    assert.matches("no records left after %-%-where shape=latin", err5)
+  end)
+
+  it("runs the PTX scanner when the module has one, and says so when not", function()
+    local text = ".version 8.0\n.target sm_90\n"
+    local ptx = tmpfile(text)
+    local saved = pp.ptx.scan
+    pp.ptx.scan = nil
+    local rc, _, err = run("ptx", ptx)
+    assert.are.equal(1, rc)
+    assert.matches("pp.ptx.scan is not available", err)
+    pp.ptx.scan = function(text) return { bytes = #text, barriers = 0, entries = { "main" } } end
+    local rc2, out2 = run("ptx", ptx)
+    pp.ptx.scan = saved
+    os.remove(ptx)
+    assert.are.equal(0, rc2)
+    assert.matches("barriers%s+0\nbytes%s+" .. #text .. "\nentries:\n  main", out2)
+  end)
+
+  it("runs the demo module's main with the arguments, or says it is absent", function()
+    local saved_path, saved_loaded = package.path, package.loaded["phaseprobe.demo"]
+    package.loaded["phaseprobe.demo"] = nil
+    package.path = "/nonexistent/?.lua"
+    local rc, _, err = run("demo")
+    package.path = saved_path
+    assert.are.equal(1, rc)
+    assert.matches("the demo module %(phaseprobe.demo%) is not installed", err)
+    local seen
+    package.preload["phaseprobe.demo"] = function()
+      return { main = function(args) seen = args; return 3 end }
+    end
+    local rc2 = run("demo", "--fast", "x")
+    package.preload["phaseprobe.demo"] = nil
+    package.loaded["phaseprobe.demo"] = saved_loaded
+    assert.are.equal(3, rc2)
+    assert.are.same({ "--fast", "x" }, seen)
+  end)
+end)
+
+describe("bin/phaseprobe", function()
+  it("runs from the checkout from any directory, reading stdin with -", function()
+    local rc, out = sh("cd /tmp && " .. q(ROOT .. "/bin/phaseprobe") .. " report - < "
+      .. q(ROOT .. "/" .. FIXTURE))
+    assert.are.equal(1, rc)
+    assert.matches("%(stdin%):5:%d+: missing field", out)
+    assert.matches("19 lines: 4 records", out)
+    local rc2 = sh("cd /tmp && " .. q(ROOT .. "/bin/phaseprobe") .. " report --nope x")
+    assert.are.equal(2, rc2)
+    local rc3 = sh(q(ROOT .. "/bin/phaseprobe") .. " --help")
+    assert.are.equal(0, rc3)
+  end)
+
+  it("takes subcommands from cmd_<name> modules on the Lua path", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. q(dir .. "/phaseprobe")))
+    local f = assert(io.open(dir .. "/phaseprobe/cmd_hello.lua", "w"))
+    f:write([[return { summary = "says hello", usage = "usage: phaseprobe hello NAME",
+      run = function(args, ctx)
+        if not args[1] then ctx.usage("who?") end
+        ctx.write("hello ", args[1], "\n")
+        return 0
+      end }]])
+    f:close()
+    local env = "LUA_PATH=" .. q(dir .. "/?.lua;;") .. " "
+    local bin = q(ROOT .. "/bin/phaseprobe")
+    local rc, out = sh(env .. bin .. " hello world")
+    assert.are.equal(0, rc)
+    assert.are.equal("hello world\n", out)
+    local rc2, out2 = sh(env .. bin .. " hello")
+    assert.are.equal(2, rc2)
+    assert.matches("phaseprobe hello: who%?", out2)
+    local _, out3 = sh(env .. bin .. " --help")
+    assert.matches("\n  hello%s+says hello", out3)
+    os.execute("rm -rf " .. q(dir))
+  end)
+
+  it("works installed, away from the checkout", function()
+    local dest = os.tmpname()
+    os.remove(dest)
+    local rc = sh("make -s install DESTDIR=" .. q(dest) .. " PREFIX=/usr/local >/dev/null")
+    assert.are.equal(0, rc)
+    local env = "LUA_PATH=" .. q(dest .. "/usr/local/share/lua/5.4/?.lua;;")
+      .. " LUA_CPATH=" .. q(dest .. "/usr/local/lib/lua/5.4/?.so;;") .. " "
+    local rc2, out2 = sh("cd /tmp && " .. env .. q(dest .. "/usr/local/bin/phaseprobe")
+      .. " fit --lenient " .. q(ROOT .. "/" .. FIXTURE))
+    os.execute("rm -rf " .. q(dest))
+    assert.are.equal(0, rc2)
+    assert.matches("\nptx_ns%s+3%s+1.00 ms%s+inconclusive", out2)
+  end)
+
+  it("prints a progress line on stderr for an input that takes over a second", function()
+    local line = "p wall_ns=123456 x=1\n"
+    local big = tmpfile(string.rep(line, (17 << 20) // #line))
+    local rc, out = sh("( (cat " .. q(big) .. "; sleep 1.2; cat " .. q(big) .. ") | "
+      .. q(ROOT .. "/bin/phaseprobe") .. " report --fields wall_ns - 2>&1 >/dev/null )")
+    os.remove(big)
+    assert.are.equal(0, rc)
+    assert.matches("\rphaseprobe report: reading %(stdin%): %d+ MiB, %d+ records", out)
+    assert.matches("phaseprobe report: read %d+ records %(%d+ lines%) in %d+%.%d s\n", out)
+  end)
+end)
