@@ -7,6 +7,7 @@
  * "layout" id, so a record prints back as its line.
  */
 #include "pp_cols_internal.h"
+#include "pp_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -84,7 +85,7 @@ static void free_column(pp_cols *c, pp_column *k) {
   pp_cols_dealloc(c, k->name, k->len + 1);
 }
 
-void pp_cols_free(pp_cols *c) {
+PP_EXPORT void pp_cols_free(pp_cols *c) {
   if (!c)
     return;
   for (size_t i = 0; i < c->ncol; i++)
@@ -545,24 +546,24 @@ int pp_cols_set_strid(pp_cols *c, size_t col, size_t row, uint32_t id) {
 }
 
 /* ---- reading ------------------------------------------------------------- */
-size_t pp_cols_count(const pp_cols *c) { return c->n; }
-size_t pp_cols_ncolumns(const pp_cols *c) { return c->ncol; }
-size_t pp_cols_nfields(const pp_cols *c) { return c->nvis; }
-size_t pp_cols_field_column(const pp_cols *c, size_t i) { return c->vis[i]; }
-const char *pp_cols_name(const pp_cols *c, size_t col) { return c->col[col].name; }
-int pp_cols_hidden(const pp_cols *c, size_t col) { return c->col[col].hidden; }
-pp_val_kind pp_cols_kind(const pp_cols *c, size_t col) {
+PP_EXPORT size_t pp_cols_count(const pp_cols *c) { return c->n; }
+PP_EXPORT size_t pp_cols_ncolumns(const pp_cols *c) { return c->ncol; }
+PP_EXPORT size_t pp_cols_nfields(const pp_cols *c) { return c->nvis; }
+PP_EXPORT size_t pp_cols_field_column(const pp_cols *c, size_t i) { return c->vis[i]; }
+PP_EXPORT const char *pp_cols_name(const pp_cols *c, size_t col) { return c->col[col].name; }
+PP_EXPORT int pp_cols_hidden(const pp_cols *c, size_t col) { return c->col[col].hidden; }
+PP_EXPORT pp_val_kind pp_cols_kind(const pp_cols *c, size_t col) {
   return (pp_val_kind)c->col[col].kind;
 }
-int pp_cols_unsigned(const pp_cols *c, size_t col) {
+PP_EXPORT int pp_cols_unsigned(const pp_cols *c, size_t col) {
   return !c->col[col].negative;
 }
-int pp_cols_find(const pp_cols *c, const char *name) {
+PP_EXPORT int pp_cols_find(const pp_cols *c, const char *name) {
   return pp_cols_lookup(c, name, strlen(name));
 }
-size_t pp_cols_bytes(const pp_cols *c) { return c->bytes; }
+PP_EXPORT size_t pp_cols_bytes(const pp_cols *c) { return c->bytes; }
 
-void pp_cols_get(const pp_cols *c, size_t col, size_t row, pp_value *out) {
+PP_EXPORT void pp_cols_get(const pp_cols *c, size_t col, size_t row, pp_value *out) {
   memset(out, 0, sizeof *out);
   const pp_chunk *h = pp_cols_chunk(c, col, row);
   uint32_t off = (uint32_t)(row & PP_CH_MASK);
@@ -601,7 +602,7 @@ static inline int chunk_double(const pp_column *k, const pp_chunk *h,
   return 1;
 }
 
-int pp_cols_get_double(const pp_cols *c, size_t col, size_t row, double *out) {
+PP_EXPORT int pp_cols_get_double(const pp_cols *c, size_t col, size_t row, double *out) {
   *out = 0;
   if (row >= c->n)
     return 0;
@@ -609,19 +610,19 @@ int pp_cols_get_double(const pp_cols *c, size_t col, size_t row, double *out) {
                       (uint32_t)(row & PP_CH_MASK), out);
 }
 
-size_t pp_cols_nlayouts(const pp_cols *c) { return c->nlay; }
-size_t pp_cols_layout(const pp_cols *c, size_t row) {
+PP_EXPORT size_t pp_cols_nlayouts(const pp_cols *c) { return c->nlay; }
+PP_EXPORT size_t pp_cols_layout(const pp_cols *c, size_t row) {
   pp_value v;
   pp_cols_get(c, (size_t)c->c_layout, row, &v);
   return (size_t)v.i;
 }
-const char *pp_cols_layout_prefix(const pp_cols *c, size_t layout) {
+PP_EXPORT const char *pp_cols_layout_prefix(const pp_cols *c, size_t layout) {
   return pp_cols_str(c, c->lay[layout].prefix, NULL);
 }
-size_t pp_cols_layout_nfields(const pp_cols *c, size_t layout) {
+PP_EXPORT size_t pp_cols_layout_nfields(const pp_cols *c, size_t layout) {
   return c->lay[layout].n;
 }
-size_t pp_cols_layout_column(const pp_cols *c, size_t layout, size_t i) {
+PP_EXPORT size_t pp_cols_layout_column(const pp_cols *c, size_t layout, size_t i) {
   return c->lay[layout].cols[i];
 }
 
@@ -633,7 +634,7 @@ static size_t put(char *buf, size_t cap, size_t at, const char *s, size_t n) {
   return at + n;
 }
 
-size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t cap) {
+PP_EXPORT size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t cap) {
   size_t at = 0, L = pp_cols_layout(c, row);
   const char *prefix = pp_cols_layout_prefix(c, L);
   at = put(buf, cap, at, prefix, strlen(prefix));
@@ -672,7 +673,7 @@ size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t cap) {
     }                                                                          \
   } while (0)
 
-size_t pp_cols_gather(const pp_cols *c, size_t col, const uint32_t *sel,
+PP_EXPORT size_t pp_cols_gather(const pp_cols *c, size_t col, const uint32_t *sel,
                       size_t nsel, double *out) {
   const pp_column *k = &c->col[col];
   size_t m = 0;
@@ -684,7 +685,7 @@ size_t pp_cols_gather(const pp_cols *c, size_t col, const uint32_t *sel,
   return m;
 }
 
-void pp_cols_gather_nan(const pp_cols *c, size_t col, const uint32_t *sel,
+PP_EXPORT void pp_cols_gather_nan(const pp_cols *c, size_t col, const uint32_t *sel,
                         size_t nsel, double *out) {
   const pp_column *k = &c->col[col];
   size_t m = 0;
@@ -696,7 +697,7 @@ void pp_cols_gather_nan(const pp_cols *c, size_t col, const uint32_t *sel,
   });
 }
 
-int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
+PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
                     size_t nsel, pp_summary *out) {
   size_t n = sel ? nsel : c->n;
   memset(out, 0, sizeof *out);
@@ -747,7 +748,7 @@ int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
   return 0;
 }
 
-size_t pp_cols_lincomb(const pp_cols *c, const size_t *cols,
+PP_EXPORT size_t pp_cols_lincomb(const pp_cols *c, const size_t *cols,
                        const double *coef, size_t nterms, const uint32_t *sel,
                        size_t nsel, int clamp, double floor, double *out) {
   size_t m = 0;
@@ -786,7 +787,7 @@ static int value_equals(const pp_cols *c, size_t col, size_t r,
   return a == b;
 }
 
-size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
+PP_EXPORT size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
                         const uint32_t *sel, size_t nsel, uint32_t *out) {
   size_t m = 0;
   FOR_ROWS(c, sel, nsel, r, {
@@ -796,7 +797,7 @@ size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
   return m;
 }
 
-size_t pp_cols_where_range(const pp_cols *c, size_t col, double lo, double hi,
+PP_EXPORT size_t pp_cols_where_range(const pp_cols *c, size_t col, double lo, double hi,
                            const uint32_t *sel, size_t nsel, uint32_t *out) {
   size_t m = 0;
   FOR_ROWS(c, sel, nsel, r, {
@@ -876,7 +877,7 @@ static uint32_t km_get(keymap *m, uint64_t key, uint32_t next, int *added) {
   return next;
 }
 
-void pp_groups_free(pp_group *g, size_t n) {
+PP_EXPORT void pp_groups_free(pp_group *g, size_t n) {
   if (!g)
     return;
   for (size_t i = 0; i < n; i++)
@@ -884,7 +885,7 @@ void pp_groups_free(pp_group *g, size_t n) {
   free(g);
 }
 
-int pp_cols_group(const pp_cols *c, size_t col, const uint32_t *sel,
+PP_EXPORT int pp_cols_group(const pp_cols *c, size_t col, const uint32_t *sel,
                   size_t nsel, pp_group **groups, size_t *ngroups) {
   size_t n = sel ? nsel : c->n;
   *groups = NULL;
@@ -949,7 +950,7 @@ out:
   return rc;
 }
 
-size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *sel,
+PP_EXPORT size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *sel,
                         size_t nsel, size_t limit) {
   keymap m;
   size_t nd = 0;
@@ -976,7 +977,7 @@ size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *sel,
   return nd;
 }
 
-int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
+PP_EXPORT int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
                 const uint32_t *sel, size_t nsel, pp_fit *out) {
   size_t n = sel ? nsel : c->n;
   double *x = malloc((n ? n : 1) * sizeof *x);
@@ -996,7 +997,7 @@ int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
   return rc;
 }
 
-int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
+PP_EXPORT int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
                      const size_t *ycols, size_t ny, const uint32_t *sel,
                      size_t nsel, pp_fit *out) {
   size_t n = sel ? nsel : c->n;

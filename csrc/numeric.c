@@ -7,6 +7,7 @@
  * than a full sort.
  */
 #include "pp_parse.h"
+#include "pp_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@ static void select_k(double *a, size_t n, size_t k) {
   }
 }
 
-double pp_quantile_sorted(const double *sorted, size_t n, double p) {
+PP_EXPORT double pp_quantile_sorted(const double *sorted, size_t n, double p) {
   if (n == 0)
     return NAN;
   double h = (double)(n - 1) * p;
@@ -101,7 +102,7 @@ static double quantile_sel(double *a, size_t n, double p, size_t *at) {
   return v;
 }
 
-void pp_summarize(double *a, size_t n, pp_summary *out) {
+PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
   memset(out, 0, sizeof *out);
   out->count = n;
   if (n == 0) {
@@ -232,7 +233,7 @@ static size_t sub_step(size_t n) {
   return n > PP_TS_SAMPLE_POINTS ? n / PP_TS_SAMPLE_POINTS : 1;
 }
 
-void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s) {
+PP_EXPORT void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s) {
   memset(s, 0, sizeof *s);
   s->n = n;
   if (n == 0)
@@ -255,7 +256,7 @@ void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s) {
   s->distinct = count_distinct(x, n);
 }
 
-int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s) {
+PP_EXPORT int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s) {
   memset(s, 0, sizeof *s);
   s->n = n;
   if (n == 0)
@@ -302,7 +303,7 @@ static int ts_intercept(const double *x, const double *y, size_t n, double b,
   return 0;
 }
 
-int pp_fit_line_with(const double *x, const double *y, size_t n,
+PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
                      const pp_fit_xstat *xs, const pp_fit_ystat *ys,
                      pp_fit *out) {
   memset(out, 0, sizeof *out);
@@ -350,7 +351,7 @@ int pp_fit_line_with(const double *x, const double *y, size_t n,
   return 0;
 }
 
-int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out) {
+PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out) {
   pp_fit_xstat xs;
   pp_fit_ystat ys;
   pp_fit_xstats(x, n, &xs);

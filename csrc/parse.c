@@ -210,7 +210,7 @@ oom:
   return -1;
 }
 
-pp_parser *pp_parser_new(const pp_parse_opts *opts, char *err, size_t errlen) {
+PP_EXPORT pp_parser *pp_parser_new(const pp_parse_opts *opts, char *err, size_t errlen) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, init_classes);
   char dummy[8];
@@ -236,7 +236,7 @@ pp_parser *pp_parser_new(const pp_parse_opts *opts, char *err, size_t errlen) {
   return p;
 }
 
-void pp_parser_free(pp_parser *p) {
+PP_EXPORT void pp_parser_free(pp_parser *p) {
   if (!p)
     return;
   pp_cols_free(p->cols);
@@ -271,7 +271,7 @@ static source_t *cur_src(pp_parser *p) {
   return p->nsrc ? &p->src[p->nsrc - 1] : NULL;
 }
 
-void pp_parser_source(pp_parser *p, const char *name) {
+PP_EXPORT void pp_parser_source(pp_parser *p, const char *name) {
   if (p->nsrc)
     pp_parser_end(p);
   if (p->nsrc == p->src_alloc) {
@@ -847,7 +847,7 @@ static int carry_add(pp_parser *p, const char *s, size_t n) {
   return 0;
 }
 
-int pp_parser_feed(pp_parser *p, const char *buf, size_t len) {
+PP_EXPORT int pp_parser_feed(pp_parser *p, const char *buf, size_t len) {
   source_t *s = cur_src(p);
   if (!s || p->oom)
     return -1;
@@ -872,7 +872,7 @@ int pp_parser_feed(pp_parser *p, const char *buf, size_t len) {
   return p->oom ? -1 : 0;
 }
 
-int pp_parser_line(pp_parser *p, const char *line, size_t len) {
+PP_EXPORT int pp_parser_line(pp_parser *p, const char *line, size_t len) {
   source_t *s = cur_src(p);
   if (!s || p->oom)
     return -1;
@@ -893,7 +893,7 @@ int pp_parser_line(pp_parser *p, const char *line, size_t len) {
   return p->oom ? -1 : 0;
 }
 
-int pp_parser_end(pp_parser *p) {
+PP_EXPORT int pp_parser_end(pp_parser *p) {
   if (!p->nsrc)
     return 0;
   if (p->carry_len) {
@@ -905,7 +905,7 @@ int pp_parser_end(pp_parser *p) {
   return p->oom ? -1 : 0;
 }
 
-int pp_parser_file(pp_parser *p, const char *path, pp_parse_progress progress,
+PP_EXPORT int pp_parser_file(pp_parser *p, const char *path, pp_parse_progress progress,
                    void *ud) {
   int is_stdin = strcmp(path, "-") == 0;
   int fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
@@ -955,7 +955,7 @@ int pp_parser_file(pp_parser *p, const char *path, pp_parse_progress progress,
   return rc;
 }
 
-void pp_parser_reset(pp_parser *p) {
+PP_EXPORT void pp_parser_reset(pp_parser *p) {
   pp_cols *fresh = pp_cols_new();
   if (fresh) {
     pp_cols_free(p->cols);
@@ -977,20 +977,20 @@ void pp_parser_reset(pp_parser *p) {
 }
 
 /* ---- results ------------------------------------------------------------- */
-const pp_parse_stats *pp_parser_stats(const pp_parser *p) { return &p->st; }
-size_t pp_parser_nsources(const pp_parser *p) { return p->nsrc; }
-const char *pp_parser_source_name(const pp_parser *p, size_t i) {
+PP_EXPORT const pp_parse_stats *pp_parser_stats(const pp_parser *p) { return &p->st; }
+PP_EXPORT size_t pp_parser_nsources(const pp_parser *p) { return p->nsrc; }
+PP_EXPORT const char *pp_parser_source_name(const pp_parser *p, size_t i) {
   return i < p->nsrc ? p->src[i].name : NULL;
 }
-const pp_parse_stats *pp_parser_source_stats(const pp_parser *p, size_t i) {
+PP_EXPORT const pp_parse_stats *pp_parser_source_stats(const pp_parser *p, size_t i) {
   return i < p->nsrc ? &p->src[i].st : NULL;
 }
-size_t pp_parser_nerrors(const pp_parser *p) { return p->nerr; }
-const pp_parse_error *pp_parser_error(const pp_parser *p, size_t i) {
+PP_EXPORT size_t pp_parser_nerrors(const pp_parser *p) { return p->nerr; }
+PP_EXPORT const pp_parse_error *pp_parser_error(const pp_parser *p, size_t i) {
   return i < p->nerr ? &p->err[i] : NULL;
 }
 
-pp_cols *pp_parser_take(pp_parser *p) {
+PP_EXPORT pp_cols *pp_parser_take(pp_parser *p) {
   pp_cols *fresh = pp_cols_new();
   if (!fresh)
     return NULL;

@@ -6,10 +6,10 @@
  *     pp_parser_file(p, "run.log", NULL, NULL);             // or _feed/_line
  *     const pp_parse_stats *st = pp_parser_stats(p);        // counts
  *     pp_cols *c = pp_parser_take(p);                       // the records
- *     ... pp_cols_get(c, pp_cols_field_index(c, "ptx_ns"), row, &v) ...
+ *     ... pp_cols_get(c, (size_t)pp_cols_find(c, "ptx_ns"), row, &v) ...
  *     pp_cols_free(c); pp_parser_free(p);
  *
- * What a line is (see also docs in BENCHMARKS.md / README):
+ * What a line is:
  *
  *   A line is the bytes up to '\n' (a '\r' before it is dropped); a last
  *   line without '\n' counts too. Tokens are separated by runs of spaces and
