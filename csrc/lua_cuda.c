@@ -88,6 +88,10 @@ static void ctx_release(lcu_ctx *c) {
   pp_cuda_event_pool_free(c->pool);
   c->pool = NULL;
   cu->DevicePrimaryCtxRelease(c->dev);
+  /* After a sticky error the primary context is reset, so that the next
+   * pp.cuda.context() on this device gets a fresh one. */
+  if (c->sticky != CUDA_SUCCESS && cu->DevicePrimaryCtxReset)
+    cu->DevicePrimaryCtxReset(c->dev);
   cu->CtxSetCurrent(NULL);
 }
 

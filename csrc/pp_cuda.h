@@ -61,6 +61,8 @@ extern "C" {
     PFN_cuDevicePrimaryCtxRetain_v7000, 12000, 1)                              \
   X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease",                      \
     PFN_cuDevicePrimaryCtxRelease_v11000, 12000, 1)                            \
+  X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset",                          \
+    PFN_cuDevicePrimaryCtxReset_v11000, 12000, 0)                              \
   X(CtxSetCurrent, "cuCtxSetCurrent", PFN_cuCtxSetCurrent_v4000, 12000, 1)     \
   X(CtxSynchronize, "cuCtxSynchronize", PFN_cuCtxSynchronize_v2000, 12000, 1)  \
   X(ModuleLoadDataEx, "cuModuleLoadDataEx", PFN_cuModuleLoadDataEx_v2010,      \
