@@ -5,18 +5,18 @@ local cli = require "phaseprobe.cli"
 
 local FIXTURE = "spec/fixtures/logs/mixed.log"
 
-local function capture()
-  local buf = {}
-  return { write = function(self, ...)
-    for _, s in ipairs({ ... }) do buf[#buf + 1] = tostring(s) end
-    return self
-  end, flush = function(self) return self end, text = function() return table.concat(buf) end }
+-- Real streams (temporary files), read back after the command.
+local function text_of(f)
+  f:seek("set")
+  local t = f:read("a")
+  f:close()
+  return t
 end
 
 local function run(...)
-  local out, err = capture(), capture()
+  local out, err = io.tmpfile(), io.tmpfile()
   local rc = cli.main({ ... }, out, err)
-  return rc, out.text(), err.text()
+  return rc, text_of(out), text_of(err)
 end
 
 local function clean_log()
@@ -87,11 +87,13 @@ describe("the export subcommands in the command framework", function()
 
   it("answer --help through cli.run as through the dispatcher", function()
     local cmd = require "phaseprobe.cmd_plot"
-    local out, err = capture(), capture()
+    local out, err = io.tmpfile(), io.tmpfile()
     assert.are.equal(0, cli.run(cmd, "plot", { "--help" }, out, err))
-    assert.are.equal(cmd.usage .. "\n", out.text())
+    assert.are.equal("", text_of(err))
+    local text = text_of(out)
+    assert.are.equal(cmd.usage .. "\n", text)
     local rc, out2 = run("plot", "-h")
     assert.are.equal(0, rc)
-    assert.are.equal(out.text(), out2)
+    assert.are.equal(text, out2)
   end)
 end)
