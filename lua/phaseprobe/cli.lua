@@ -11,7 +11,11 @@
 --     summary = "one line for the command list",
 --     usage = "phaseprobe NAME [options] FILE...\n\n<details>",  -- for --help
 --     run = function(args, ctx) ... return 0 end,                 -- exit status
+--     usage_on_error = true,   -- optional: the usage follows a usage error
 --   }
+--
+-- M.run(module, NAME, args) runs one the same way without the dispatcher
+-- (a module's run called without a ctx can hand itself to it).
 --
 -- `args` are the arguments after NAME (--help and -h are handled before
 -- run). `ctx` offers:
@@ -318,6 +322,48 @@ local function make_ctx(name, out, err)
   return ctx
 end
 
+--- Runs the command module `cmd` as `phaseprobe NAME ARGS...`: answers
+-- --help, makes the ctx, and turns errors into their exit status and a
+-- message on err. out, err default to io.stdout, io.stderr (as they are at
+-- the call). Returns the exit status. A module with `usage_on_error = true`
+-- has its usage printed after a usage error's message (else a pointer to
+-- --help).
+function M.run(cmd, name, args, out, err)
+  out, err = out or io.stdout, err or io.stderr
+  local prog = "phaseprobe"
+  for _, a in ipairs(args) do
+    if a == "--" then break end
+    if a == "--help" or a == "-h" then
+      out:write((cmd.usage or (prog .. " " .. name)) .. "\n")
+      return 0
+    end
+  end
+  local ctx = make_ctx(prog .. " " .. name, out, err)
+  local okr, res = xpcall(cmd.run, function(e)
+    local mt = getmetatable(e)
+    if mt == UsageError or mt == InputError then return e end
+    if type(e) == "string" and os.getenv("PHASEPROBE_DEBUG") then
+      return debug.traceback(e, 2)
+    end
+    return e
+  end, args, ctx)
+  out:flush()
+  if not okr then
+    local mt = getmetatable(res)
+    if mt == UsageError then
+      local after = cmd.usage_on_error and cmd.usage
+        or ("(see '" .. prog .. " " .. name .. " --help')")
+      err:write(string.format("%s: %s\n%s\n", ctx.name, res.msg, after))
+      return 2
+    end
+    local msg = mt == InputError and res.msg or tostring(res)
+    err:write(string.format("%s: %s\n", ctx.name, msg))
+    return 1
+  end
+  local code = math.tointeger(res) or (res == false and 1 or 0)
+  return math.max(code, ctx.status())
+end
+
 --- Runs the command line; returns the exit status.
 function M.main(argv, out, err)
   out, err = out or io.stdout, err or io.stderr
@@ -349,36 +395,7 @@ function M.main(argv, out, err)
       prog, name, table.concat(M.commands(), ", "), prog))
     return 2
   end
-  for _, a in ipairs(args) do
-    if a == "--" then break end
-    if a == "--help" or a == "-h" then
-      out:write((cmd.usage or (prog .. " " .. name)) .. "\n")
-      return 0
-    end
-  end
-  local ctx = make_ctx(prog .. " " .. name, out, err)
-  local okr, res = xpcall(cmd.run, function(e)
-    local mt = getmetatable(e)
-    if mt == UsageError or mt == InputError then return e end
-    if type(e) == "string" and os.getenv("PHASEPROBE_DEBUG") then
-      return debug.traceback(e, 2)
-    end
-    return e
-  end, args, ctx)
-  out:flush()
-  if not okr then
-    local mt = getmetatable(res)
-    if mt == UsageError then
-      err:write(string.format("%s: %s\n%s", ctx.name, res.msg,
-        "(see '" .. prog .. " " .. name .. " --help')\n"))
-      return 2
-    end
-    local msg = mt == InputError and res.msg or tostring(res)
-    err:write(string.format("%s: %s\n", ctx.name, msg))
-    return 1
-  end
-  local code = math.tointeger(res) or (res == false and 1 or 0)
-  return math.max(code, ctx.status())
+  return M.run(cmd, name, args, out, err)
 end
 
 return M

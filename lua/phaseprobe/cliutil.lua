@@ -1,153 +1,78 @@
--- phaseprobe.cliutil: what the export, trace, html and plot subcommands share:
--- option parsing, reading inputs, reporting failures with the right exit code.
+-- phaseprobe.cliutil: what the export, trace, html and plot subcommands
+-- share beyond the command framework (phaseprobe.cli, whose ctx, option
+-- parser and log reading they use): a module whose run also works called
+-- directly, inputs that may be .csv / .jsonl exports as well as logs, one
+-- run per input, writing a text to a file, and the fits of the analysis.
 --
--- Exit codes: 0 done, 1 bad or unreadable input (the message names the file
--- and line), 2 usage error (the usage text follows the message).
+-- Exit codes (those of phaseprobe.cli): 0 done, 1 bad or unreadable input
+-- (the message names the file and line), 2 usage error (the usage follows).
+local cli = require "phaseprobe.cli"
 local export = require "phaseprobe.export"
 local recview = require "phaseprobe.recview"
 
 local M = {}
 
-M.OK, M.BAD_INPUT, M.USAGE = 0, 1, 2
-
--- The output and error streams: the command's context's (ctx.out, ctx.err,
--- from bin/phaseprobe) or the process's.
-function M.streams(ctx)
-  local out = type(ctx) == "table" and ctx.out or io.stdout
-  local err = type(ctx) == "table" and ctx.err or io.stderr
-  return out, err
-end
-
-function M.say(cmd, msg, err)
-  err = err or io.stderr
-  err:write("phaseprobe ", cmd, ": ", msg, "\n")
-end
-
-function M.usage_error(cmd, usage, msg, err)
-  err = err or io.stderr
-  M.say(cmd, msg, err)
-  err:write(usage, "\n")
-  return M.USAGE
-end
-
--- spec: list of { "-o", "--output", key = "out", value = true }. Returns
--- opts, positional; or nil, message. "-h"/"--help" set opts.help.
-function M.parse_args(argv, spec)
-  if type(argv) ~= "table" then return nil, "arguments must be a list of strings" end
-  local lookup = { ["-h"] = { key = "help" }, ["--help"] = { key = "help" } }
-  for _, o in ipairs(spec) do
-    for _, name in ipairs(o) do lookup[name] = o end
+--- A command module for phaseprobe.cli. body(args, ctx) gets the ctx the
+-- dispatcher passes; run(args) called without one (from a script or a
+-- spec) runs through cli.run with the process's streams. A usage error
+-- prints the usage.
+function M.command(name, summary, usage, body)
+  local C = { summary = summary, usage = usage, usage_on_error = true }
+  function C.run(args, ctx)
+    if ctx then return body(args, ctx) end
+    return cli.run(C, name, args)
   end
-  local opts, pos = {}, {}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    if type(a) ~= "string" then return nil, ("argument %d is not a string"):format(i) end
-    if a == "--" then
-      for j = i + 1, #argv do pos[#pos + 1] = argv[j] end
-      break
-    end
-    if a:sub(1, 1) == "-" and a ~= "-" then
-      local name, val = a:match("^(%-%-[^=]+)=(.*)$")
-      name = name or a
-      local o = lookup[name]
-      if not o then return nil, ("unknown option '%s'"):format(name) end
-      if o.value then
-        if val == nil then
-          i = i + 1
-          val = argv[i]
-          if val == nil then return nil, ("option %s needs a value"):format(name) end
-        end
-        opts[o.key] = val
-      else
-        if val ~= nil then return nil, ("option %s takes no value"):format(name) end
-        opts[o.key] = true
-      end
-    else
-      pos[#pos + 1] = a
-    end
-    i = i + 1
-  end
-  return opts, pos
+  return C
 end
 
-local function basename(path)
-  return path:match("([^/]+)$") or path
-end
-M.basename = basename
-
--- A log through the record sets of phaseprobe.records (or the C parser,
--- pp.parse.file, directly). Any rejected record line makes the whole input
--- bad: its file and line are named.
-local function load_log(path)
-  local reader
-  local rok, records = pcall(require, "phaseprobe.records")
-  if rok and type(records) == "table" and type(records.read) == "function" then
-    reader = records.read
-  else
-    local ok, pp = pcall(require, "phaseprobe")
-    local parse = ok and type(pp) == "table" and pp.parse or nil
-    if type(parse) == "table" and type(parse.file) == "function" then reader = parse.file end
-  end
-  if not reader then
-    return nil, ("%s: this build has no log parser (phaseprobe.parse.file); .csv and .jsonl "
-      .. "exports can be read instead"):format(path)
-  end
-  local pok, cols, report = pcall(reader, path)
-  if not pok then return nil, ("%s: %s"):format(path, tostring(cols)) end
-  if not cols then return nil, tostring(report) end
-  if type(report) == "table" and type(report.errors) == "table" and #report.errors > 0 then
-    local e = report.errors[1]
-    local more = #report.errors > 1 and (" (%d more rejected lines)"):format(#report.errors - 1) or ""
-    local col = e.column and (":" .. tostring(e.column)) or ""
-    return nil, ("%s:%s%s: %s%s"):format(e.file or path, tostring(e.line or "?"), col,
-      tostring(e.what or "malformed record"), more)
-  end
-  return cols
-end
-
--- Records from one input: .csv and .jsonl through the exporters' readers,
--- anything else as a log. Returns an array of records, or nil, message.
-function M.load(path)
-  local records, err
+-- Records of one input as an array: .csv and .jsonl through the
+-- exporters' readers, anything else as a log through ctx.read. Any
+-- rejected record line makes the input bad (ctx.read names each as
+-- file:line:column) and nothing is written.
+local function load(ctx, path)
+  local set, err
   if path:match("%.[cC][sS][vV]$") then
-    records, err = export.read_csv(path)
+    set, err = export.read_csv(path)
   elseif path:match("%.jsonl$") or path:match("%.ndjson$") then
-    records, err = export.read_jsonl(path)
+    set, err = export.read_jsonl(path)
   else
-    records, err = load_log(path)
+    local rep
+    set, rep = ctx.read({ path })
+    if rep.rejected > 0 then
+      ctx.fail(("%s: %d rejected record lines, nothing written"):format(path, rep.rejected))
+    end
   end
-  if not records then return nil, err end
-  local ok, list = pcall(recview.collect, records, path)
-  if not ok then return nil, tostring(list) end
-  if #list == 0 then return nil, ("%s: no records found"):format(path) end
+  if not set then ctx.fail(err) end
+  local ok, list = pcall(recview.collect, set, path)
+  if not ok then ctx.fail(tostring(list)) end
+  if #list == 0 then ctx.fail(("%s: no records found"):format(path)) end
   return list
 end
 
--- Every input as a run { name =, set = }, or nil, message.
-function M.load_all(paths)
+--- Every input as a run { name = basename, path =, set = array of
+-- records }; a usage error when there is none.
+function M.runs(ctx, paths)
+  if #paths == 0 then ctx.usage("no LOG given") end
   local runs = {}
   for _, p in ipairs(paths) do
-    local set, err = M.load(p)
-    if not set then return nil, err end
-    runs[#runs + 1] = { name = basename(p), path = p, set = set }
+    runs[#runs + 1] = { name = p:match("([^/]+)$") or p, path = p, set = load(ctx, p) }
   end
   return runs
 end
 
--- Writes text to `path` ("-" or nil: the stream `out`): true or nil, message.
-function M.write_output(path, text, out)
+--- Writes text to `path` ("-" or nil: ctx.out); an input error (exit 1)
+-- when that fails.
+function M.write_output(ctx, path, text)
   if not path or path == "-" then
-    local ok, err = out:write(text)
-    if not ok then return nil, ("writing to standard output failed: %s"):format(tostring(err)) end
-    return true
+    local ok, err = ctx.out:write(text)
+    if not ok then ctx.fail(("writing to standard output failed: %s"):format(tostring(err))) end
+    return
   end
   local f, err = io.open(path, "wb")
-  if not f then return nil, ("cannot write '%s': %s"):format(path, err) end
+  if not f then ctx.fail(("cannot write '%s': %s"):format(path, err)) end
   local ok, werr = f:write(text)
   local cok, cerr = f:close()
-  if not ok or not cok then return nil, ("writing '%s' failed: %s"):format(path, tostring(werr or cerr)) end
-  return true
+  if not ok or not cok then ctx.fail(("writing '%s' failed: %s"):format(path, tostring(werr or cerr))) end
 end
 
 -- All runs' records in one array.
@@ -159,13 +84,21 @@ function M.concat(runs)
   return all
 end
 
--- nil when some record has the field, else a message listing the counts.
-function M.missing_field(records, name)
-  for _, r in ipairs(records) do
-    if r[name] ~= nil then return nil end
+--- A usage error unless some record has each of the fields named by the
+-- options `names` (e.g. { "by", "group" }) that opts sets.
+function M.need_fields(ctx, records, opts, names)
+  for _, o in ipairs(names) do
+    local name = opts[o]
+    local found = name == nil
+    for _, r in ipairs(records) do
+      if found then break end
+      found = r[name] ~= nil
+    end
+    if not found then
+      ctx.usage(("--%s %s: no record has a field '%s' (counts: %s)"):format(o, name, name,
+        table.concat(recview.layout(records[1]).counts, ", ")))
+    end
   end
-  return ("no record has a field '%s' (counts: %s)"):format(name,
-    table.concat(recview.layout(records[1]).counts, ", "))
 end
 
 -- Fits from the analysis module (phaseprobe.analyze.scaling: Theil-Sen

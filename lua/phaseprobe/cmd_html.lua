@@ -1,5 +1,5 @@
 -- phaseprobe html: a self-contained HTML report with SVG plots.
-local cli = require "phaseprobe.cliutil"
+local util = require "phaseprobe.cliutil"
 local html = require "phaseprobe.html"
 
 local USAGE = [[
@@ -21,46 +21,23 @@ LOG is a probe log, or a .csv / .jsonl export; several are reported together.
   --title TEXT        the page title]]
 
 local SPEC = {
-  { "-o", "--output", key = "out", value = true },
-  { "--group", key = "group", value = true },
-  { "--by", key = "by", value = true },
-  { "--title", key = "title", value = true },
+  ["--output"] = "value", ["--group"] = "value", ["--by"] = "value", ["--title"] = "value",
+  short = { ["-o"] = "--output" },
 }
 
-local function run(argv, ctx)
-  local out, err = cli.streams(ctx)
-  local opts, pos = cli.parse_args(argv, SPEC)
-  if not opts then return cli.usage_error("html", USAGE, pos, err) end
-  if opts.help then
-    out:write(USAGE, "\n")
-    return cli.OK
-  end
-  if #pos == 0 then return cli.usage_error("html", USAGE, "no LOG given", err) end
-  local runs, lerr = cli.load_all(pos)
-  if not runs then
-    cli.say("html", lerr, err)
-    return cli.BAD_INPUT
-  end
-  local records = cli.concat(runs)
-  for _, o in ipairs { "by", "group" } do
-    local missing = opts[o] and cli.missing_field(records, opts[o])
-    if missing then return cli.usage_error("html", USAGE, ("--%s %s: %s"):format(o, opts[o], missing), err) end
-  end
+return util.command("html", "write a self-contained HTML report with SVG plots", USAGE, function(argv, ctx)
+  local opts, pos = ctx.options(argv, SPEC)
+  local runs = util.runs(ctx, pos)
+  local records = util.concat(runs)
+  util.need_fields(ctx, records, opts, { "by", "group" })
   local sources = {}
   for _, r in ipairs(runs) do sources[#sources + 1] = r.path end
-  local page = html.report(records, {
+  util.write_output(ctx, opts.output, html.report(records, {
     title = opts.title,
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-    fits = cli.analysis_fits(records, opts.by),
-  })
-  local ok, werr = cli.write_output(opts.out, page, out)
-  if not ok then
-    cli.say("html", werr, err)
-    return cli.BAD_INPUT
-  end
-  return cli.OK
-end
-
-return { summary = "write a self-contained HTML report with SVG plots", usage = USAGE, run = run }
+    fits = util.analysis_fits(records, opts.by),
+  }))
+  return 0
+end)

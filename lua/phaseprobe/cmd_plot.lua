@@ -1,5 +1,5 @@
 -- phaseprobe plot: one SVG plot.
-local cli = require "phaseprobe.cliutil"
+local util = require "phaseprobe.cliutil"
 local html = require "phaseprobe.html"
 local recview = require "phaseprobe.recview"
 local svg = require "phaseprobe.svg"
@@ -22,11 +22,8 @@ LOG is a probe log, or a .csv / .jsonl export.
   -o, --output FILE   where to write (default: standard output)]]
 
 local SPEC = {
-  { "-o", "--output", key = "out", value = true },
-  { "--phase", key = "phase", value = true },
-  { "--by", key = "by", value = true },
-  { "--group", key = "group", value = true },
-  { "--bars", key = "bars" },
+  ["--output"] = "value", ["--phase"] = "value", ["--by"] = "value", ["--group"] = "value",
+  ["--bars"] = "flag", short = { ["-o"] = "--output" },
 }
 
 local function find_label(L, name)
@@ -39,58 +36,35 @@ local function find_label(L, name)
   end
 end
 
-local function run(argv, ctx)
-  local out, err = cli.streams(ctx)
-  local opts, pos = cli.parse_args(argv, SPEC)
-  if not opts then return cli.usage_error("plot", USAGE, pos, err) end
-  if opts.help then
-    out:write(USAGE, "\n")
-    return cli.OK
-  end
-  if not opts.phase and not opts.bars then
-    return cli.usage_error("plot", USAGE, "say --phase PHASE or --bars", err)
-  end
-  if opts.phase and opts.bars then return cli.usage_error("plot", USAGE, "give one of --phase and --bars", err) end
-  if #pos == 0 then return cli.usage_error("plot", USAGE, "no LOG given", err) end
-  local runs, lerr = cli.load_all(pos)
-  if not runs then
-    cli.say("plot", lerr, err)
-    return cli.BAD_INPUT
-  end
-  local records = cli.concat(runs)
-  local L = recview.layout(records[1])
-  local label
-  if opts.phase then
-    label = find_label(L, opts.phase)
-    if not label then
-      local names = {}
-      for _, p in ipairs(L.phases) do names[#names + 1] = p end
-      for _, n in ipairs(L.nested) do names[#names + 1] = n end
-      return cli.usage_error("plot", USAGE, ("--phase %s: not a phase or nested region of these records "
-        .. "(valid: %s)"):format(opts.phase, table.concat(names, ", ")), err)
+return util.command("plot", "write one SVG plot (a phase against a quantity, or the stacked bars)", USAGE,
+  function(argv, ctx)
+    local opts, pos = ctx.options(argv, SPEC)
+    if not opts.phase and not opts.bars then ctx.usage("say --phase PHASE or --bars") end
+    if opts.phase and opts.bars then ctx.usage("give one of --phase and --bars") end
+    local records = util.concat(util.runs(ctx, pos))
+    local L = recview.layout(records[1])
+    local label
+    if opts.phase then
+      label = find_label(L, opts.phase)
+      if not label then
+        local names = {}
+        for _, p in ipairs(L.phases) do names[#names + 1] = p end
+        for _, n in ipairs(L.nested) do names[#names + 1] = n end
+        ctx.usage(("--phase %s: not a phase or nested region of these records (valid: %s)")
+          :format(opts.phase, table.concat(names, ", ")))
+      end
     end
-  end
-  for _, o in ipairs { "by", "group" } do
-    local missing = opts[o] and cli.missing_field(records, opts[o])
-    if missing then return cli.usage_error("plot", USAGE, ("--%s %s: %s"):format(o, opts[o], missing), err) end
-  end
-  local fits = label and cli.analysis_fits(records, opts.by) or nil
-  local desc = html.describe(records, { group = opts.group, by = opts.by, fits = fits })
-  local text
-  if opts.bars then
-    text = svg.stacked_bars(desc.bars)
-  else
-    for _, s in ipairs(desc.scatters) do
-      if s.label == label then text = svg.scatter(s.svg) end
+    util.need_fields(ctx, records, opts, { "by", "group" })
+    local fits = label and util.analysis_fits(records, opts.by) or nil
+    local desc = html.describe(records, { group = opts.group, by = opts.by, fits = fits })
+    local text
+    if opts.bars then
+      text = svg.stacked_bars(desc.bars)
+    else
+      for _, s in ipairs(desc.scatters) do
+        if s.label == label then text = svg.scatter(s.svg) end
+      end
     end
-  end
-  local ok, werr = cli.write_output(opts.out, '<?xml version="1.0" encoding="UTF-8"?>\n' .. text .. "\n", out)
-  if not ok then
-    cli.say("plot", werr, err)
-    return cli.BAD_INPUT
-  end
-  return cli.OK
-end
-
-return { summary = "write one SVG plot (a phase against a quantity, or the stacked bars)", usage = USAGE,
-  run = run }
+    util.write_output(ctx, opts.output, '<?xml version="1.0" encoding="UTF-8"?>\n' .. text .. "\n")
+    return 0
+  end)

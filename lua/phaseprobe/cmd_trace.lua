@@ -1,5 +1,5 @@
 -- phaseprobe trace: records as a Chrome trace-event JSON timeline.
-local cli = require "phaseprobe.cliutil"
+local util = require "phaseprobe.cliutil"
 local export = require "phaseprobe.export"
 
 local USAGE = [[
@@ -17,28 +17,12 @@ end to end. The file's metadata says which.
 LOG is a probe log, or a .csv / .jsonl export.
   -o, --output FILE   where to write (default: standard output)]]
 
-local SPEC = { { "-o", "--output", key = "out", value = true } }
+local SPEC = { ["--output"] = "value", short = { ["-o"] = "--output" } }
 
-local function run(argv, ctx)
-  local out, err = cli.streams(ctx)
-  local opts, pos = cli.parse_args(argv, SPEC)
-  if not opts then return cli.usage_error("trace", USAGE, pos, err) end
-  if opts.help then
-    out:write(USAGE, "\n")
-    return cli.OK
-  end
-  if #pos == 0 then return cli.usage_error("trace", USAGE, "no LOG given", err) end
-  local runs, lerr = cli.load_all(pos)
-  if not runs then
-    cli.say("trace", lerr, err)
-    return cli.BAD_INPUT
-  end
-  local ok, werr = export.trace_runs(runs, opts.out or "-", out)
-  if not ok then
-    cli.say("trace", werr, err)
-    return cli.BAD_INPUT
-  end
-  return cli.OK
-end
-
-return { summary = "write a Perfetto / chrome://tracing timeline (trace-event JSON)", usage = USAGE, run = run }
+return util.command("trace", "write a Perfetto / chrome://tracing timeline (trace-event JSON)", USAGE,
+  function(argv, ctx)
+    local opts, pos = ctx.options(argv, SPEC)
+    local ok, werr = export.trace_runs(util.runs(ctx, pos), opts.output or "-", ctx.out)
+    if not ok then ctx.fail(werr) end
+    return 0
+  end)

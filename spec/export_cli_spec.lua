@@ -1,0 +1,99 @@
+-- The export subcommands (export, trace, html, plot) run through the
+-- command framework of phaseprobe.cli: its streams, options, log reading
+-- and exit statuses.
+local cli = require "phaseprobe.cli"
+
+local FIXTURE = "spec/fixtures/logs/mixed.log"
+
+-- Real streams (temporary files), read back after the command.
+local function text_of(f)
+  f:seek("set")
+  local t = f:read("a")
+  f:close()
+  return t
+end
+
+local function run(...)
+  local out, err = io.tmpfile(), io.tmpfile()
+  local rc = cli.main({ ... }, out, err)
+  return rc, text_of(out), text_of(err)
+end
+
+local function clean_log()
+  local keep, n = {}, 0
+  for l in io.lines(FIXTURE) do
+    n = n + 1
+    if n == 1 or n == 4 or n == 8 or n == 14 then keep[#keep + 1] = l end
+  end
+  local path = os.tmpname()
+  local f = assert(io.open(path, "wb"))
+  f:write(table.concat(keep, "\n") .. "\n")
+  f:close()
+  return path
+end
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+describe("the export subcommands in the command framework", function()
+  it("write to the ctx's stream, one record per line of a clean log", function()
+    local log = clean_log()
+    local rc, out, err = run("export", "--jsonl", log)
+    local rc2, out2 = run("trace", log)
+    os.remove(log)
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", err)
+    assert.are.equal(3, select(2, out:gsub("\n", "")))
+    assert.matches('^{"seq":0,', out)
+    assert.are.equal(0, rc2)
+    assert.matches('^{"traceEvents":%[', out2)
+  end)
+
+  it("print the usage after a usage error, status 2", function()
+    for _, c in ipairs {
+      { { "export", "--bogus", FIXTURE }, "unknown option '%-%-bogus'" },
+      { { "trace" }, "no LOG given" },
+      { { "plot", FIXTURE }, "say %-%-phase PHASE or %-%-bars" },
+      { { "html", "-o" }, "option '%-%-output' needs a value" },
+    } do
+      local rc, out, err = run(table.unpack(c[1]))
+      assert.are.equal(2, rc, table.concat(c[1], " "))
+      assert.are.equal("", out)
+      assert.matches("^phaseprobe " .. c[1][1] .. ": " .. c[2] .. "\nusage: phaseprobe " .. c[1][1], err)
+    end
+  end)
+
+  it("name a missing --by field with status 2", function()
+    local log = clean_log()
+    local rc, _, err = run("html", "--by", "no_such_field", log)
+    os.remove(log)
+    assert.are.equal(2, rc)
+    assert.matches("%-%-by no_such_field: no record has a field 'no_such_field' %(counts: nodes", err)
+  end)
+
+  it("reject a log with bad lines: each named as file:line:column, nothing written, status 1", function()
+    local dest = os.tmpname()
+    os.remove(dest)
+    local rc, out, err = run("trace", "-o", dest, FIXTURE)
+    assert.are.equal(1, rc)
+    assert.are.equal("", out)
+    assert.is_false(exists(dest))
+    assert.matches(FIXTURE:gsub("%p", "%%%0") .. ":5:%d+: missing field ptx_cache_misses", err)
+    assert.matches("phaseprobe trace: " .. FIXTURE:gsub("%p", "%%%0") .. ": 8 rejected record lines, nothing written\n$", err)
+  end)
+
+  it("answer --help through cli.run as through the dispatcher", function()
+    local cmd = require "phaseprobe.cmd_plot"
+    local out, err = io.tmpfile(), io.tmpfile()
+    assert.are.equal(0, cli.run(cmd, "plot", { "--help" }, out, err))
+    assert.are.equal("", text_of(err))
+    local text = text_of(out)
+    assert.are.equal(cmd.usage .. "\n", text)
+    local rc, out2 = run("plot", "-h")
+    assert.are.equal(0, rc)
+    assert.are.equal(text, out2)
+  end)
+end)
