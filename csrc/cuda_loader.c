@@ -204,8 +204,9 @@ PP_EXPORT size_t pp_cuda_format_error(char *buf, size_t cap, const char *call,
     desc = "no description from the driver";
   int n = snprintf(buf, cap, "%s: %s (%s)%s", call ? call : "CUDA", name, desc,
                    pp_cuda_error_is_sticky(rc)
-                       ? "; context is unusable after this error; create a "
-                         "new context"
+                       ? "; the device is unusable in this process after "
+                         "this error (even a new context fails); restart "
+                         "the process"
                        : "");
   return n < 0 ? 0 : (size_t)n;
 }

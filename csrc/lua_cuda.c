@@ -67,8 +67,8 @@ void lcu_use(lua_State *L, lcu_ctx *c, const char *what) {
   if (c->sticky != CUDA_SUCCESS) {
     char nb[32];
     luaL_error(L,
-               "%s: context of device %d is unusable after %s; create a new "
-               "context",
+               "%s: context of device %d is unusable after %s; restart the "
+               "process",
                what, c->ordinal, pp_cuda_error_name(c->sticky, nb, sizeof nb));
   }
   CUresult rc = pp_cuda()->CtxSetCurrent(c->ctx);
@@ -88,10 +88,6 @@ static void ctx_release(lcu_ctx *c) {
   pp_cuda_event_pool_free(c->pool);
   c->pool = NULL;
   cu->DevicePrimaryCtxRelease(c->dev);
-  /* After a sticky error the primary context is reset, so that the next
-   * pp.cuda.context() on this device gets a fresh one. */
-  if (c->sticky != CUDA_SUCCESS && cu->DevicePrimaryCtxReset)
-    cu->DevicePrimaryCtxReset(c->dev);
   cu->CtxSetCurrent(NULL);
 }
 

@@ -61,8 +61,6 @@ extern "C" {
     PFN_cuDevicePrimaryCtxRetain_v7000, 12000, 1)                              \
   X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease",                      \
     PFN_cuDevicePrimaryCtxRelease_v11000, 12000, 1)                            \
-  X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset",                          \
-    PFN_cuDevicePrimaryCtxReset_v11000, 12000, 0)                              \
   X(CtxSetCurrent, "cuCtxSetCurrent", PFN_cuCtxSetCurrent_v4000, 12000, 1)     \
   X(CtxSynchronize, "cuCtxSynchronize", PFN_cuCtxSynchronize_v2000, 12000, 1)  \
   X(ModuleLoadDataEx, "cuModuleLoadDataEx", PFN_cuModuleLoadDataEx_v2010,      \
@@ -122,8 +120,10 @@ const pp_cuda_api *pp_cuda(void);
 
 /* ---- errors -------------------------------------------------------------- */
 /* "call: CUDA_ERROR_NAME (description)" plus, for errors that leave the
- * context unusable, "; context is unusable after this error; create a new
- * context". Returns the length (output truncated to cap-1, NUL-terminated). */
+ * device unusable in this process, "; the device is unusable in this
+ * process after this error (even a new context fails); restart the
+ * process" (seen on driver 580: after an illegal address even
+ * cuDevicePrimaryCtxRetain returns the error). Returns the length (output truncated to cap-1, NUL-terminated). */
 size_t pp_cuda_format_error(char *buf, size_t cap, const char *call,
                             CUresult rc);
 /* The CUresult's name ("CUDA_ERROR_INVALID_VALUE"), "CUDA_ERROR_<n>" when

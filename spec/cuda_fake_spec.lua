@@ -212,10 +212,11 @@ describe("pp.cuda with the fake driver", function()
         report("usable", ctx.usable)
       ]])
       assert.are.equal("error: cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (an "
-        .. "illegal memory access was encountered); context is unusable after "
-        .. "this error; create a new context", r.sync)
+        .. "illegal memory access was encountered); the device is unusable in "
+        .. "this process after this error (even a new context fails); restart "
+        .. "the process", r.sync)
       assert.matches("ctx:alloc: context of device 0 is unusable after "
-        .. "CUDA_ERROR_ILLEGAL_ADDRESS; create a new context", r.after)
+        .. "CUDA_ERROR_ILLEGAL_ADDRESS; restart the process", r.after)
       assert.are.equal("false", r.usable)
     end)
 

@@ -229,8 +229,8 @@ describe("pp.cuda on a GPU #gpu", function()
     ]])
     local first = r.launch ~= "ok" and r.launch or r.sync
     assert.is_string(first, r._output)
-    assert.matches("^error: cu%a+: CUDA_ERROR_ILLEGAL_ADDRESS %(.-%); context is "
-      .. "unusable after this error; create a new context", first, r._output)
+    assert.matches("^error: cu%a+: CUDA_ERROR_ILLEGAL_ADDRESS %(.-%); the device is "
+      .. "unusable in this process after this error", first, r._output)
     assert.matches("unusable after CUDA_ERROR_ILLEGAL_ADDRESS", r.after)
   end)
 
