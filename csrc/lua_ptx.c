@@ -146,27 +146,69 @@ static void push_keys(lua_State *L) {
 
 #define KEY(k) lua_upvalueindex((k) + 1)
 
-/* t[key k] = value on top (popped); the table is just below. */
-static void setk(lua_State *L, int k) {
-  lua_pushvalue(L, KEY(k));
-  lua_insert(L, -2);
+/* Keys go on the stack before their values, so that lua_rawset takes both
+ * with no stack rotation; the table being filled sits just below the key. */
+static inline void key(lua_State *L, int k) { lua_pushvalue(L, KEY(k)); }
+
+static inline void set_int(lua_State *L, int k, uint64_t v) {
+  key(L, k);
+  lua_pushinteger(L, v > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER
+                                                  : (lua_Integer)v);
   lua_rawset(L, -3);
 }
 
-static void set_int(lua_State *L, int k, uint64_t v) {
-  lua_pushinteger(L, v > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER
-                                                  : (lua_Integer)v);
-  setk(L, k);
+/* lua_pushlstring rather than lua_pushstring, which first looks the
+ * pointer up in Lua's string cache (a strcmp per push) and misses for
+ * fresh names anyway. */
+static inline void push_str(lua_State *L, const char *v) {
+  lua_pushlstring(L, v, strlen(v));
 }
 
-static void set_str(lua_State *L, int k, const char *v) {
-  lua_pushstring(L, v);
-  setk(L, k);
+static inline void set_str(lua_State *L, int k, const char *v) {
+  key(L, k);
+  push_str(L, v);
+  lua_rawset(L, -3);
 }
 
-static void set_bool(lua_State *L, int k, int v) {
+static inline void set_bool(lua_State *L, int k, int v) {
+  key(L, k);
   lua_pushboolean(L, v);
-  setk(L, k);
+  lua_rawset(L, -3);
+}
+
+/* Type names (".u64", ".b8", ...) repeat across thousands of parameters
+ * and variables: the first TYPE_CACHE distinct ones of a result are kept
+ * in stack slots reserved below the result table and copied from there. */
+#define TYPE_CACHE 16
+typedef struct {
+  char name[TYPE_CACHE][16];
+  int base; /* stack index of the first slot */
+  int n;
+} type_cache;
+
+static void push_type(lua_State *L, type_cache *tc, const char *type) {
+  size_t len = strnlen(type, 16);
+  if (len == 16) { /* not from the scanner: no cache */
+    lua_pushlstring(L, type, len);
+    return;
+  }
+  for (int i = 0; i < tc->n; i++)
+    if (memcmp(tc->name[i], type, len + 1) == 0) {
+      lua_pushvalue(L, tc->base + i);
+      return;
+    }
+  lua_pushlstring(L, type, len);
+  if (tc->n < TYPE_CACHE) {
+    memcpy(tc->name[tc->n], type, len + 1);
+    lua_pushvalue(L, -1);
+    lua_replace(L, tc->base + tc->n++);
+  }
+}
+
+static void set_type(lua_State *L, type_cache *tc, const char *type) {
+  key(L, K_type);
+  push_type(L, tc, type);
+  lua_rawset(L, -3);
 }
 
 static void push_hex(lua_State *L, uint64_t v) {
@@ -175,13 +217,14 @@ static void push_hex(lua_State *L, uint64_t v) {
   lua_pushstring(L, buf);
 }
 
-static void push_var(lua_State *L, const pp_ptx_var *v) {
-  lua_createtable(L, 0, 8);
+static void push_var(lua_State *L, type_cache *tc, const pp_ptx_var *v) {
+  lua_createtable(L, 0, 9);
   set_str(L, K_name, v->name);
+  key(L, K_space);
   lua_pushvalue(L, KEY(K_SPACE0 + (int)v->space));
-  setk(L, K_space);
+  lua_rawset(L, -3);
   if (v->type[0])
-    set_str(L, K_type, v->type);
+    set_type(L, tc, v->type);
   set_int(L, K_size, v->size);
   set_int(L, K_align, v->align);
   set_int(L, K_array, v->array);
@@ -190,24 +233,37 @@ static void push_var(lua_State *L, const pp_ptx_var *v) {
   set_int(L, K_line, v->line);
 }
 
-static void push_dims(lua_State *L, int k, int has, const uint32_t d[3]) {
+static void set_vars(lua_State *L, type_cache *tc, int k,
+                     const pp_ptx_var *v, size_t n) {
+  key(L, k);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    push_var(L, tc, &v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_rawset(L, -3);
+}
+
+static void set_dims(lua_State *L, int k, int has, const uint32_t d[3]) {
   if (!has)
     return;
+  key(L, k);
   lua_createtable(L, 3, 0);
   for (int i = 0; i < 3; i++) {
     lua_pushinteger(L, d[i] ? d[i] : 1); /* unset dimensions mean 1 */
     lua_rawseti(L, -2, i + 1);
   }
-  setk(L, k);
+  lua_rawset(L, -3);
 }
 
-static void push_params(lua_State *L, const pp_ptx_func *f) {
+static void set_params(lua_State *L, type_cache *tc, const pp_ptx_func *f) {
+  key(L, K_params);
   lua_createtable(L, (int)f->nparams, 0);
   for (size_t i = 0; i < f->nparams; i++) {
     const pp_ptx_param *p = &f->params[i];
     lua_createtable(L, 0, 7);
     set_str(L, K_name, p->name);
-    set_str(L, K_type, p->type);
+    set_type(L, tc, p->type);
     set_int(L, K_size, p->size);
     set_int(L, K_align, p->align);
     set_int(L, K_array, p->array);
@@ -215,11 +271,30 @@ static void push_params(lua_State *L, const pp_ptx_func *f) {
     set_bool(L, K_ptr, p->ptr);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  setk(L, K_params);
+  lua_rawset(L, -3);
 }
 
-static void push_func(lua_State *L, const pp_ptx_func *f) {
-  lua_createtable(L, 0, 24);
+static void set_regs(lua_State *L, const pp_ptx_func *f) {
+  int n = 0;
+  for (int c = 0; c < PP_PTX_NREG; c++)
+    n += f->regs[c] != 0;
+  key(L, K_registers);
+  lua_createtable(L, 0, n);
+  for (int c = 0; c < PP_PTX_NREG; c++)
+    if (f->regs[c])
+      set_int(L, K_REG0 + c, f->regs[c]);
+  lua_rawset(L, -3);
+}
+
+/* The number of fields push_func sets, so that its table is made once at
+ * its final size. */
+static int func_fields(const pp_ptx_func *f) {
+  return 21 + f->has_maxntid + f->has_reqntid + f->has_minnctapersm +
+         f->has_maxnreg;
+}
+
+static void push_func(lua_State *L, type_cache *tc, const pp_ptx_func *f) {
+  lua_createtable(L, 0, func_fields(f));
   set_str(L, K_name, f->name);
   set_bool(L, K_visible, f->visible);
   set_bool(L, K_extern, f->external);
@@ -227,31 +302,22 @@ static void push_func(lua_State *L, const pp_ptx_func *f) {
   set_bool(L, K_defined, f->defined);
   set_int(L, K_line, f->line);
   set_int(L, K_col, f->col);
-  push_params(L, f);
-  push_dims(L, K_maxntid, f->has_maxntid, f->maxntid);
-  push_dims(L, K_reqntid, f->has_reqntid, f->reqntid);
+  set_params(L, tc, f);
+  set_dims(L, K_maxntid, f->has_maxntid, f->maxntid);
+  set_dims(L, K_reqntid, f->has_reqntid, f->reqntid);
   if (f->has_minnctapersm)
     set_int(L, K_minnctapersm, f->minnctapersm);
   if (f->has_maxnreg)
     set_int(L, K_maxnreg, f->maxnreg);
   set_int(L, K_instructions, f->instructions);
-  lua_createtable(L, 0, 8);
-  for (int c = 0; c < PP_PTX_NREG; c++)
-    if (f->regs[c])
-      set_int(L, K_REG0 + c, f->regs[c]);
-  setk(L, K_registers);
+  set_regs(L, f);
   set_int(L, K_bar_sync, f->bar_sync);
   set_int(L, K_atomics, f->atomics);
   set_int(L, K_atomics_global, f->atomics_global);
   set_int(L, K_grid_syncs, f->grid_syncs);
   set_int(L, K_barrier_markers, f->markers);
   set_bool(L, K_grid_sync, f->grid_syncs || f->markers);
-  lua_createtable(L, (int)f->nvars, 0);
-  for (size_t i = 0; i < f->nvars; i++) {
-    push_var(L, &f->vars[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  setk(L, K_vars);
+  set_vars(L, tc, K_vars, f->vars, f->nvars);
   set_int(L, K_shared_bytes, f->shared_bytes);
   set_int(L, K_local_bytes, f->local_bytes);
   set_int(L, K_body_begin, f->body_begin);
@@ -259,8 +325,15 @@ static void push_func(lua_State *L, const pp_ptx_func *f) {
 }
 
 /* full: entries and globals as tables; otherwise (summary) only the entry
- * names, under entry_names. */
+ * names, under entry_names. Pushes one value (the type cache's slots are
+ * taken off the stack). */
 static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
+  type_cache tc;
+  tc.n = 0;
+  luaL_checkstack(L, TYPE_CACHE + 8, "pp.ptx: result");
+  tc.base = lua_gettop(L) + 1;
+  for (int i = 0; i < TYPE_CACHE; i++)
+    lua_pushnil(L);
   lua_createtable(L, 0, 18);
   set_int(L, K_bytes, r->bytes);
   set_int(L, K_lines, r->lines);
@@ -270,42 +343,40 @@ static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
     set_str(L, K_target, r->target);
   if (r->address_size)
     set_int(L, K_address_size, r->address_size);
+  key(L, full ? K_entries : K_entry_names);
   lua_createtable(L, (int)r->nentries, 0);
   for (size_t i = 0; i < r->nentries; i++) {
     if (full)
-      push_func(L, &r->entries[i]);
+      push_func(L, &tc, &r->entries[i]);
     else
-      lua_pushstring(L, r->entries[i].name);
+      push_str(L, r->entries[i].name);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  setk(L, full ? K_entries : K_entry_names);
+  lua_rawset(L, -3);
+  key(L, K_funcs);
   lua_createtable(L, (int)r->nfuncs, 0);
   for (size_t i = 0; i < r->nfuncs; i++) {
-    lua_pushstring(L, r->funcs[i].name);
+    push_str(L, r->funcs[i].name);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  setk(L, K_funcs);
-  if (full) {
-    lua_createtable(L, (int)r->nglobals, 0);
-    for (size_t i = 0; i < r->nglobals; i++) {
-      push_var(L, &r->globals[i]);
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    setk(L, K_globals);
-  }
+  lua_rawset(L, -3);
+  if (full)
+    set_vars(L, &tc, K_globals, r->globals, r->nglobals);
+  key(L, K_markers);
   lua_createtable(L, 0, (int)r->nmarkers);
-  for (size_t i = 0; i < r->nmarkers; i++)
-  {
+  for (size_t i = 0; i < r->nmarkers; i++) {
     lua_pushinteger(L, (lua_Integer)r->marker_count[i]);
     lua_setfield(L, -2, r->markers[i]);
   }
-  setk(L, K_markers);
+  lua_rawset(L, -3);
   set_bool(L, K_counter_global, r->counter_global);
   set_bool(L, K_grid_sync, r->grid_sync);
   if (r->have_digest) {
+    key(L, K_digest);
     push_hex(L, r->digest);
-    setk(L, K_digest);
+    lua_rawset(L, -3);
   }
+  key(L, K_errors);
   lua_createtable(L, (int)r->nerrors, 0);
   for (size_t i = 0; i < r->nerrors; i++) {
     lua_createtable(L, 0, 4);
@@ -315,9 +386,11 @@ static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
     set_int(L, K_offset, r->errors[i].offset);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  setk(L, K_errors);
+  lua_rawset(L, -3);
   set_int(L, K_errors_dropped, r->errors_dropped);
   set_bool(L, K_partial, r->partial);
+  lua_replace(L, tc.base);
+  lua_settop(L, tc.base);
 }
 
 #define RESULT_MT "phaseprobe.ptx_result"
