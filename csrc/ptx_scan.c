@@ -186,6 +186,10 @@ typedef struct {
   const char *counter;
   size_t counter_len;
   size_t cap_entries, cap_funcs, cap_globals;
+  /* The parameter list being read, names still in the text; reused from
+   * one list to the next and freed at the end of the scan. */
+  struct pending_param *pend;
+  size_t npend, cap_pend;
   /* Indices of the latest functions declared without a body (entries 0,
    * funcs 1), where a later definition or declaration of the same name is
    * looked for: a bounded window, so that no input makes this quadratic. */
@@ -569,12 +573,49 @@ static uint32_t clamp32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint
 /* ---- memory ----------------------------------------------------------------- */
 static void no_memory(scanner *s) { ERR(s, s->p, 1, "out of memory"); }
 
-static char *dup_word(scanner *s, const char *p, size_t n) {
-  char *d = malloc(n + 1);
-  if (!d) {
+/* Names and parameter lists are carved out of blocks that grow from
+ * BLOCK_MIN to BLOCK_MAX bytes (or hold one larger request), chained from
+ * r->mem: thousands of small allocations become a few, written in text
+ * order, and freeing the result frees the blocks. */
+typedef struct block {
+  struct block *next;
+  size_t used, cap;
+  max_align_t data[];
+} block;
+
+#define BLOCK_MIN ((size_t)16 << 10)
+#define BLOCK_MAX ((size_t)1 << 20)
+
+/* n bytes aligned to align (a power of two, at most that of max_align_t);
+ * NULL (and the scan stops) without memory. */
+static void *arena_alloc(scanner *s, size_t n, size_t align) {
+  block *b = s->r->mem;
+  if (b) {
+    size_t at = (b->used + align - 1) & ~(align - 1);
+    if (at <= b->cap && n <= b->cap - at) {
+      b->used = at + n;
+      return (char *)b->data + at;
+    }
+  }
+  size_t cap = !b ? BLOCK_MIN : b->cap < BLOCK_MAX ? b->cap * 2 : BLOCK_MAX;
+  if (cap < n)
+    cap = n;
+  block *nb = cap <= SIZE_MAX - sizeof *nb ? malloc(sizeof *nb + cap) : NULL;
+  if (!nb) {
     no_memory(s);
     return NULL;
   }
+  nb->next = b;
+  nb->used = n;
+  nb->cap = cap;
+  s->r->mem = nb;
+  return nb->data;
+}
+
+static char *dup_word(scanner *s, const char *p, size_t n) {
+  char *d = n < SIZE_MAX ? arena_alloc(s, n + 1, 1) : NULL;
+  if (!d)
+    return NULL;
   memcpy(d, p, n);
   d[n] = 0;
   return d;
@@ -811,10 +852,15 @@ static void parse_reg(scanner *s, pp_ptx_func *f) {
   }
 }
 
+typedef struct pending_param {
+  pp_ptx_param p; /* name still NULL */
+  const char *name;
+  size_t nlen;
+} pending_param;
+
 /* One parameter: "(.param|.reg) [.align N] [.vN] .type [.ptr [.space]
  * [.align N]] name[[N]]". Stops before ',' or ')'. */
-static void parse_param(scanner *s, pp_ptx_func *f, size_t *cap,
-                        uint64_t *cursor) {
+static void parse_param(scanner *s, uint64_t *cursor) {
   uint32_t align = 0, vec = 1, elem = 0;
   int ptr = 0;
   char type[16] = "";
@@ -855,13 +901,13 @@ static void parse_param(scanner *s, pp_ptx_func *f, size_t *cap,
     TERR(s, &t, 0, "parameter without a name");
     return;
   }
-  if (!grow(s, (void **)&f->params, cap, f->nparams, sizeof *f->params))
+  if (!grow(s, (void **)&s->pend, &s->cap_pend, s->npend, sizeof *s->pend))
     return;
-  pp_ptx_param *pa = &f->params[f->nparams];
+  pending_param *pp = &s->pend[s->npend++];
+  pp_ptx_param *pa = &pp->p;
   memset(pa, 0, sizeof *pa);
-  if (!(pa->name = dup_word(s, name, nlen)))
-    return;
-  f->nparams++;
+  pp->name = name;
+  pp->nlen = nlen;
   memcpy(pa->type, type, sizeof type);
   pa->ptr = ptr;
   pa->array = array;
@@ -873,15 +919,33 @@ static void parse_param(scanner *s, pp_ptx_func *f, size_t *cap,
   *cursor = pp_sat_add(off, pa->size);
 }
 
+/* The pending list becomes f's: one arena piece holds the array and then
+ * the names. */
+static void commit_params(scanner *s, pp_ptx_func *f) {
+  size_t n = s->npend, bytes = n * sizeof *f->params;
+  for (size_t i = 0; i < n; i++)
+    bytes += s->pend[i].nlen + 1; /* each under the text's length */
+  pp_ptx_param *a = n ? arena_alloc(s, bytes, _Alignof(pp_ptx_param)) : NULL;
+  if (!a)
+    return;
+  char *names = (char *)(a + n);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = s->pend[i].p;
+    a[i].name = names;
+    memcpy(names, s->pend[i].name, s->pend[i].nlen);
+    names[s->pend[i].nlen] = 0;
+    names += s->pend[i].nlen + 1;
+  }
+  f->params = a;
+  f->nparams = n;
+}
+
 /* After '(': parameters up to and including ')'. With f NULL (a .func's
  * return list) they are read and dropped. */
 static void parse_params(scanner *s, pp_ptx_func *f, const char *fname) {
-  pp_ptx_func scratch;
-  memset(&scratch, 0, sizeof scratch);
-  pp_ptx_func *into = f ? f : &scratch;
-  size_t cap = into->nparams;
   uint64_t cursor = 0;
   tok t;
+  s->npend = 0;
   for (;;) {
     next(s, &t);
     if (is_punct(&t, ')') || t.kind == T_STOP)
@@ -894,7 +958,7 @@ static void parse_params(scanner *s, pp_ptx_func *f, const char *fname) {
     if (is_punct(&t, ','))
       continue;
     if (is_word(&t, ".param") || is_word(&t, ".reg")) {
-      parse_param(s, into, &cap, &cursor);
+      parse_param(s, &cursor);
       continue;
     }
     TERR(s, &t, 0, "unexpected '%.*s' in the parameter list of '%s'",
@@ -904,9 +968,8 @@ static void parse_params(scanner *s, pp_ptx_func *f, const char *fname) {
       break;
     }
   }
-  for (size_t i = 0; i < scratch.nparams; i++)
-    free(scratch.params[i].name);
-  free(scratch.params);
+  if (f)
+    commit_params(s, f);
 }
 
 /* ".maxntid x[, y[, z]]" and friends. */
@@ -1257,8 +1320,8 @@ static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
   pp_ptx_func *f = take_declared(s, entry, name,
                                  name_hash(name->p, name->len));
   if (f) {
-    for (size_t i = 0; i < f->nparams; i++) /* the latest list wins */
-      free(f->params[i].name);
+    f->params = NULL; /* the latest list wins (the old one stays in the
+                         arena until the result is freed) */
     f->nparams = 0;
     f->line = name->line;
     f->col = name->col;
@@ -1603,32 +1666,26 @@ PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
   out->bytes = len;
   scan_module(&s);
   finish(&s, text, len);
+  free(s.pend);
   return out->partial ? 1 : 0;
-}
-
-static void free_func(pp_ptx_func *f) {
-  free(f->name);
-  for (size_t i = 0; i < f->nparams; i++)
-    free(f->params[i].name);
-  free(f->params);
-  for (size_t i = 0; i < f->nvars; i++)
-    free(f->vars[i].name);
-  free(f->vars);
 }
 
 PP_EXPORT void pp_ptx_result_free(pp_ptx_result *r) {
   if (!r)
     return;
   for (size_t i = 0; i < r->nentries; i++)
-    free_func(&r->entries[i]);
+    free(r->entries[i].vars);
   for (size_t i = 0; i < r->nfuncs; i++)
-    free_func(&r->funcs[i]);
-  for (size_t i = 0; i < r->nglobals; i++)
-    free(r->globals[i].name);
+    free(r->funcs[i].vars);
   free(r->entries);
   free(r->funcs);
   free(r->globals);
+  for (block *b = r->mem, *nb; b; b = nb) {
+    nb = b->next;
+    free(b);
+  }
   r->entries = r->funcs = NULL;
   r->globals = NULL;
   r->nentries = r->nfuncs = r->nglobals = 0;
+  r->mem = NULL;
 }
