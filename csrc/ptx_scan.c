@@ -174,8 +174,14 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
 
 #define DECL_WINDOW 256
 #define MAX_FUNCS ((size_t)1 << 16) /* per list: bounds memory per byte */
+#define FCHUNK 64                   /* functions per chunk */
 
 /* ---- the scanner ---------------------------------------------------------- */
+typedef struct var_list {
+  pp_ptx_var *v;
+  size_t n, cap;
+} var_list;
+
 typedef struct {
   const char *base, *p, *end;
   const char *line_start;
@@ -185,7 +191,12 @@ typedef struct {
   pp_ptx_result *r;
   const char *counter;
   size_t counter_len;
-  size_t cap_entries, cap_funcs, cap_globals;
+  size_t cap_globals;
+  /* Entries (0) and funcs (1) while the scan runs: FCHUNK at a time in
+   * arena chunks, which never move (so a function is known by its address);
+   * finish() copies them into r->entries and r->funcs. */
+  pp_ptx_func **chunks[2];
+  var_list bvars; /* the variables of the body being read */
   /* The parameter list being read, names still in the text; reused from
    * one list to the next and freed at the end of the scan. */
   struct pending_param *pend;
@@ -193,7 +204,7 @@ typedef struct {
   /* Indices of the latest functions declared without a body (entries 0,
    * funcs 1), where a later definition or declaration of the same name is
    * looked for: a bounded window, so that no input makes this quadratic. */
-  size_t decl[2][DECL_WINDOW];
+  pp_ptx_func *decl[2][DECL_WINDOW];
   uint32_t decl_hash[2][DECL_WINDOW];
   size_t ndecl[2];
 } scanner;
@@ -651,11 +662,6 @@ static void copy_word(char *dst, size_t cap, const char *p, size_t n) {
 typedef struct {
   int visible, external, weak;
 } linkage;
-
-typedef struct {
-  pp_ptx_var *v;
-  size_t n, cap;
-} var_list;
 
 /* Reads "[N]" dimensions after a name; returns the product (0 if none or
  * unsized) and sets *unsized for "[]". */
@@ -1148,36 +1154,46 @@ static void watch_grid(pp_ptx_func *f, grid_watch *g, op_kind k,
   }
 }
 
-static void add_body_var(scanner *s, pp_ptx_func *f, size_t *cap,
-                         pp_ptx_space sp) {
-  var_list l = {f->vars, f->nvars, *cap};
-  size_t before = l.n;
-  parse_var(s, &l, sp, (linkage){0, 0, 0});
-  f->vars = l.v;
-  f->nvars = l.n;
-  *cap = l.cap;
-  for (size_t i = before; i < l.n; i++) {
+/* A body's variables are read into s->bvars (reused from body to body)
+ * and copied into the arena when the body ends. */
+static void add_body_var(scanner *s, pp_ptx_func *f, pp_ptx_space sp) {
+  var_list *l = &s->bvars;
+  size_t before = l->n;
+  parse_var(s, l, sp, (linkage){0, 0, 0});
+  for (size_t i = before; i < l->n; i++) {
     if (sp == PP_PTX_SHARED)
-      f->shared_bytes = pp_sat_add(f->shared_bytes, l.v[i].size);
+      f->shared_bytes = pp_sat_add(f->shared_bytes, l->v[i].size);
     else if (sp == PP_PTX_LOCAL)
-      f->local_bytes = pp_sat_add(f->local_bytes, l.v[i].size);
+      f->local_bytes = pp_sat_add(f->local_bytes, l->v[i].size);
   }
 }
 
+static void end_body(scanner *s, pp_ptx_func *f) {
+  f->body_end = (size_t)(s->p - s->base);
+  size_t n = s->bvars.n;
+  pp_ptx_var *v = n ? arena_alloc(s, n * sizeof *v, _Alignof(pp_ptx_var)) : NULL;
+  if (v) {
+    memcpy(v, s->bvars.v, n * sizeof *v);
+    f->vars = v;
+    f->nvars = n;
+  }
+  s->bvars.n = 0;
+}
+
 /* A directive inside a body; s->p at its '.'. */
-static void body_directive(scanner *s, pp_ptx_func *f, size_t *vcap) {
+static void body_directive(scanner *s, pp_ptx_func *f) {
   tok w;
   next(s, &w);
   if (is_word(&w, ".reg"))
     parse_reg(s, f);
   else if (is_word(&w, ".shared"))
-    add_body_var(s, f, vcap, PP_PTX_SHARED);
+    add_body_var(s, f, PP_PTX_SHARED);
   else if (is_word(&w, ".local"))
-    add_body_var(s, f, vcap, PP_PTX_LOCAL);
+    add_body_var(s, f, PP_PTX_LOCAL);
   else if (is_word(&w, ".global"))
-    add_body_var(s, f, vcap, PP_PTX_GLOBAL);
+    add_body_var(s, f, PP_PTX_GLOBAL);
   else if (is_word(&w, ".const"))
-    add_body_var(s, f, vcap, PP_PTX_CONST);
+    add_body_var(s, f, PP_PTX_CONST);
   else if (is_word(&w, ".loc") || is_word(&w, ".file"))
     skip_statement(s, 1);
   else if (!perf_directive(s, f, &w))
@@ -1189,7 +1205,7 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
                       const char *kind) {
   uint64_t open_line = s->line;
   uint32_t depth = 1;
-  size_t vcap = f->nvars;
+  s->bvars.n = 0;
   grid_watch g = {.set = 0};
   f->body_begin = (size_t)(open - s->base);
   while (!s->stop) {
@@ -1213,13 +1229,13 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
     } else if (c == '}') {
       s->p = p + 1;
       if (--depth == 0) {
-        f->body_end = (size_t)(s->p - s->base);
+        end_body(s, f);
         return;
       }
     } else if (c == ';') {
       s->p = p + 1;
     } else if (c == '.') {
-      body_directive(s, f, &vcap);
+      body_directive(s, f);
     } else if (c == '/') {
       if (!skip_comment(s)) {
         ERR(s, p, 0, "unexpected '/'");
@@ -1268,7 +1284,7 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
       skip_statement(s, 0);
     }
   }
-  f->body_end = (size_t)(s->p - s->base);
+  end_body(s, f);
 }
 
 /* ---- functions ----------------------------------------------------------------- */
@@ -1279,17 +1295,22 @@ static uint32_t name_hash(const char *p, size_t n) {
   return h;
 }
 
+/* Function i of list k (0 entries, 1 funcs) during the scan. */
+static pp_ptx_func *func_at(const scanner *s, int k, size_t i) {
+  return &s->chunks[k][i / FCHUNK][i % FCHUNK];
+}
+
 /* Takes the declared-only function of this name out of the window. */
 static pp_ptx_func *take_declared(scanner *s, int entry, const tok *name,
                                   uint32_t h) {
   int k = entry ? 0 : 1;
-  pp_ptx_func *list = entry ? s->r->entries : s->r->funcs;
-  size_t *idx = s->decl[k], n = s->ndecl[k];
+  pp_ptx_func **fs = s->decl[k];
+  size_t n = s->ndecl[k];
   uint32_t *hs = s->decl_hash[k];
   for (size_t i = n; i-- > 0;) {
-    pp_ptx_func *f = &list[idx[i]];
+    pp_ptx_func *f = fs[i];
     if (hs[i] == h && word_is(name->p, name->len, f->name)) {
-      memmove(idx + i, idx + i + 1, (n - i - 1) * sizeof *idx);
+      memmove(fs + i, fs + i + 1, (n - i - 1) * sizeof *fs);
       memmove(hs + i, hs + i + 1, (n - i - 1) * sizeof *hs);
       s->ndecl[k]--;
       return f;
@@ -1298,25 +1319,23 @@ static pp_ptx_func *take_declared(scanner *s, int entry, const tok *name,
   return NULL;
 }
 
-static void put_declared(scanner *s, int entry, const pp_ptx_func *f) {
+static void put_declared(scanner *s, int entry, pp_ptx_func *f) {
   int k = entry ? 0 : 1;
-  pp_ptx_func *list = entry ? s->r->entries : s->r->funcs;
-  size_t *idx = s->decl[k];
+  pp_ptx_func **fs = s->decl[k];
   uint32_t *hs = s->decl_hash[k];
   if (s->ndecl[k] == DECL_WINDOW) { /* the oldest leaves */
-    memmove(idx, idx + 1, (DECL_WINDOW - 1) * sizeof *idx);
+    memmove(fs, fs + 1, (DECL_WINDOW - 1) * sizeof *fs);
     memmove(hs, hs + 1, (DECL_WINDOW - 1) * sizeof *hs);
     s->ndecl[k]--;
   }
-  idx[s->ndecl[k]] = (size_t)(f - list);
+  fs[s->ndecl[k]] = f;
   hs[s->ndecl[k]++] = name_hash(f->name, strlen(f->name));
 }
 
 static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
   pp_ptx_result *r = s->r;
-  pp_ptx_func **list = entry ? &r->entries : &r->funcs;
+  int k = entry ? 0 : 1;
   size_t *n = entry ? &r->nentries : &r->nfuncs;
-  size_t *cap = entry ? &s->cap_entries : &s->cap_funcs;
   pp_ptx_func *f = take_declared(s, entry, name,
                                  name_hash(name->p, name->len));
   if (f) {
@@ -1332,9 +1351,15 @@ static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
          entry ? "entries" : "funcs");
     return NULL;
   }
-  if (!grow(s, (void **)list, cap, *n, sizeof **list))
+  if (!s->chunks[k] &&
+      !(s->chunks[k] = arena_alloc(s, MAX_FUNCS / FCHUNK * sizeof(void *),
+                                   _Alignof(void *))))
     return NULL;
-  f = &(*list)[*n];
+  if (*n % FCHUNK == 0 &&
+      !(s->chunks[k][*n / FCHUNK] = arena_alloc(
+            s, FCHUNK * sizeof *f, _Alignof(pp_ptx_func))))
+    return NULL;
+  f = func_at(s, k, *n);
   memset(f, 0, sizeof *f);
   if (!(f->name = dup_word(s, name->p, name->len)))
     return NULL;
@@ -1342,6 +1367,24 @@ static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
   f->line = name->line;
   f->col = name->col;
   return f;
+}
+
+/* The functions of list k into one array (*out); empty on no memory. */
+static void gather(scanner *s, int k, pp_ptx_func **out, size_t *n) {
+  *out = NULL;
+  if (!*n)
+    return;
+  pp_ptx_func *a = malloc(*n * sizeof *a);
+  if (!a) {
+    *n = 0;
+    no_memory(s);
+    return;
+  }
+  for (size_t i = 0; i < *n; i += FCHUNK) {
+    size_t m = *n - i < FCHUNK ? *n - i : FCHUNK;
+    memcpy(a + i, s->chunks[k][i / FCHUNK], m * sizeof *a);
+  }
+  *out = a;
 }
 
 /* After .entry or .func. */
@@ -1628,6 +1671,8 @@ static void count_markers(scanner *s, const char *text, size_t len) {
 
 static void finish(scanner *s, const char *text, size_t len) {
   pp_ptx_result *r = s->r;
+  gather(s, 0, &r->entries, &r->nentries);
+  gather(s, 1, &r->funcs, &r->nfuncs);
   if (!s->stop && s->p >= s->end && (size_t)(s->end - s->line_start) >
                                          s->max_line)
     add_error_at(s, s->line, (uint64_t)s->max_line + 1,
@@ -1667,16 +1712,13 @@ PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
   scan_module(&s);
   finish(&s, text, len);
   free(s.pend);
+  free(s.bvars.v);
   return out->partial ? 1 : 0;
 }
 
 PP_EXPORT void pp_ptx_result_free(pp_ptx_result *r) {
   if (!r)
     return;
-  for (size_t i = 0; i < r->nentries; i++)
-    free(r->entries[i].vars);
-  for (size_t i = 0; i < r->nfuncs; i++)
-    free(r->funcs[i].vars);
   free(r->entries);
   free(r->funcs);
   free(r->globals);
