@@ -201,6 +201,11 @@ typedef struct {
    * one list to the next and freed at the end of the scan. */
   struct pending_param *pend;
   size_t npend, cap_pend;
+  /* The first marker, matched as the scan goes (each body's count is
+   * final when the body closes): every position before mk_pos has been
+   * tried, the next match may start at mk_next (matches do not overlap). */
+  size_t mk_len, mk_pos, mk_next;
+  uint64_t mk_count;
   /* Indices of the latest functions declared without a body (entries 0,
    * funcs 1), where a later definition or declaration of the same name is
    * looked for: a bounded window, so that no input makes this quadratic. */
@@ -1387,6 +1392,47 @@ static void gather(scanner *s, int k, pp_ptx_func **out, size_t *n) {
   *out = a;
 }
 
+/* ---- the first marker, body by body ------------------------------------------ */
+typedef struct {
+  pp_ptx_func *f; /* the body just closed, or NULL */
+  size_t base, mlen, last_end;
+} marker_run;
+
+static void on_marker(void *ud, size_t pos) {
+  marker_run *m = ud;
+  size_t at = m->base + pos;
+  if (m->f && m->f->body_begin <= at && at + m->mlen <= m->f->body_end)
+    m->f->markers++;
+  m->last_end = at + m->mlen;
+}
+
+/* Matches of the first marker that start before offset `to` (and after
+ * those of the previous call), each given to f when it lies wholly inside
+ * f's body: called as each body closes, in text order, then for the rest
+ * of the text. The bodies do not overlap, so a match can only lie in the
+ * first body that ends after its start: the one closing now. */
+static void marker_advance(scanner *s, size_t to, pp_ptx_func *f) {
+  if (!s->r->nmarkers)
+    return;
+  size_t len = (size_t)(s->end - s->base), mlen = s->mk_len;
+  size_t start = s->mk_pos > s->mk_next ? s->mk_pos : s->mk_next;
+  if (to > len)
+    to = len;
+  if (start < to && mlen <= len - start) {
+    size_t span = len - start; /* starts in [start, to) only */
+    if (to - start <= span - mlen)
+      span = (to - start) + mlen - 1;
+    marker_run m = {f, start, mlen, 0};
+    uint64_t n = pp_ptx_find_all(s->base + start, span, s->r->markers[0],
+                                 mlen, on_marker, &m);
+    s->mk_count += n;
+    if (n)
+      s->mk_next = m.last_end;
+  }
+  if (to > s->mk_pos)
+    s->mk_pos = to;
+}
+
 /* After .entry or .func. */
 static void parse_function(scanner *s, int entry, linkage lk) {
   const char *kind = entry ? "entry" : "func";
@@ -1422,6 +1468,7 @@ static void parse_function(scanner *s, int entry, linkage lk) {
     if (is_punct(&t, '{')) {
       f->defined = 1;
       scan_body(s, f, t.p, kind);
+      marker_advance(s, f->body_end, f);
       return;
     }
     if (is_punct(&t, ';')) {
@@ -1614,65 +1661,29 @@ static int set_opts(const pp_ptx_opts *o, pp_ptx_result *out, scanner *s) {
   return 0;
 }
 
-/* Marker counts, module-wide and per function body, in one pass per
- * marker: each match of the first marker is given to the body holding it. */
-typedef struct {
-  pp_ptx_func **f; /* defined functions by body_begin */
-  size_t n, at, mlen;
-} bodies;
-
-static void give_match(void *ud, size_t pos) {
-  bodies *b = ud;
-  while (b->at < b->n && b->f[b->at]->body_end <= pos)
-    b->at++;
-  if (b->at < b->n && b->f[b->at]->body_begin <= pos &&
-      pos + b->mlen <= b->f[b->at]->body_end)
-    b->f[b->at]->markers++;
-}
-
-static int by_begin(const void *a, const void *b) {
-  size_t x = (*(pp_ptx_func *const *)a)->body_begin;
-  size_t y = (*(pp_ptx_func *const *)b)->body_begin;
-  return x < y ? -1 : x > y;
-}
-
+/* Marker counts, module-wide (the bodies had their matches of the first
+ * marker as they closed). */
 static void count_markers(scanner *s, const char *text, size_t len) {
   pp_ptx_result *r = s->r;
-  bodies b = {NULL, 0, 0, 0};
-  size_t total = r->nentries + r->nfuncs;
-  b.f = total ? malloc(total * sizeof *b.f) : NULL;
-  if (b.f) {
-    for (int kind = 0; kind < 2; kind++) {
-      pp_ptx_func *list = kind ? r->funcs : r->entries;
-      size_t n = kind ? r->nfuncs : r->nentries;
-      for (size_t i = 0; i < n; i++)
-        if (list[i].defined && list[i].body_end > list[i].body_begin)
-          b.f[b.n++] = &list[i];
-    }
-    qsort(b.f, b.n, sizeof *b.f, by_begin);
-  } else if (total) {
-    no_memory(s);
+  if (r->nmarkers) {
+    marker_advance(s, len, NULL);
+    r->marker_count[0] = s->mk_count;
   }
-  for (size_t i = 0; i < r->nmarkers; i++) {
-    b.mlen = strlen(r->markers[i]);
-    b.at = 0;
-    r->marker_count[i] = pp_ptx_find_all(text, len, r->markers[i], b.mlen,
-                                         i == 0 && b.n ? give_match : NULL, &b);
-  }
-  free(b.f);
-  for (int kind = 0; kind < 2; kind++) {
-    pp_ptx_func *list = kind ? r->funcs : r->entries;
-    size_t n = kind ? r->nfuncs : r->nentries;
-    for (size_t i = 0; i < n; i++)
-      if (list[i].grid_syncs || list[i].markers)
+  for (size_t i = 1; i < r->nmarkers; i++)
+    r->marker_count[i] = pp_ptx_find_all(text, len, r->markers[i],
+                                         strlen(r->markers[i]), NULL, NULL);
+  for (int k = 0; k < 2; k++) {
+    size_t n = k ? r->nfuncs : r->nentries;
+    for (size_t i = 0; i < n; i++) {
+      const pp_ptx_func *f = func_at(s, k, i);
+      if (f->grid_syncs || f->markers)
         r->grid_sync = 1;
+    }
   }
 }
 
 static void finish(scanner *s, const char *text, size_t len) {
   pp_ptx_result *r = s->r;
-  gather(s, 0, &r->entries, &r->nentries);
-  gather(s, 1, &r->funcs, &r->nfuncs);
   if (!s->stop && s->p >= s->end && (size_t)(s->end - s->line_start) >
                                          s->max_line)
     add_error_at(s, s->line, (uint64_t)s->max_line + 1,
@@ -1689,6 +1700,8 @@ static void finish(scanner *s, const char *text, size_t len) {
       r->counter_global = 1;
   r->have_digest = pp_ptx_have_digest();
   r->digest = pp_ptx_digest(text, len);
+  gather(s, 0, &r->entries, &r->nentries);
+  gather(s, 1, &r->funcs, &r->nfuncs);
 }
 
 PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
@@ -1708,6 +1721,7 @@ PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
   s.end = text + len;
   s.line = 1;
   s.r = out;
+  s.mk_len = out->nmarkers ? strlen(out->markers[0]) : 0;
   out->bytes = len;
   scan_module(&s);
   finish(&s, text, len);
