@@ -18,7 +18,9 @@
 #include "pp_ptx.h"
 #include "ptx_internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +176,7 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
 
 #define DECL_WINDOW 256
 #define MAX_FUNCS ((size_t)1 << 16) /* per list: bounds memory per byte */
-#define FCHUNK 64                   /* functions per chunk */
+#define FCHUNK PP_PTX_FCHUNK        /* functions per chunk */
 
 /* ---- the scanner ---------------------------------------------------------- */
 typedef struct var_list {
@@ -206,6 +208,9 @@ typedef struct {
    * tried, the next match may start at mk_next (matches do not overlap). */
   size_t mk_len, mk_pos, mk_next;
   uint64_t mk_count;
+  /* With a feed (pp_ptx_scan_feed), entries[0, fed) are published. */
+  pp_ptx_feed *feed;
+  size_t fed;
   /* Indices of the latest functions declared without a body (entries 0,
    * funcs 1), where a later definition or declaration of the same name is
    * looked for: a bounded window, so that no input makes this quadratic. */
@@ -1356,10 +1361,13 @@ static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
          entry ? "entries" : "funcs");
     return NULL;
   }
-  if (!s->chunks[k] &&
-      !(s->chunks[k] = arena_alloc(s, MAX_FUNCS / FCHUNK * sizeof(void *),
-                                   _Alignof(void *))))
-    return NULL;
+  if (!s->chunks[k]) {
+    if (!(s->chunks[k] = arena_alloc(s, MAX_FUNCS / FCHUNK * sizeof(void *),
+                                     _Alignof(void *))))
+      return NULL;
+    if (s->feed)
+      s->feed->chunks[k] = s->chunks[k];
+  }
   if (*n % FCHUNK == 0 &&
       !(s->chunks[k][*n / FCHUNK] = arena_alloc(
             s, FCHUNK * sizeof *f, _Alignof(pp_ptx_func))))
@@ -1610,15 +1618,37 @@ static void module_directive(scanner *s, tok *t) {
   }
 }
 
+/* Publishes the defined entries that follow the published ones: those
+ * can no longer change. */
+static void publish(scanner *s) {
+  const pp_ptx_result *r = s->r;
+  size_t k = s->fed;
+  while (k < r->nentries && func_at(s, 0, k)->defined)
+    k++;
+  if (k == s->fed)
+    return;
+  s->fed = k;
+  atomic_store(&s->feed->ready, k);
+  if (s->feed->published)
+    s->feed->published(s->feed, k);
+  if (atomic_load(&s->feed->waiting)) {
+    pthread_mutex_lock(&s->feed->mu);
+    pthread_cond_signal(&s->feed->cv);
+    pthread_mutex_unlock(&s->feed->mu);
+  }
+}
+
 static void scan_module(scanner *s) {
   tok t;
   while (!s->stop) {
     next(s, &t);
     if (t.kind == T_EOF || t.kind == T_STOP)
       return;
-    if (t.kind == T_WORD && *t.p == '.')
+    if (t.kind == T_WORD && *t.p == '.') {
       module_directive(s, &t);
-    else if (is_punct(&t, ';'))
+      if (s->feed)
+        publish(s);
+    } else if (is_punct(&t, ';'))
       continue;
     else if (is_punct(&t, '}'))
       TERR(s, &t, 0, "'}' without a matching '{'");
@@ -1700,14 +1730,14 @@ static void finish(scanner *s, const char *text, size_t len) {
       r->counter_global = 1;
   r->have_digest = pp_ptx_have_digest();
   r->digest = pp_ptx_digest(text, len);
-  gather(s, 0, &r->entries, &r->nentries);
-  gather(s, 1, &r->funcs, &r->nfuncs);
+  if (!s->feed) {
+    gather(s, 0, &r->entries, &r->nentries);
+    gather(s, 1, &r->funcs, &r->nfuncs);
+  }
 }
 
-PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
-                          const pp_ptx_opts *opts, pp_ptx_result *out) {
-  if (!out)
-    return -1;
+static int scan(const char *text, size_t len, const pp_ptx_opts *opts,
+                pp_ptx_result *out, pp_ptx_feed *feed) {
   memset(out, 0, sizeof *out);
   if (!text && len)
     return bad_opts(out, "text is NULL with length %s", "> 0");
@@ -1721,6 +1751,7 @@ PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
   s.end = text + len;
   s.line = 1;
   s.r = out;
+  s.feed = feed;
   s.mk_len = out->nmarkers ? strlen(out->markers[0]) : 0;
   out->bytes = len;
   scan_module(&s);
@@ -1728,6 +1759,25 @@ PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
   free(s.pend);
   free(s.bvars.v);
   return out->partial ? 1 : 0;
+}
+
+PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
+                          const pp_ptx_opts *opts, pp_ptx_result *out) {
+  if (!out)
+    return -1;
+  return scan(text, len, opts, out, NULL);
+}
+
+int pp_ptx_scan_feed(const char *text, size_t len, const pp_ptx_opts *opts,
+                     pp_ptx_result *out, pp_ptx_feed *feed) {
+  int rc = scan(text, len, opts, out, feed);
+  feed->rc = rc;
+  atomic_store(&feed->ready, out->nentries);
+  atomic_store(&feed->done, 1);
+  pthread_mutex_lock(&feed->mu);
+  pthread_cond_signal(&feed->cv);
+  pthread_mutex_unlock(&feed->mu);
+  return rc;
 }
 
 PP_EXPORT void pp_ptx_result_free(pp_ptx_result *r) {
