@@ -33,13 +33,21 @@
  * cannot be read returns nil, message; text the scanner cannot read gives
  * a result with partial = true and its errors.
  */
+#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "pp_lua.h"
 #include "pp_ptx.h"
+#include "ptx_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- options ---------------------------------------------------------------- */
 typedef struct {
@@ -324,16 +332,23 @@ static void push_func(lua_State *L, type_cache *tc, const pp_ptx_func *f) {
   set_int(L, K_body_end, f->body_end);
 }
 
-/* full: entries and globals as tables; otherwise (summary) only the entry
- * names, under entry_names. Pushes one value (the type cache's slots are
- * taken off the stack). */
-static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
-  type_cache tc;
-  tc.n = 0;
-  luaL_checkstack(L, TYPE_CACHE + 8, "pp.ptx: result");
-  tc.base = lua_gettop(L) + 1;
-  for (int i = 0; i < TYPE_CACHE; i++)
-    lua_pushnil(L);
+/* Function i of list k (0 entries, 1 funcs) of a result read through a
+ * feed (fd), or of a complete one. */
+static const pp_ptx_func *func_of(const pp_ptx_result *r,
+                                  const pp_ptx_feed *fd, int k, size_t i) {
+  if (fd)
+    return pp_ptx_feed_func(fd, k, i);
+  return k ? &r->funcs[i] : &r->entries[i];
+}
+
+/* The result table, made on top of the type cache's slots (at tc->base)
+ * and, for a full result (fd set), the r->nentries entry tables that
+ * follow them, which go into its entries list; a summary has only the
+ * entry names, under entry_names. Leaves the result alone at tc->base. */
+static void push_result(lua_State *L, const pp_ptx_result *r,
+                        const pp_ptx_feed *fd, type_cache *tc) {
+  int first = tc->base + TYPE_CACHE; /* the first entry table */
+  luaL_checkstack(L, 8, "pp.ptx: result");
   lua_createtable(L, 0, 18);
   set_int(L, K_bytes, r->bytes);
   set_int(L, K_lines, r->lines);
@@ -343,11 +358,11 @@ static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
     set_str(L, K_target, r->target);
   if (r->address_size)
     set_int(L, K_address_size, r->address_size);
-  key(L, full ? K_entries : K_entry_names);
+  key(L, fd ? K_entries : K_entry_names);
   lua_createtable(L, (int)r->nentries, 0);
   for (size_t i = 0; i < r->nentries; i++) {
-    if (full)
-      push_func(L, &tc, &r->entries[i]);
+    if (fd)
+      lua_pushvalue(L, first + (int)i);
     else
       push_str(L, r->entries[i].name);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -356,12 +371,12 @@ static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
   key(L, K_funcs);
   lua_createtable(L, (int)r->nfuncs, 0);
   for (size_t i = 0; i < r->nfuncs; i++) {
-    push_str(L, r->funcs[i].name);
+    push_str(L, func_of(r, fd, 1, i)->name);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_rawset(L, -3);
-  if (full)
-    set_vars(L, &tc, K_globals, r->globals, r->nglobals);
+  if (fd)
+    set_vars(L, tc, K_globals, r->globals, r->nglobals);
   key(L, K_markers);
   lua_createtable(L, 0, (int)r->nmarkers);
   for (size_t i = 0; i < r->nmarkers; i++) {
@@ -389,49 +404,227 @@ static void push_result(lua_State *L, const pp_ptx_result *r, int full) {
   lua_rawset(L, -3);
   set_int(L, K_errors_dropped, r->errors_dropped);
   set_bool(L, K_partial, r->partial);
-  lua_replace(L, tc.base);
-  lua_settop(L, tc.base);
+  lua_replace(L, tc->base);
+  lua_settop(L, tc->base);
 }
 
+/* ---- the scan, beside the making of its tables ---------------------------------- */
+/* pp.ptx.scan reads the entries as the scan finishes them (pp_ptx_scan_feed)
+ * and makes their tables on the way. A large text is scanned on a second
+ * thread meanwhile, so that the scan's time and the tables' overlap instead
+ * of adding up. The scan's state is a userdata whose __gc waits for that
+ * thread and frees the result: a Lua error while the tables are made (out
+ * of memory) leaves nothing behind. The text is its user value, alive while
+ * the thread may read it, and the options' strings are copied into it. */
 #define RESULT_MT "phaseprobe.ptx_result"
+#define PARALLEL_MIN_DEFAULT ((lua_Integer)256 << 10)
+#define SPIN_NS 200000 /* then sleep until the scan signals */
 
-static int result_gc(lua_State *L) {
-  pp_ptx_result_free(luaL_checkudata(L, 1, RESULT_MT));
+typedef struct {
+  pp_ptx_result r;
+  pp_ptx_feed feed;
+  pthread_t worker;
+  int feed_init, running;
+  const char *text;
+  size_t len;
+  pp_ptx_opts o;
+  const char *markers[PP_PTX_MAX_MARKERS];
+  char marker_buf[PP_PTX_MAX_MARKERS][PP_PTX_MARKER_MAX + 1];
+  char counter[PP_PTX_COUNTER_MAX + 1];
+} scan_job;
+
+static void job_wait(scan_job *j) {
+  if (j->running) {
+    pthread_join(j->worker, NULL);
+    j->running = 0;
+  }
+}
+
+static int job_gc(lua_State *L) {
+  scan_job *j = luaL_checkudata(L, 1, RESULT_MT);
+  job_wait(j);
+  if (j->feed_init) {
+    pthread_mutex_destroy(&j->feed.mu);
+    pthread_cond_destroy(&j->feed.cv);
+    j->feed_init = 0;
+  }
+  pp_ptx_result_free(&j->r);
   return 0;
 }
 
-/* Scans and pushes the result table. The C result lives in a userdata with
- * __gc while the table is built, so a memory error there cannot leak it. */
-static int scan_push(lua_State *L, const char *text, size_t len,
-                     const lopts *lo, const char *fn, int full) {
-  pp_ptx_result *r = lua_newuserdatauv(L, sizeof *r, 0);
-  memset(r, 0, sizeof *r);
+static void *job_run(void *ud) {
+  scan_job *j = ud;
+  pp_ptx_scan_feed(j->text, j->len, &j->o, &j->r, &j->feed);
+  return NULL;
+}
+
+/* A second processor to scan on, by this thread's affinity. */
+static int have_two_cpus(void) {
+#ifdef CPU_COUNT
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    return CPU_COUNT(&set) > 1;
+#endif
+  return 0;
+}
+
+static void job_init(scan_job *j, const char *text, size_t len,
+                     const pp_ptx_opts *o) {
+  j->text = text;
+  j->len = len;
+  j->o = *o;
+  if (o->markers) {
+    for (size_t i = 0; i < o->nmarkers; i++) {
+      strcpy(j->marker_buf[i], o->markers[i]); /* lengths checked */
+      j->markers[i] = j->marker_buf[i];
+    }
+    j->o.markers = j->markers;
+  }
+  if (o->counter_global) {
+    strcpy(j->counter, o->counter_global);
+    j->o.counter_global = j->counter;
+  }
+}
+
+static void job_start(lua_State *L, scan_job *j, size_t parallel_min) {
+  if (pthread_mutex_init(&j->feed.mu, NULL) != 0)
+    luaL_error(L, "pp.ptx: cannot make a mutex");
+  if (pthread_cond_init(&j->feed.cv, NULL) != 0) {
+    pthread_mutex_destroy(&j->feed.mu);
+    luaL_error(L, "pp.ptx: cannot make a condition variable");
+  }
+  j->feed_init = 1;
+  if (j->len >= parallel_min && have_two_cpus() &&
+      pthread_create(&j->worker, NULL, job_run, j) == 0)
+    j->running = 1;
+  else
+    job_run(j); /* here and now */
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Waits until the scan has published more than `have` entries or ended:
+ * spinning a while first, as the next entry is usually microseconds away
+ * and a thread put to sleep may take longer to get its processor back. */
+static void wait_fed(pp_ptx_feed *fd, size_t have) {
+  uint64_t t0 = 0;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load(&fd->ready) != have || atomic_load(&fd->done))
+      return;
+    cpu_relax();
+    if (i % 256 == 0) {
+      uint64_t t = mono_ns();
+      if (!t0)
+        t0 = t;
+      else if (t - t0 > SPIN_NS)
+        break;
+    }
+  }
+  pthread_mutex_lock(&fd->mu);
+  atomic_store(&fd->waiting, 1);
+  while (atomic_load(&fd->ready) == have && !atomic_load(&fd->done))
+    pthread_cond_wait(&fd->cv, &fd->mu);
+  atomic_store(&fd->waiting, 0);
+  pthread_mutex_unlock(&fd->mu);
+}
+
+/* Pushes a table per entry as the scan publishes them, then waits for the
+ * scan's thread. */
+static void push_fed_entries(lua_State *L, scan_job *j, type_cache *tc) {
+  pp_ptx_feed *fd = &j->feed;
+  size_t have = 0;
+  for (;;) {
+    int done = atomic_load(&fd->done); /* before ready: then ready is final */
+    size_t ready = atomic_load(&fd->ready);
+    if (ready > have) {
+      luaL_checkstack(L, (int)(ready - have) + 8, "pp.ptx: entries");
+      for (; have < ready; have++)
+        push_func(L, tc, pp_ptx_feed_func(fd, 0, have));
+    } else if (done) {
+      break;
+    } else {
+      wait_fed(fd, have);
+    }
+  }
+  job_wait(j);
+}
+
+/* pp.ptx.parallel_min: the text size from which a scan runs on a second
+ * thread; false for never. */
+static size_t parallel_min(lua_State *L) {
+  size_t v = (size_t)PARALLEL_MIN_DEFAULT;
+  lua_getfield(L, lua_upvalueindex(NKEYS + 1), "parallel_min");
+  if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+    v = SIZE_MAX;
+  else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
+    v = (size_t)lua_tointeger(L, -1);
+  else if (!lua_isnil(L, -1))
+    luaL_error(L, "pp.ptx.parallel_min must be a byte count or false, not %s",
+               luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Scans the text at stack index ti and pushes the result table: all of it
+ * (full) or the summary. */
+static int scan_push(lua_State *L, int ti, const lopts *lo, const char *fn,
+                     int full) {
+  size_t len;
+  const char *text = lua_tolstring(L, ti, &len);
+  size_t pmin = full ? parallel_min(L) : SIZE_MAX;
+  scan_job *j = lua_newuserdatauv(L, sizeof *j, 1);
+  memset(j, 0, sizeof *j);
   luaL_setmetatable(L, RESULT_MT);
-  if (pp_ptx_scan(text, len, &lo->o, r) < 0)
-    return luaL_error(L, "%s: %s", fn, r->errors[0].what);
-  push_result(L, r, full);
-  pp_ptx_result_free(r); /* idempotent: __gc finds it empty */
+  lua_pushvalue(L, ti);
+  lua_setiuservalue(L, -2, 1);
+  job_init(j, text, len, &lo->o);
+  type_cache tc;
+  tc.n = 0;
+  luaL_checkstack(L, TYPE_CACHE + 8, "pp.ptx: result");
+  tc.base = lua_gettop(L) + 1;
+  for (int i = 0; i < TYPE_CACHE; i++)
+    lua_pushnil(L);
+  int rc;
+  if (full) {
+    job_start(L, j, pmin);
+    push_fed_entries(L, j, &tc);
+    rc = j->feed.rc;
+  } else {
+    rc = pp_ptx_scan(text, len, &j->o, &j->r);
+  }
+  if (rc < 0)
+    return luaL_error(L, "%s: %s", fn, j->r.errors[0].what);
+  push_result(L, &j->r, full ? &j->feed : NULL, &tc);
+  pp_ptx_result_free(&j->r); /* idempotent: __gc finds it empty */
   lua_remove(L, -2);
   return 1;
 }
 
 static int l_scan(lua_State *L) {
-  size_t len;
-  const char *text = luaL_checklstring(L, 1, &len);
+  luaL_checkstring(L, 1);
   lopts lo;
   read_opts(L, 2, &lo, "pp.ptx.scan");
-  return scan_push(L, text, len, &lo, "pp.ptx.scan", 1);
+  return scan_push(L, 1, &lo, "pp.ptx.scan", 1);
 }
 
 /* summary(text [, opts]): the same scan, with the module-level facts only
  * (no per-entry tables): for a dispatch path that needs the markers, the
  * counter, grid_sync and the digest. */
 static int l_summary(lua_State *L) {
-  size_t len;
-  const char *text = luaL_checklstring(L, 1, &len);
+  luaL_checkstring(L, 1);
   lopts lo;
   read_opts(L, 2, &lo, "pp.ptx.summary");
-  return scan_push(L, text, len, &lo, "pp.ptx.summary", 0);
+  return scan_push(L, 1, &lo, "pp.ptx.summary", 0);
 }
 
 /* Reads a whole file into a new Lua string on the stack; returns 0, or -1
@@ -471,9 +664,7 @@ static int l_scan_file(lua_State *L) {
                     strerror(e));
     return 2;
   }
-  size_t len;
-  const char *text = lua_tolstring(L, -1, &len);
-  scan_push(L, text, len, &lo, "pp.ptx.scan_file", 1);
+  scan_push(L, lua_gettop(L), &lo, "pp.ptx.scan_file", 1);
   set_str(L, K_path, path);
   return 1;
 }
@@ -519,12 +710,15 @@ static const luaL_Reg fns[] = {{"count", l_count},
 
 int pp_lua_open_ptx(lua_State *L) {
   luaL_newmetatable(L, RESULT_MT);
-  lua_pushcfunction(L, result_gc);
+  lua_pushcfunction(L, job_gc);
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
   luaL_newlib(L, fns);
   push_keys(L);
-  luaL_setfuncs(L, result_fns, NKEYS);
+  lua_pushvalue(L, -NKEYS - 1); /* the module table, for parallel_min */
+  luaL_setfuncs(L, result_fns, NKEYS + 1);
+  lua_pushinteger(L, PARALLEL_MIN_DEFAULT);
+  lua_setfield(L, -2, "parallel_min");
   lua_pushliteral(L, PP_PTX_DEFAULT_MARKER);
   lua_setfield(L, -2, "default_marker");
   lua_pushliteral(L, PP_PTX_DEFAULT_COUNTER);
