@@ -528,21 +528,23 @@ static int next(scanner *s, tok *t) {
   return t->kind = T_PUNCT;
 }
 
-/* The next token, without consuming it (errors met on the way are dropped:
- * next() meets them again). */
-static int peek(scanner *s, tok *t) {
+/* The next token, consumed only when it is of kind k (and, for T_PUNCT,
+ * the character c): returns whether it was. A token left is read again by
+ * the next next(), so the errors met reading it are dropped here. */
+static int accept(scanner *s, tok *t, int k, char c) {
   mark m = save(s);
   size_t nerrors = s->r->nerrors;
   uint64_t dropped = s->r->errors_dropped;
   int partial = s->r->partial;
-  int k = next(s, t);
+  if (next(s, t) == k && (k != T_PUNCT || *t->p == c))
+    return 1;
   if (!s->stop) {
     restore(s, m);
     s->r->nerrors = nerrors;
     s->r->errors_dropped = dropped;
     s->r->partial = partial;
   }
-  return k;
+  return 0;
 }
 
 static int is_punct(const tok *t, char c) {
@@ -680,8 +682,7 @@ static uint64_t read_dims(scanner *s, int *dims, int *unsized) {
   tok t;
   *dims = 0;
   *unsized = 0;
-  while (peek(s, &t) == T_PUNCT && *t.p == '[') {
-    next(s, &t);
+  while (accept(s, &t, T_PUNCT, '[')) {
     next(s, &t);
     uint64_t n = 0;
     if (is_punct(&t, ']')) {
@@ -886,10 +887,8 @@ static void parse_param(scanner *s, uint64_t *cursor) {
   int dims = 0, unsized = 0;
   tok t;
   for (;;) {
-    peek(s, &t);
-    if (t.kind != T_WORD)
+    if (!accept(s, &t, T_WORD, 0))
       break;
-    next(s, &t);
     if (*t.p != '.') {
       name = t.p;
       nlen = t.len;
@@ -1001,9 +1000,8 @@ static void parse_dims3(scanner *s, uint32_t out[3], const char *what) {
       return;
     }
     out[i] = clamp32(n);
-    if (peek(s, &t) != T_PUNCT || *t.p != ',')
+    if (!accept(s, &t, T_PUNCT, ','))
       return;
-    next(s, &t);
   }
 }
 
@@ -1465,10 +1463,8 @@ static void parse_function(scanner *s, int entry, linkage lk) {
   f->visible |= lk.visible;
   f->external |= lk.external;
   f->weak |= lk.weak;
-  if (peek(s, &t) == T_PUNCT && *t.p == '(') {
-    next(s, &t);
+  if (accept(s, &t, T_PUNCT, '('))
     parse_params(s, f, f->name);
-  }
   for (;;) {
     next(s, &t);
     if (t.kind == T_STOP)
@@ -1536,9 +1532,8 @@ static void read_target(scanner *s, char *out, size_t cap) {
     for (size_t i = 0; i < t.len && n + 1 < cap; i++)
       out[n++] = t.p[i];
     out[n] = 0;
-    if (peek(s, &t) != T_PUNCT || *t.p != ',')
+    if (!accept(s, &t, T_PUNCT, ','))
       return;
-    next(s, &t);
   }
 }
 
