@@ -39,9 +39,12 @@ typedef struct pp_ptx_feed {
   _Atomic int done, waiting;
   int rc;
   pp_ptx_func **chunks[2];
-  /* Called (on the scanning thread) after each publication: for tests. */
+  /* For tests: called (on the scanning thread) after each publication;
+   * plain_lines reads every line with the statement loop, not the faster
+   * line reader (their results must be the same). */
   void (*published)(struct pp_ptx_feed *, size_t ready);
   void *ud;
+  int plain_lines;
 } pp_ptx_feed;
 
 int pp_ptx_scan_feed(const char *text, size_t len, const pp_ptx_opts *opts,

@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <emmintrin.h>
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(PP_PTX_NO_SIMD)
+#include <immintrin.h>
 #define PP_SSE2 1
 #endif
 
@@ -184,7 +184,9 @@ typedef struct var_list {
   size_t n, cap;
 } var_list;
 
-typedef struct {
+struct grid_watch;
+
+typedef struct scanner {
   const char *base, *p, *end;
   const char *line_start;
   uint64_t line;
@@ -211,6 +213,8 @@ typedef struct {
   /* With a feed (pp_ptx_scan_feed), entries[0, fed) are published. */
   pp_ptx_feed *feed;
   size_t fed;
+  /* body_lines_avx2, or body_lines_none: the statement loop reads all. */
+  void (*lines)(struct scanner *, pp_ptx_func *, struct grid_watch *);
   /* Indices of the latest functions declared without a body (entries 0,
    * funcs 1), where a later definition or declaration of the same name is
    * looked for: a bounded window, so that no input makes this quadratic. */
@@ -1039,7 +1043,7 @@ static int perf_directive(scanner *s, pp_ptx_func *f, const tok *w) {
 }
 
 /* ---- function bodies ------------------------------------------------------------ */
-typedef struct {
+typedef struct grid_watch {
   char addr[48];
   size_t len;
   uint64_t at; /* instruction index of the atomic */
@@ -1208,6 +1212,138 @@ static void body_directive(scanner *s, pp_ptx_func *f) {
     skip_statement(s, 0); /* .param, .pragma, .branchtargets, ... */
 }
 
+/* ---- the body's simple lines, a line at a time ------------------------------ */
+/* Most body lines are one instruction ("\tadd.s32 \t%r1, %r2, %r3;"), a
+ * label or nothing, with no comment, string or unusual byte. body_lines
+ * reads such lines from bit masks of the 64 bytes at the line's start (one
+ * vector pass, then bit scans: no byte loops and few branches) and gives
+ * back any other line untouched, at s->p, to scan_body's statement loop,
+ * which reads it as before; what it counts is what that loop would. */
+typedef struct {
+  uint64_t nl;    /* '\n' */
+  uint64_t odd;   /* what a simple line cannot hold: '/', '"', DEL, and
+                     control or non-ASCII bytes but tab and '\n' */
+  uint64_t semi;  /* ';' */
+  uint64_t blank; /* tab, space */
+  uint64_t word;  /* C_WORD */
+} lmasks;
+
+#ifdef PP_SSE2
+/* The masks of the 32 bytes at p + at (at 0 or 32), or'ed into m. Signed
+ * compares: bytes from 0x80 up are below ' ', so odd, and outside the
+ * ranges of C_WORD. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline))
+void lm_avx2(const char *p, int at, lmasks *m) {
+#define EQ(c) _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c))
+#define IN(v, lo, hi)                                                          \
+  _mm256_and_si256(_mm256_cmpgt_epi8(v, _mm256_set1_epi8((lo) - 1)),           \
+                   _mm256_cmpgt_epi8(_mm256_set1_epi8((hi) + 1), v))
+#define OR _mm256_or_si256
+#define MOVE(v) ((uint64_t)(uint32_t)_mm256_movemask_epi8(v) << at)
+  __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + at));
+  __m256i tab = EQ('\t'), nl = EQ('\n');
+  __m256i odd = OR(OR(EQ('/'), EQ('"')),
+                   OR(EQ(0x7f), _mm256_andnot_si256(
+                                    OR(tab, nl), _mm256_cmpgt_epi8(
+                                                     _mm256_set1_epi8(' '), x))));
+  __m256i lower = OR(x, _mm256_set1_epi8(0x20)); /* A-Z -> a-z */
+  __m256i word = OR(OR(IN(lower, 'a', 'z'), IN(x, '0', '9')),
+                    OR(OR(EQ('_'), EQ('.')), OR(EQ('$'), EQ('%'))));
+  m->nl |= MOVE(nl);
+  m->odd |= MOVE(odd);
+  m->semi |= MOVE(EQ(';'));
+  m->blank |= MOVE(OR(tab, EQ(' ')));
+  m->word |= MOVE(word);
+#undef EQ
+#undef IN
+#undef OR
+#undef MOVE
+}
+
+__attribute__((target("avx2"))) static void
+body_lines_avx2(scanner *s, pp_ptx_func *f, grid_watch *g) {
+  const char *p = s->p, *const end = s->end, *ls = s->line_start;
+  uint64_t line = s->line;
+  const size_t max_line = s->max_line;
+  while (end - p >= 32) {
+    lmasks m = {0, 0, 0, 0, 0};
+    lm_avx2(p, 0, &m);
+    if (!m.nl) {
+      if (end - p < 64)
+        break;
+      lm_avx2(p, 32, &m);
+      if (!m.nl)
+        break; /* a long line */
+    }
+    unsigned len = (unsigned)__builtin_ctzll(m.nl); /* p[len] is '\n' */
+    uint64_t in = ((uint64_t)1 << len) - 1;
+    if ((m.odd & in) || (size_t)(p + len - ls) > max_line)
+      break;
+    uint64_t text = ~m.blank & in; /* what is not blank */
+    if (text) {
+      unsigned o = (unsigned)__builtin_ctzll(text);
+      int guarded = p[o] == '@';
+      if (guarded) { /* @p or @!p, then the opcode */
+        unsigned q = o + 1;
+        if (q < len && p[q] == '!')
+          q++;
+        q += (unsigned)__builtin_ctzll(~m.word >> q); /* stops by p[len] */
+        o = q + (unsigned)__builtin_ctzll(~m.blank >> q);
+        if (o >= len || !(CLS(p[o]) & C_START))
+          break;
+      } else if (!(CLS(p[o]) & C_START) || p[o] == '.') {
+        break;
+      }
+      unsigned e = o + (unsigned)__builtin_ctzll(~m.word >> o);
+      if (!guarded) {
+        unsigned k = e + (unsigned)__builtin_ctzll(~m.blank >> e);
+        if (k < len && p[k] == ':') { /* a label, alone on its line */
+          if (text >> (k + 1))
+            break;
+          goto next_line;
+        }
+      }
+      /* An instruction: one ';', after the opcode, then blanks. */
+      uint64_t semis = m.semi & in;
+      if (!semis || (semis & (semis - 1)))
+        break;
+      unsigned sc = (unsigned)__builtin_ctzll(semis);
+      if (sc < e || (text >> (sc + 1)))
+        break;
+      f->instructions++;
+      op_kind k = classify(f, p + o, e - o);
+      if (k != OP_PLAIN)
+        watch_grid(f, g, k, p + e, p + sc);
+    }
+  next_line:
+    line++;
+    ls = p + len + 1;
+    p = ls;
+  }
+  s->p = p;
+  s->line = line;
+  s->line_start = ls;
+}
+#endif
+
+/* Without AVX2 (where SSE2's two loads a half cost more than they save)
+ * every line is read by the statement loop. */
+static void body_lines_none(scanner *s, pp_ptx_func *f, grid_watch *g) {
+  (void)s;
+  (void)f;
+  (void)g;
+}
+
+typedef void (*body_lines_fn)(scanner *, pp_ptx_func *, grid_watch *);
+
+static body_lines_fn pick_body_lines(void) {
+#ifdef PP_SSE2
+  if (__builtin_cpu_supports("avx2"))
+    return body_lines_avx2;
+#endif
+  return body_lines_none;
+}
+
 /* The body after '{' (at open). */
 static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
                       const char *kind) {
@@ -1217,6 +1353,7 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
   grid_watch g = {.set = 0};
   f->body_begin = (size_t)(open - s->base);
   while (!s->stop) {
+    s->lines(s, f, &g);
     const char *p = s->p, *end = s->end;
     while (p < end && (CLS(*p) & C_BLANK))
       p++;
@@ -1747,6 +1884,7 @@ static int scan(const char *text, size_t len, const pp_ptx_opts *opts,
   s.line = 1;
   s.r = out;
   s.feed = feed;
+  s.lines = feed && feed->plain_lines ? body_lines_none : pick_body_lines();
   s.mk_len = out->nmarkers ? strlen(out->markers[0]) : 0;
   out->bytes = len;
   scan_module(&s);
