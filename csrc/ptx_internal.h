@@ -27,9 +27,9 @@ uint64_t pp_ptx_find_all(const char *text, size_t len, const char *marker,
  * The scan stores in ready how many leading entries are final (will not
  * change any more: a declared-only entry may still be defined later, so
  * it and those after it wait for the end), and signals cv under mu when
- * waiting is set. done is set last, after rc (what pp_ptx_scan returns),
- * ready = nentries and the funcs; then cv is signalled. mu and cv are
- * initialised by the caller, the rest zeroed. */
+ * waiting is set and a few more entries are ready. done is set last, after
+ * rc (what pp_ptx_scan returns), ready = nentries and the funcs; then cv
+ * is signalled. mu and cv are initialised by the caller, the rest zeroed. */
 #define PP_PTX_FCHUNK 64
 
 typedef struct pp_ptx_feed {

@@ -177,6 +177,7 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
 #define DECL_WINDOW 256
 #define MAX_FUNCS ((size_t)1 << 16) /* per list: bounds memory per byte */
 #define FCHUNK PP_PTX_FCHUNK        /* functions per chunk */
+#define FEED_BATCH 32
 
 /* ---- the scanner ---------------------------------------------------------- */
 typedef struct var_list {
@@ -212,7 +213,7 @@ typedef struct scanner {
   uint64_t mk_count;
   /* With a feed (pp_ptx_scan_feed), entries[0, fed) are published. */
   pp_ptx_feed *feed;
-  size_t fed;
+  size_t fed, signalled;
   /* body_lines_avx2, or body_lines_none: the statement loop reads all. */
   void (*lines)(struct scanner *, pp_ptx_func *, struct grid_watch *);
   /* Indices of the latest functions declared without a body (entries 0,
@@ -1763,7 +1764,10 @@ static void publish(scanner *s) {
   atomic_store(&s->feed->ready, k);
   if (s->feed->published)
     s->feed->published(s->feed, k);
-  if (atomic_load(&s->feed->waiting)) {
+  /* A sleeping reader is woken for FEED_BATCH entries at a time, not a
+   * system call per entry (done wakes it in any case). */
+  if (k - s->signalled >= FEED_BATCH && atomic_load(&s->feed->waiting)) {
+    s->signalled = k;
     pthread_mutex_lock(&s->feed->mu);
     pthread_cond_signal(&s->feed->cv);
     pthread_mutex_unlock(&s->feed->mu);
