@@ -418,7 +418,7 @@ static void push_result(lua_State *L, const pp_ptx_result *r,
  * the thread may read it, and the options' strings are copied into it. */
 #define RESULT_MT "phaseprobe.ptx_result"
 #define PARALLEL_MIN_DEFAULT ((lua_Integer)256 << 10)
-#define SPIN_NS 200000 /* then sleep until the scan signals */
+#define SPIN_NS 50000 /* then sleep until the scan signals */
 
 typedef struct {
   pp_ptx_result r;
