@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -468,6 +469,18 @@ static int have_two_cpus(void) {
   return 0;
 }
 
+/* The scan's thread, with every signal blocked: signals stay with the
+ * threads the program made. */
+static int job_thread(scan_job *j) {
+  sigset_t all, old;
+  sigfillset(&all);
+  if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0)
+    return 0;
+  int ok = pthread_create(&j->worker, NULL, job_run, j) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
+}
+
 static void job_init(scan_job *j, const char *text, size_t len,
                      const pp_ptx_opts *o) {
   j->text = text;
@@ -494,8 +507,7 @@ static void job_start(lua_State *L, scan_job *j, size_t parallel_min) {
     luaL_error(L, "pp.ptx: cannot make a condition variable");
   }
   j->feed_init = 1;
-  if (j->len >= parallel_min && have_two_cpus() &&
-      pthread_create(&j->worker, NULL, job_run, j) == 0)
+  if (j->len >= parallel_min && have_two_cpus() && job_thread(j))
     j->running = 1;
   else
     job_run(j); /* here and now */
