@@ -9,6 +9,10 @@
  *   pp.ptx.count(text, marker)  -> occurrences (non-overlapping)
  *   pp.ptx.digest(text)         -> 16 lowercase hex digits (XXH3-64, seed 0)
  *   pp.ptx.lines(text)          -> lines ('\n' count, +1 for an unended last)
+ *   pp.ptx.parallel_min         -- bytes (default 256 KiB) from which scan
+ *                                  and scan_file run the scan on a second
+ *                                  thread while the tables are made; false:
+ *                                  never
  *
  * scan's result:
  *   bytes, lines, version, target, address_size (absent when not declared),
@@ -33,7 +37,6 @@
  * cannot be read returns nil, message; text the scanner cannot read gives
  * a result with partial = true and its errors.
  */
-#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "pp_lua.h"
 #include "pp_ptx.h"
