@@ -429,6 +429,7 @@ typedef struct {
   pp_ptx_feed feed;
   pthread_t worker;
   int feed_init, running;
+  uint64_t digest; /* with feed.no_digest */
   const char *text;
   size_t len;
   pp_ptx_opts o;
@@ -510,10 +511,16 @@ static void job_start(lua_State *L, scan_job *j, size_t parallel_min) {
     luaL_error(L, "pp.ptx: cannot make a condition variable");
   }
   j->feed_init = 1;
-  if (j->len >= parallel_min && have_two_cpus() && job_thread(j))
-    j->running = 1;
-  else
-    job_run(j); /* here and now */
+  if (j->len >= parallel_min && have_two_cpus()) {
+    j->feed.no_digest = 1; /* this thread hashes while that one starts */
+    if (job_thread(j)) {
+      j->running = 1;
+      j->digest = pp_ptx_digest(j->text, j->len);
+      return;
+    }
+    j->feed.no_digest = 0;
+  }
+  job_run(j); /* here and now */
 }
 
 static inline void cpu_relax(void) {
@@ -614,6 +621,8 @@ static int scan_push(lua_State *L, int ti, const lopts *lo, const char *fn,
     job_start(L, j, pmin);
     push_fed_entries(L, j, &tc);
     rc = j->feed.rc;
+    if (j->feed.no_digest)
+      j->r.digest = j->digest;
   } else {
     rc = pp_ptx_scan(text, len, &j->o, &j->r);
   }

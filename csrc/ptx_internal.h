@@ -45,6 +45,9 @@ typedef struct pp_ptx_feed {
   void (*published)(struct pp_ptx_feed *, size_t ready);
   void *ud;
   int plain_lines;
+  /* The reader computes out->digest itself (pp_ptx_digest), e.g. while
+   * the scan's thread starts; the scan leaves it 0. */
+  int no_digest;
 } pp_ptx_feed;
 
 int pp_ptx_scan_feed(const char *text, size_t len, const pp_ptx_opts *opts,

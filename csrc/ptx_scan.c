@@ -1871,7 +1871,8 @@ static void finish(scanner *s, const char *text, size_t len) {
         strcmp(r->globals[i].name, s->counter) == 0)
       r->counter_global = 1;
   r->have_digest = pp_ptx_have_digest();
-  r->digest = pp_ptx_digest(text, len);
+  if (!s->feed || !s->feed->no_digest)
+    r->digest = pp_ptx_digest(text, len);
   if (!s->feed) {
     gather(s, 0, &r->entries, &r->nentries);
     gather(s, 1, &r->funcs, &r->nfuncs);
