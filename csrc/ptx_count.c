@@ -52,19 +52,32 @@ typedef struct {
   void *ud;
 } needle;
 
-static void needle_init(needle *n, const char *m, size_t mlen) {
-  n->m = (const unsigned char *)m;
-  n->mlen = mlen;
+void pp_ptx_needle_init(pp_ptx_needle *pn, const char *marker, size_t mlen) {
+  pn->m = (const unsigned char *)marker;
+  pn->mlen = mlen;
+  pn->a = pn->b = 0;
+  if (!marker || mlen == 0)
+    return;
+  const unsigned char *m = pn->m;
   size_t best = mlen - 1;
   for (size_t i = mlen; i-- > 0;)
-    if (byte_rank(n->m[i]) < byte_rank(n->m[best]))
+    if (byte_rank(m[i]) < byte_rank(m[best]))
       best = i;
   size_t second = best == 0 ? mlen - 1 : 0;
   for (size_t i = 0; i < mlen; i++)
-    if (i != best && byte_rank(n->m[i]) < byte_rank(n->m[second]))
+    if (i != best && byte_rank(m[i]) < byte_rank(m[second]))
       second = i;
-  n->a = second;
-  n->b = best;
+  pn->a = second;
+  pn->b = best;
+}
+
+static void needle_init(needle *n, const char *m, size_t mlen) {
+  pp_ptx_needle pn;
+  pp_ptx_needle_init(&pn, m, mlen);
+  n->m = pn.m;
+  n->mlen = pn.mlen;
+  n->a = pn.a;
+  n->b = pn.b;
 }
 
 /* Checks the candidate at pos and counts it when it matches and does not
@@ -147,6 +160,8 @@ static int have_avx2(void) {
 }
 #endif
 
+static uint64_t find(const needle *n, const char *text, size_t len);
+
 uint64_t pp_ptx_find_all(const char *text, size_t len, const char *marker,
                          size_t mlen, pp_ptx_match_fn fn, void *ud) {
   if (!text || !marker || mlen == 0 || len < mlen)
@@ -155,12 +170,26 @@ uint64_t pp_ptx_find_all(const char *text, size_t len, const char *marker,
   needle_init(&n, marker, mlen);
   n.fn = fn;
   n.ud = ud;
+  return find(&n, text, len);
+}
+
+/* pp_ptx_find_all with the needle set up once (the first marker is
+ * matched in every function body). */
+uint64_t pp_ptx_find_needle(const pp_ptx_needle *pn, const char *text,
+                            size_t len, pp_ptx_match_fn fn, void *ud) {
+  if (!text || !pn->m || pn->mlen == 0 || len < pn->mlen)
+    return 0;
+  needle n = {pn->m, pn->mlen, pn->a, pn->b, fn, ud};
+  return find(&n, text, len);
+}
+
+static uint64_t find(const needle *n, const char *text, size_t len) {
   const unsigned char *t = (const unsigned char *)text;
 #ifdef PP_X86
-  return have_avx2() ? count_avx2(&n, t, len) : count_sse2(&n, t, len);
+  return have_avx2() ? count_avx2(n, t, len) : count_sse2(n, t, len);
 #else
   size_t next = 0;
-  return count_scalar(&n, t, len, 0, &next);
+  return count_scalar(n, t, len, 0, &next);
 #endif
 }
 

@@ -16,6 +16,16 @@ typedef void (*pp_ptx_match_fn)(void *ud, size_t pos);
 uint64_t pp_ptx_find_all(const char *text, size_t len, const char *marker,
                          size_t mlen, pp_ptx_match_fn fn, void *ud);
 
+/* A marker prepared for many pp_ptx_find_needle calls. */
+typedef struct pp_ptx_needle {
+  const unsigned char *m; /* not copied */
+  size_t mlen, a, b;      /* a, b: the marker's filter bytes */
+} pp_ptx_needle;
+
+void pp_ptx_needle_init(pp_ptx_needle *n, const char *marker, size_t mlen);
+uint64_t pp_ptx_find_needle(const pp_ptx_needle *n, const char *text,
+                            size_t len, pp_ptx_match_fn fn, void *ud);
+
 /* ---- a scan read while it runs -------------------------------------------
  * pp_ptx_scan_feed is pp_ptx_scan for a reader that takes the entries as the
  * scan finishes them, possibly on another thread. The functions are not

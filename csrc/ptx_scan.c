@@ -211,6 +211,7 @@ typedef struct scanner {
    * tried, the next match may start at mk_next (matches do not overlap). */
   size_t mk_len, mk_pos, mk_next;
   uint64_t mk_count;
+  pp_ptx_needle mk;
   /* With a feed (pp_ptx_scan_feed), entries[0, fed) are published. */
   pp_ptx_feed *feed;
   size_t fed, signalled;
@@ -1117,6 +1118,16 @@ static size_t first_address(const char *p, const char *e, char *out,
 
 typedef enum { OP_PLAIN, OP_ATOM, OP_SPIN } op_kind;
 
+/* Whether a load's components can hold volatile, acquire or relaxed: each
+ * has a 'v', 'q' or 'x', which most loads (ld.param.u64, ld.global.f32)
+ * have none of. A filter before parts(). */
+static inline int may_spin(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] == 'v' || p[i] == 'q' || p[i] == 'x')
+      return 1;
+  return 0;
+}
+
 static op_kind classify(pp_ptx_func *f, const char *op, size_t n) {
   switch (*op) {
   case 'b':
@@ -1136,7 +1147,7 @@ static op_kind classify(pp_ptx_func *f, const char *op, size_t n) {
     }
     return OP_PLAIN;
   case 'l':
-    if (n > 3 && op[1] == 'd' && op[2] == '.' &&
+    if (n > 3 && op[1] == 'd' && op[2] == '.' && may_spin(op + 3, n - 3) &&
         (parts(op, n) & (P_VOLATILE | P_ACQUIRE | P_RELAXED)))
       return OP_SPIN;
     return OP_PLAIN;
@@ -1573,8 +1584,8 @@ static void marker_advance(scanner *s, size_t to, pp_ptx_func *f) {
     if (to - start <= span - mlen)
       span = (to - start) + mlen - 1;
     marker_run m = {f, start, mlen, 0};
-    uint64_t n = pp_ptx_find_all(s->base + start, span, s->r->markers[0],
-                                 mlen, on_marker, &m);
+    uint64_t n = pp_ptx_find_needle(&s->mk, s->base + start, span,
+                                    on_marker, &m);
     s->mk_count += n;
     if (n)
       s->mk_next = m.last_end;
@@ -1897,6 +1908,7 @@ static int scan(const char *text, size_t len, const pp_ptx_opts *opts,
   s.feed = feed;
   s.lines = feed && feed->plain_lines ? body_lines_none : pick_body_lines();
   s.mk_len = out->nmarkers ? strlen(out->markers[0]) : 0;
+  pp_ptx_needle_init(&s.mk, out->markers[0], s.mk_len);
   out->bytes = len;
   scan_module(&s);
   finish(&s, text, len);
