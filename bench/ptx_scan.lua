@@ -100,7 +100,14 @@ local function measure(t, label)
   local t_scan, r = best(R, function() return pp.ptx.scan(t) end)
   assert(not r.partial, r.errors[1] and r.errors[1].what)
   assert(r.markers[MARKER] == expected)
-  row("pp.ptx.scan (full scan + per-entry tables)", t_scan)
+  row("pp.ptx.scan (full scan + per-entry tables)", t_scan,
+    bytes >= pp.ptx.parallel_min and "scan on a second thread" or "")
+  local saved = pp.ptx.parallel_min
+  pp.ptx.parallel_min = false
+  local t_one, r1 = best(R, function() return pp.ptx.scan(t) end)
+  pp.ptx.parallel_min = saved
+  assert(#r1.entries == #r.entries and r1.markers[MARKER] == expected)
+  row("pp.ptx.scan, one thread (parallel_min = false)", t_one)
   local t_find, nf = best(5, function()
     local c, i = 0, 1
     while true do
@@ -142,6 +149,7 @@ local function measure(t, label)
   print(("  summary vs grep -c (process start subtracted): %6.2fx"):format(t_grep_net / t_sum))
   print(("  scan    vs grep -c (process start subtracted): %6.2fx"):format(t_grep_net / t_scan))
   print(("  scan    vs Lua string.find loop:               %6.2fx"):format(t_find / t_scan))
+  print(("  scan    vs the same on one thread:             %6.2fx"):format(t_one / t_scan))
   local function verdict(name, ns, target)
     local g = bytes / ns
     print(("target %-30s >= %.1f GB/s: %5.2f GB/s  %s"):format(name, target, g,
@@ -150,6 +158,7 @@ local function measure(t, label)
   verdict("marker count", t_count, 3)
   verdict("full scan (summary)", t_sum, 1)
   verdict("full scan + entry tables", t_scan, 1)
+  verdict("the same on one thread", t_one, 1)
   print()
 end
 

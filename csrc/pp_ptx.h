@@ -152,6 +152,8 @@ typedef struct {
   size_t nerrors;
   uint64_t errors_dropped;
   int partial;            /* some error was met */
+  void *mem;              /* internal: the blocks names and parameter lists
+                             live in (pp_ptx_result_free releases them) */
 } pp_ptx_result;
 
 /* Scans text[0..len). Returns 0 for a complete result, 1 for a partial one

@@ -18,13 +18,15 @@
 #include "pp_ptx.h"
 #include "ptx_internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <emmintrin.h>
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(PP_PTX_NO_SIMD)
+#include <immintrin.h>
 #define PP_SSE2 1
 #endif
 
@@ -174,9 +176,18 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
 
 #define DECL_WINDOW 256
 #define MAX_FUNCS ((size_t)1 << 16) /* per list: bounds memory per byte */
+#define FCHUNK PP_PTX_FCHUNK        /* functions per chunk */
+#define FEED_BATCH 32
 
 /* ---- the scanner ---------------------------------------------------------- */
-typedef struct {
+typedef struct var_list {
+  pp_ptx_var *v;
+  size_t n, cap;
+} var_list;
+
+struct grid_watch;
+
+typedef struct scanner {
   const char *base, *p, *end;
   const char *line_start;
   uint64_t line;
@@ -185,11 +196,31 @@ typedef struct {
   pp_ptx_result *r;
   const char *counter;
   size_t counter_len;
-  size_t cap_entries, cap_funcs, cap_globals;
+  size_t cap_globals;
+  /* Entries (0) and funcs (1) while the scan runs: FCHUNK at a time in
+   * arena chunks, which never move (so a function is known by its address);
+   * finish() copies them into r->entries and r->funcs. */
+  pp_ptx_func **chunks[2];
+  var_list bvars; /* the variables of the body being read */
+  /* The parameter list being read, names still in the text; reused from
+   * one list to the next and freed at the end of the scan. */
+  struct pending_param *pend;
+  size_t npend, cap_pend;
+  /* The first marker, matched as the scan goes (each body's count is
+   * final when the body closes): every position before mk_pos has been
+   * tried, the next match may start at mk_next (matches do not overlap). */
+  size_t mk_len, mk_pos, mk_next;
+  uint64_t mk_count;
+  pp_ptx_needle mk;
+  /* With a feed (pp_ptx_scan_feed), entries[0, fed) are published. */
+  pp_ptx_feed *feed;
+  size_t fed, signalled;
+  /* body_lines_avx2, or body_lines_none: the statement loop reads all. */
+  void (*lines)(struct scanner *, pp_ptx_func *, struct grid_watch *);
   /* Indices of the latest functions declared without a body (entries 0,
    * funcs 1), where a later definition or declaration of the same name is
    * looked for: a bounded window, so that no input makes this quadratic. */
-  size_t decl[2][DECL_WINDOW];
+  pp_ptx_func *decl[2][DECL_WINDOW];
   uint32_t decl_hash[2][DECL_WINDOW];
   size_t ndecl[2];
 } scanner;
@@ -503,21 +534,23 @@ static int next(scanner *s, tok *t) {
   return t->kind = T_PUNCT;
 }
 
-/* The next token, without consuming it (errors met on the way are dropped:
- * next() meets them again). */
-static int peek(scanner *s, tok *t) {
+/* The next token, consumed only when it is of kind k (and, for T_PUNCT,
+ * the character c): returns whether it was. A token left is read again by
+ * the next next(), so the errors met reading it are dropped here. */
+static int accept(scanner *s, tok *t, int k, char c) {
   mark m = save(s);
   size_t nerrors = s->r->nerrors;
   uint64_t dropped = s->r->errors_dropped;
   int partial = s->r->partial;
-  int k = next(s, t);
+  if (next(s, t) == k && (k != T_PUNCT || *t->p == c))
+    return 1;
   if (!s->stop) {
     restore(s, m);
     s->r->nerrors = nerrors;
     s->r->errors_dropped = dropped;
     s->r->partial = partial;
   }
-  return k;
+  return 0;
 }
 
 static int is_punct(const tok *t, char c) {
@@ -569,12 +602,49 @@ static uint32_t clamp32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint
 /* ---- memory ----------------------------------------------------------------- */
 static void no_memory(scanner *s) { ERR(s, s->p, 1, "out of memory"); }
 
-static char *dup_word(scanner *s, const char *p, size_t n) {
-  char *d = malloc(n + 1);
-  if (!d) {
+/* Names and parameter lists are carved out of blocks that grow from
+ * BLOCK_MIN to BLOCK_MAX bytes (or hold one larger request), chained from
+ * r->mem: thousands of small allocations become a few, written in text
+ * order, and freeing the result frees the blocks. */
+typedef struct block {
+  struct block *next;
+  size_t used, cap;
+  max_align_t data[];
+} block;
+
+#define BLOCK_MIN ((size_t)16 << 10)
+#define BLOCK_MAX ((size_t)1 << 20)
+
+/* n bytes aligned to align (a power of two, at most that of max_align_t);
+ * NULL (and the scan stops) without memory. */
+static void *arena_alloc(scanner *s, size_t n, size_t align) {
+  block *b = s->r->mem;
+  if (b) {
+    size_t at = (b->used + align - 1) & ~(align - 1);
+    if (at <= b->cap && n <= b->cap - at) {
+      b->used = at + n;
+      return (char *)b->data + at;
+    }
+  }
+  size_t cap = !b ? BLOCK_MIN : b->cap < BLOCK_MAX ? b->cap * 2 : BLOCK_MAX;
+  if (cap < n)
+    cap = n;
+  block *nb = cap <= SIZE_MAX - sizeof *nb ? malloc(sizeof *nb + cap) : NULL;
+  if (!nb) {
     no_memory(s);
     return NULL;
   }
+  nb->next = b;
+  nb->used = n;
+  nb->cap = cap;
+  s->r->mem = nb;
+  return nb->data;
+}
+
+static char *dup_word(scanner *s, const char *p, size_t n) {
+  char *d = n < SIZE_MAX ? arena_alloc(s, n + 1, 1) : NULL;
+  if (!d)
+    return NULL;
   memcpy(d, p, n);
   d[n] = 0;
   return d;
@@ -611,11 +681,6 @@ typedef struct {
   int visible, external, weak;
 } linkage;
 
-typedef struct {
-  pp_ptx_var *v;
-  size_t n, cap;
-} var_list;
-
 /* Reads "[N]" dimensions after a name; returns the product (0 if none or
  * unsized) and sets *unsized for "[]". */
 static uint64_t read_dims(scanner *s, int *dims, int *unsized) {
@@ -623,8 +688,7 @@ static uint64_t read_dims(scanner *s, int *dims, int *unsized) {
   tok t;
   *dims = 0;
   *unsized = 0;
-  while (peek(s, &t) == T_PUNCT && *t.p == '[') {
-    next(s, &t);
+  while (accept(s, &t, T_PUNCT, '[')) {
     next(s, &t);
     uint64_t n = 0;
     if (is_punct(&t, ']')) {
@@ -811,10 +875,15 @@ static void parse_reg(scanner *s, pp_ptx_func *f) {
   }
 }
 
+typedef struct pending_param {
+  pp_ptx_param p; /* name still NULL */
+  const char *name;
+  size_t nlen;
+} pending_param;
+
 /* One parameter: "(.param|.reg) [.align N] [.vN] .type [.ptr [.space]
  * [.align N]] name[[N]]". Stops before ',' or ')'. */
-static void parse_param(scanner *s, pp_ptx_func *f, size_t *cap,
-                        uint64_t *cursor) {
+static void parse_param(scanner *s, uint64_t *cursor) {
   uint32_t align = 0, vec = 1, elem = 0;
   int ptr = 0;
   char type[16] = "";
@@ -824,10 +893,8 @@ static void parse_param(scanner *s, pp_ptx_func *f, size_t *cap,
   int dims = 0, unsized = 0;
   tok t;
   for (;;) {
-    peek(s, &t);
-    if (t.kind != T_WORD)
+    if (!accept(s, &t, T_WORD, 0))
       break;
-    next(s, &t);
     if (*t.p != '.') {
       name = t.p;
       nlen = t.len;
@@ -855,13 +922,13 @@ static void parse_param(scanner *s, pp_ptx_func *f, size_t *cap,
     TERR(s, &t, 0, "parameter without a name");
     return;
   }
-  if (!grow(s, (void **)&f->params, cap, f->nparams, sizeof *f->params))
+  if (!grow(s, (void **)&s->pend, &s->cap_pend, s->npend, sizeof *s->pend))
     return;
-  pp_ptx_param *pa = &f->params[f->nparams];
+  pending_param *pp = &s->pend[s->npend++];
+  pp_ptx_param *pa = &pp->p;
   memset(pa, 0, sizeof *pa);
-  if (!(pa->name = dup_word(s, name, nlen)))
-    return;
-  f->nparams++;
+  pp->name = name;
+  pp->nlen = nlen;
   memcpy(pa->type, type, sizeof type);
   pa->ptr = ptr;
   pa->array = array;
@@ -873,15 +940,33 @@ static void parse_param(scanner *s, pp_ptx_func *f, size_t *cap,
   *cursor = pp_sat_add(off, pa->size);
 }
 
+/* The pending list becomes f's: one arena piece holds the array and then
+ * the names. */
+static void commit_params(scanner *s, pp_ptx_func *f) {
+  size_t n = s->npend, bytes = n * sizeof *f->params;
+  for (size_t i = 0; i < n; i++)
+    bytes += s->pend[i].nlen + 1; /* each under the text's length */
+  pp_ptx_param *a = n ? arena_alloc(s, bytes, _Alignof(pp_ptx_param)) : NULL;
+  if (!a)
+    return;
+  char *names = (char *)(a + n);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = s->pend[i].p;
+    a[i].name = names;
+    memcpy(names, s->pend[i].name, s->pend[i].nlen);
+    names[s->pend[i].nlen] = 0;
+    names += s->pend[i].nlen + 1;
+  }
+  f->params = a;
+  f->nparams = n;
+}
+
 /* After '(': parameters up to and including ')'. With f NULL (a .func's
  * return list) they are read and dropped. */
 static void parse_params(scanner *s, pp_ptx_func *f, const char *fname) {
-  pp_ptx_func scratch;
-  memset(&scratch, 0, sizeof scratch);
-  pp_ptx_func *into = f ? f : &scratch;
-  size_t cap = into->nparams;
   uint64_t cursor = 0;
   tok t;
+  s->npend = 0;
   for (;;) {
     next(s, &t);
     if (is_punct(&t, ')') || t.kind == T_STOP)
@@ -894,7 +979,7 @@ static void parse_params(scanner *s, pp_ptx_func *f, const char *fname) {
     if (is_punct(&t, ','))
       continue;
     if (is_word(&t, ".param") || is_word(&t, ".reg")) {
-      parse_param(s, into, &cap, &cursor);
+      parse_param(s, &cursor);
       continue;
     }
     TERR(s, &t, 0, "unexpected '%.*s' in the parameter list of '%s'",
@@ -904,9 +989,8 @@ static void parse_params(scanner *s, pp_ptx_func *f, const char *fname) {
       break;
     }
   }
-  for (size_t i = 0; i < scratch.nparams; i++)
-    free(scratch.params[i].name);
-  free(scratch.params);
+  if (f)
+    commit_params(s, f);
 }
 
 /* ".maxntid x[, y[, z]]" and friends. */
@@ -922,9 +1006,8 @@ static void parse_dims3(scanner *s, uint32_t out[3], const char *what) {
       return;
     }
     out[i] = clamp32(n);
-    if (peek(s, &t) != T_PUNCT || *t.p != ',')
+    if (!accept(s, &t, T_PUNCT, ','))
       return;
-    next(s, &t);
   }
 }
 
@@ -962,7 +1045,7 @@ static int perf_directive(scanner *s, pp_ptx_func *f, const tok *w) {
 }
 
 /* ---- function bodies ------------------------------------------------------------ */
-typedef struct {
+typedef struct grid_watch {
   char addr[48];
   size_t len;
   uint64_t at; /* instruction index of the atomic */
@@ -1035,6 +1118,16 @@ static size_t first_address(const char *p, const char *e, char *out,
 
 typedef enum { OP_PLAIN, OP_ATOM, OP_SPIN } op_kind;
 
+/* Whether a load's components can hold volatile, acquire or relaxed: each
+ * has a 'v', 'q' or 'x', which most loads (ld.param.u64, ld.global.f32)
+ * have none of. A filter before parts(). */
+static inline int may_spin(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] == 'v' || p[i] == 'q' || p[i] == 'x')
+      return 1;
+  return 0;
+}
+
 static op_kind classify(pp_ptx_func *f, const char *op, size_t n) {
   switch (*op) {
   case 'b':
@@ -1054,7 +1147,7 @@ static op_kind classify(pp_ptx_func *f, const char *op, size_t n) {
     }
     return OP_PLAIN;
   case 'l':
-    if (n > 3 && op[1] == 'd' && op[2] == '.' &&
+    if (n > 3 && op[1] == 'd' && op[2] == '.' && may_spin(op + 3, n - 3) &&
         (parts(op, n) & (P_VOLATILE | P_ACQUIRE | P_RELAXED)))
       return OP_SPIN;
     return OP_PLAIN;
@@ -1085,40 +1178,188 @@ static void watch_grid(pp_ptx_func *f, grid_watch *g, op_kind k,
   }
 }
 
-static void add_body_var(scanner *s, pp_ptx_func *f, size_t *cap,
-                         pp_ptx_space sp) {
-  var_list l = {f->vars, f->nvars, *cap};
-  size_t before = l.n;
-  parse_var(s, &l, sp, (linkage){0, 0, 0});
-  f->vars = l.v;
-  f->nvars = l.n;
-  *cap = l.cap;
-  for (size_t i = before; i < l.n; i++) {
+/* A body's variables are read into s->bvars (reused from body to body)
+ * and copied into the arena when the body ends. */
+static void add_body_var(scanner *s, pp_ptx_func *f, pp_ptx_space sp) {
+  var_list *l = &s->bvars;
+  size_t before = l->n;
+  parse_var(s, l, sp, (linkage){0, 0, 0});
+  for (size_t i = before; i < l->n; i++) {
     if (sp == PP_PTX_SHARED)
-      f->shared_bytes = pp_sat_add(f->shared_bytes, l.v[i].size);
+      f->shared_bytes = pp_sat_add(f->shared_bytes, l->v[i].size);
     else if (sp == PP_PTX_LOCAL)
-      f->local_bytes = pp_sat_add(f->local_bytes, l.v[i].size);
+      f->local_bytes = pp_sat_add(f->local_bytes, l->v[i].size);
   }
 }
 
+static void end_body(scanner *s, pp_ptx_func *f) {
+  f->body_end = (size_t)(s->p - s->base);
+  size_t n = s->bvars.n;
+  pp_ptx_var *v = n ? arena_alloc(s, n * sizeof *v, _Alignof(pp_ptx_var)) : NULL;
+  if (v) {
+    memcpy(v, s->bvars.v, n * sizeof *v);
+    f->vars = v;
+    f->nvars = n;
+  }
+  s->bvars.n = 0;
+}
+
 /* A directive inside a body; s->p at its '.'. */
-static void body_directive(scanner *s, pp_ptx_func *f, size_t *vcap) {
+static void body_directive(scanner *s, pp_ptx_func *f) {
   tok w;
   next(s, &w);
   if (is_word(&w, ".reg"))
     parse_reg(s, f);
   else if (is_word(&w, ".shared"))
-    add_body_var(s, f, vcap, PP_PTX_SHARED);
+    add_body_var(s, f, PP_PTX_SHARED);
   else if (is_word(&w, ".local"))
-    add_body_var(s, f, vcap, PP_PTX_LOCAL);
+    add_body_var(s, f, PP_PTX_LOCAL);
   else if (is_word(&w, ".global"))
-    add_body_var(s, f, vcap, PP_PTX_GLOBAL);
+    add_body_var(s, f, PP_PTX_GLOBAL);
   else if (is_word(&w, ".const"))
-    add_body_var(s, f, vcap, PP_PTX_CONST);
+    add_body_var(s, f, PP_PTX_CONST);
   else if (is_word(&w, ".loc") || is_word(&w, ".file"))
     skip_statement(s, 1);
   else if (!perf_directive(s, f, &w))
     skip_statement(s, 0); /* .param, .pragma, .branchtargets, ... */
+}
+
+/* ---- the body's simple lines, a line at a time ------------------------------ */
+/* Most body lines are one instruction ("\tadd.s32 \t%r1, %r2, %r3;"), a
+ * label or nothing, with no comment, string or unusual byte. body_lines
+ * reads such lines from bit masks of the 64 bytes at the line's start (one
+ * vector pass, then bit scans: no byte loops and few branches) and gives
+ * back any other line untouched, at s->p, to scan_body's statement loop,
+ * which reads it as before; what it counts is what that loop would. */
+typedef struct {
+  uint64_t nl;    /* '\n' */
+  uint64_t odd;   /* what a simple line cannot hold: '/', '"', DEL, and
+                     control or non-ASCII bytes but tab and '\n' */
+  uint64_t semi;  /* ';' */
+  uint64_t blank; /* tab, space */
+  uint64_t word;  /* C_WORD */
+} lmasks;
+
+#ifdef PP_SSE2
+/* The masks of the 32 bytes at p + at (at 0 or 32), or'ed into m. Signed
+ * compare: bytes from 0x80 up are below ' ', so odd. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline))
+void lm_avx2(const char *p, int at, lmasks *m) {
+#define EQ(c) _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c))
+#define OR _mm256_or_si256
+#define MOVE(v) ((uint64_t)(uint32_t)_mm256_movemask_epi8(v) << at)
+  __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + at));
+  __m256i tab = EQ('\t'), nl = EQ('\n');
+  __m256i odd = OR(OR(EQ('/'), EQ('"')),
+                   OR(EQ(0x7f), _mm256_andnot_si256(
+                                    OR(tab, nl), _mm256_cmpgt_epi8(
+                                                     _mm256_set1_epi8(' '), x))));
+  /* C_WORD by nibbles: a byte is a word byte when the bits its low nibble
+   * picks from WLO and its high nibble from WHI meet, each bit one block
+   * of the ASCII table: [0-9P-Yp-y], [A-Oa-o], [Zz], [_], [$%.]. */
+#define WLO 1, 3, 3, 3, 19, 19, 3, 3, 3, 3, 6, 2, 2, 2, 18, 10
+#define WHI 0, 0, 16, 1, 2, 13, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0
+  __m256i nib = _mm256_set1_epi8(0x0f);
+  __m256i bits = _mm256_and_si256(
+      _mm256_shuffle_epi8(_mm256_setr_epi8(WLO, WLO),
+                          _mm256_and_si256(x, nib)),
+      _mm256_shuffle_epi8(_mm256_setr_epi8(WHI, WHI),
+                          _mm256_and_si256(_mm256_srli_epi16(x, 4), nib)));
+  __m256i nonword = _mm256_cmpeq_epi8(bits, _mm256_setzero_si256());
+#undef WLO
+#undef WHI
+  m->nl |= MOVE(nl);
+  m->odd |= MOVE(odd);
+  m->semi |= MOVE(EQ(';'));
+  m->blank |= MOVE(OR(tab, EQ(' ')));
+  m->word |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(nonword) << at;
+#undef EQ
+#undef OR
+#undef MOVE
+}
+
+__attribute__((target("avx2"))) static void
+body_lines_avx2(scanner *s, pp_ptx_func *f, grid_watch *g) {
+  const char *p = s->p, *const end = s->end, *ls = s->line_start;
+  uint64_t line = s->line;
+  const size_t max_line = s->max_line;
+  while (end - p >= 32) {
+    lmasks m = {0, 0, 0, 0, 0};
+    lm_avx2(p, 0, &m);
+    if (!m.nl) {
+      if (end - p < 64)
+        break;
+      lm_avx2(p, 32, &m);
+      if (!m.nl)
+        break; /* a long line */
+    }
+    unsigned len = (unsigned)__builtin_ctzll(m.nl); /* p[len] is '\n' */
+    uint64_t in = ((uint64_t)1 << len) - 1;
+    if ((m.odd & in) || (size_t)(p + len - ls) > max_line)
+      break;
+    uint64_t text = ~m.blank & in; /* what is not blank */
+    if (text) {
+      unsigned o = (unsigned)__builtin_ctzll(text);
+      int guarded = p[o] == '@';
+      if (guarded) { /* @p or @!p, then the opcode */
+        unsigned q = o + 1;
+        if (q < len && p[q] == '!')
+          q++;
+        q += (unsigned)__builtin_ctzll(~m.word >> q); /* stops by p[len] */
+        o = q + (unsigned)__builtin_ctzll(~m.blank >> q);
+        if (o >= len || !(CLS(p[o]) & C_START))
+          break;
+      } else if (!(CLS(p[o]) & C_START) || p[o] == '.') {
+        break;
+      }
+      unsigned e = o + (unsigned)__builtin_ctzll(~m.word >> o);
+      if (!guarded) {
+        unsigned k = e + (unsigned)__builtin_ctzll(~m.blank >> e);
+        if (k < len && p[k] == ':') { /* a label, alone on its line */
+          if (text >> (k + 1))
+            break;
+          goto next_line;
+        }
+      }
+      /* An instruction: one ';', after the opcode, then blanks. */
+      uint64_t semis = m.semi & in;
+      if (!semis || (semis & (semis - 1)))
+        break;
+      unsigned sc = (unsigned)__builtin_ctzll(semis);
+      if (sc < e || (text >> (sc + 1)))
+        break;
+      f->instructions++;
+      op_kind k = classify(f, p + o, e - o);
+      if (k != OP_PLAIN)
+        watch_grid(f, g, k, p + e, p + sc);
+    }
+  next_line:
+    line++;
+    ls = p + len + 1;
+    p = ls;
+  }
+  s->p = p;
+  s->line = line;
+  s->line_start = ls;
+}
+#endif
+
+/* Without AVX2 (where SSE2's two loads a half cost more than they save)
+ * every line is read by the statement loop. */
+static void body_lines_none(scanner *s, pp_ptx_func *f, grid_watch *g) {
+  (void)s;
+  (void)f;
+  (void)g;
+}
+
+typedef void (*body_lines_fn)(scanner *, pp_ptx_func *, grid_watch *);
+
+static body_lines_fn pick_body_lines(void) {
+#ifdef PP_SSE2
+  if (__builtin_cpu_supports("avx2"))
+    return body_lines_avx2;
+#endif
+  return body_lines_none;
 }
 
 /* The body after '{' (at open). */
@@ -1126,10 +1367,11 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
                       const char *kind) {
   uint64_t open_line = s->line;
   uint32_t depth = 1;
-  size_t vcap = f->nvars;
+  s->bvars.n = 0;
   grid_watch g = {.set = 0};
   f->body_begin = (size_t)(open - s->base);
   while (!s->stop) {
+    s->lines(s, f, &g);
     const char *p = s->p, *end = s->end;
     while (p < end && (CLS(*p) & C_BLANK))
       p++;
@@ -1150,13 +1392,13 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
     } else if (c == '}') {
       s->p = p + 1;
       if (--depth == 0) {
-        f->body_end = (size_t)(s->p - s->base);
+        end_body(s, f);
         return;
       }
     } else if (c == ';') {
       s->p = p + 1;
     } else if (c == '.') {
-      body_directive(s, f, &vcap);
+      body_directive(s, f);
     } else if (c == '/') {
       if (!skip_comment(s)) {
         ERR(s, p, 0, "unexpected '/'");
@@ -1205,7 +1447,7 @@ static void scan_body(scanner *s, pp_ptx_func *f, const char *open,
       skip_statement(s, 0);
     }
   }
-  f->body_end = (size_t)(s->p - s->base);
+  end_body(s, f);
 }
 
 /* ---- functions ----------------------------------------------------------------- */
@@ -1216,17 +1458,22 @@ static uint32_t name_hash(const char *p, size_t n) {
   return h;
 }
 
+/* Function i of list k (0 entries, 1 funcs) during the scan. */
+static pp_ptx_func *func_at(const scanner *s, int k, size_t i) {
+  return &s->chunks[k][i / FCHUNK][i % FCHUNK];
+}
+
 /* Takes the declared-only function of this name out of the window. */
 static pp_ptx_func *take_declared(scanner *s, int entry, const tok *name,
                                   uint32_t h) {
   int k = entry ? 0 : 1;
-  pp_ptx_func *list = entry ? s->r->entries : s->r->funcs;
-  size_t *idx = s->decl[k], n = s->ndecl[k];
+  pp_ptx_func **fs = s->decl[k];
+  size_t n = s->ndecl[k];
   uint32_t *hs = s->decl_hash[k];
   for (size_t i = n; i-- > 0;) {
-    pp_ptx_func *f = &list[idx[i]];
+    pp_ptx_func *f = fs[i];
     if (hs[i] == h && word_is(name->p, name->len, f->name)) {
-      memmove(idx + i, idx + i + 1, (n - i - 1) * sizeof *idx);
+      memmove(fs + i, fs + i + 1, (n - i - 1) * sizeof *fs);
       memmove(hs + i, hs + i + 1, (n - i - 1) * sizeof *hs);
       s->ndecl[k]--;
       return f;
@@ -1235,30 +1482,28 @@ static pp_ptx_func *take_declared(scanner *s, int entry, const tok *name,
   return NULL;
 }
 
-static void put_declared(scanner *s, int entry, const pp_ptx_func *f) {
+static void put_declared(scanner *s, int entry, pp_ptx_func *f) {
   int k = entry ? 0 : 1;
-  pp_ptx_func *list = entry ? s->r->entries : s->r->funcs;
-  size_t *idx = s->decl[k];
+  pp_ptx_func **fs = s->decl[k];
   uint32_t *hs = s->decl_hash[k];
   if (s->ndecl[k] == DECL_WINDOW) { /* the oldest leaves */
-    memmove(idx, idx + 1, (DECL_WINDOW - 1) * sizeof *idx);
+    memmove(fs, fs + 1, (DECL_WINDOW - 1) * sizeof *fs);
     memmove(hs, hs + 1, (DECL_WINDOW - 1) * sizeof *hs);
     s->ndecl[k]--;
   }
-  idx[s->ndecl[k]] = (size_t)(f - list);
+  fs[s->ndecl[k]] = f;
   hs[s->ndecl[k]++] = name_hash(f->name, strlen(f->name));
 }
 
 static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
   pp_ptx_result *r = s->r;
-  pp_ptx_func **list = entry ? &r->entries : &r->funcs;
+  int k = entry ? 0 : 1;
   size_t *n = entry ? &r->nentries : &r->nfuncs;
-  size_t *cap = entry ? &s->cap_entries : &s->cap_funcs;
   pp_ptx_func *f = take_declared(s, entry, name,
                                  name_hash(name->p, name->len));
   if (f) {
-    for (size_t i = 0; i < f->nparams; i++) /* the latest list wins */
-      free(f->params[i].name);
+    f->params = NULL; /* the latest list wins (the old one stays in the
+                         arena until the result is freed) */
     f->nparams = 0;
     f->line = name->line;
     f->col = name->col;
@@ -1269,9 +1514,18 @@ static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
          entry ? "entries" : "funcs");
     return NULL;
   }
-  if (!grow(s, (void **)list, cap, *n, sizeof **list))
+  if (!s->chunks[k]) {
+    if (!(s->chunks[k] = arena_alloc(s, MAX_FUNCS / FCHUNK * sizeof(void *),
+                                     _Alignof(void *))))
+      return NULL;
+    if (s->feed)
+      s->feed->chunks[k] = s->chunks[k];
+  }
+  if (*n % FCHUNK == 0 &&
+      !(s->chunks[k][*n / FCHUNK] = arena_alloc(
+            s, FCHUNK * sizeof *f, _Alignof(pp_ptx_func))))
     return NULL;
-  f = &(*list)[*n];
+  f = func_at(s, k, *n);
   memset(f, 0, sizeof *f);
   if (!(f->name = dup_word(s, name->p, name->len)))
     return NULL;
@@ -1279,6 +1533,65 @@ static pp_ptx_func *new_function(scanner *s, int entry, const tok *name) {
   f->line = name->line;
   f->col = name->col;
   return f;
+}
+
+/* The functions of list k into one array (*out); empty on no memory. */
+static void gather(scanner *s, int k, pp_ptx_func **out, size_t *n) {
+  *out = NULL;
+  if (!*n)
+    return;
+  pp_ptx_func *a = malloc(*n * sizeof *a);
+  if (!a) {
+    *n = 0;
+    no_memory(s);
+    return;
+  }
+  for (size_t i = 0; i < *n; i += FCHUNK) {
+    size_t m = *n - i < FCHUNK ? *n - i : FCHUNK;
+    memcpy(a + i, s->chunks[k][i / FCHUNK], m * sizeof *a);
+  }
+  *out = a;
+}
+
+/* ---- the first marker, body by body ------------------------------------------ */
+typedef struct {
+  pp_ptx_func *f; /* the body just closed, or NULL */
+  size_t base, mlen, last_end;
+} marker_run;
+
+static void on_marker(void *ud, size_t pos) {
+  marker_run *m = ud;
+  size_t at = m->base + pos;
+  if (m->f && m->f->body_begin <= at && at + m->mlen <= m->f->body_end)
+    m->f->markers++;
+  m->last_end = at + m->mlen;
+}
+
+/* Matches of the first marker that start before offset `to` (and after
+ * those of the previous call), each given to f when it lies wholly inside
+ * f's body: called as each body closes, in text order, then for the rest
+ * of the text. The bodies do not overlap, so a match can only lie in the
+ * first body that ends after its start: the one closing now. */
+static void marker_advance(scanner *s, size_t to, pp_ptx_func *f) {
+  if (!s->r->nmarkers)
+    return;
+  size_t len = (size_t)(s->end - s->base), mlen = s->mk_len;
+  size_t start = s->mk_pos > s->mk_next ? s->mk_pos : s->mk_next;
+  if (to > len)
+    to = len;
+  if (start < to && mlen <= len - start) {
+    size_t span = len - start; /* starts in [start, to) only */
+    if (to - start <= span - mlen)
+      span = (to - start) + mlen - 1;
+    marker_run m = {f, start, mlen, 0};
+    uint64_t n = pp_ptx_find_needle(&s->mk, s->base + start, span,
+                                    on_marker, &m);
+    s->mk_count += n;
+    if (n)
+      s->mk_next = m.last_end;
+  }
+  if (to > s->mk_pos)
+    s->mk_pos = to;
 }
 
 /* After .entry or .func. */
@@ -1305,10 +1618,8 @@ static void parse_function(scanner *s, int entry, linkage lk) {
   f->visible |= lk.visible;
   f->external |= lk.external;
   f->weak |= lk.weak;
-  if (peek(s, &t) == T_PUNCT && *t.p == '(') {
-    next(s, &t);
+  if (accept(s, &t, T_PUNCT, '('))
     parse_params(s, f, f->name);
-  }
   for (;;) {
     next(s, &t);
     if (t.kind == T_STOP)
@@ -1316,6 +1627,7 @@ static void parse_function(scanner *s, int entry, linkage lk) {
     if (is_punct(&t, '{')) {
       f->defined = 1;
       scan_body(s, f, t.p, kind);
+      marker_advance(s, f->body_end, f);
       return;
     }
     if (is_punct(&t, ';')) {
@@ -1375,9 +1687,8 @@ static void read_target(scanner *s, char *out, size_t cap) {
     for (size_t i = 0; i < t.len && n + 1 < cap; i++)
       out[n++] = t.p[i];
     out[n] = 0;
-    if (peek(s, &t) != T_PUNCT || *t.p != ',')
+    if (!accept(s, &t, T_PUNCT, ','))
       return;
-    next(s, &t);
   }
 }
 
@@ -1457,15 +1768,40 @@ static void module_directive(scanner *s, tok *t) {
   }
 }
 
+/* Publishes the defined entries that follow the published ones: those
+ * can no longer change. */
+static void publish(scanner *s) {
+  const pp_ptx_result *r = s->r;
+  size_t k = s->fed;
+  while (k < r->nentries && func_at(s, 0, k)->defined)
+    k++;
+  if (k == s->fed)
+    return;
+  s->fed = k;
+  atomic_store(&s->feed->ready, k);
+  if (s->feed->published)
+    s->feed->published(s->feed, k);
+  /* A sleeping reader is woken for FEED_BATCH entries at a time, not a
+   * system call per entry (done wakes it in any case). */
+  if (k - s->signalled >= FEED_BATCH && atomic_load(&s->feed->waiting)) {
+    s->signalled = k;
+    pthread_mutex_lock(&s->feed->mu);
+    pthread_cond_signal(&s->feed->cv);
+    pthread_mutex_unlock(&s->feed->mu);
+  }
+}
+
 static void scan_module(scanner *s) {
   tok t;
   while (!s->stop) {
     next(s, &t);
     if (t.kind == T_EOF || t.kind == T_STOP)
       return;
-    if (t.kind == T_WORD && *t.p == '.')
+    if (t.kind == T_WORD && *t.p == '.') {
       module_directive(s, &t);
-    else if (is_punct(&t, ';'))
+      if (s->feed)
+        publish(s);
+    } else if (is_punct(&t, ';'))
       continue;
     else if (is_punct(&t, '}'))
       TERR(s, &t, 0, "'}' without a matching '{'");
@@ -1508,58 +1844,24 @@ static int set_opts(const pp_ptx_opts *o, pp_ptx_result *out, scanner *s) {
   return 0;
 }
 
-/* Marker counts, module-wide and per function body, in one pass per
- * marker: each match of the first marker is given to the body holding it. */
-typedef struct {
-  pp_ptx_func **f; /* defined functions by body_begin */
-  size_t n, at, mlen;
-} bodies;
-
-static void give_match(void *ud, size_t pos) {
-  bodies *b = ud;
-  while (b->at < b->n && b->f[b->at]->body_end <= pos)
-    b->at++;
-  if (b->at < b->n && b->f[b->at]->body_begin <= pos &&
-      pos + b->mlen <= b->f[b->at]->body_end)
-    b->f[b->at]->markers++;
-}
-
-static int by_begin(const void *a, const void *b) {
-  size_t x = (*(pp_ptx_func *const *)a)->body_begin;
-  size_t y = (*(pp_ptx_func *const *)b)->body_begin;
-  return x < y ? -1 : x > y;
-}
-
+/* Marker counts, module-wide (the bodies had their matches of the first
+ * marker as they closed). */
 static void count_markers(scanner *s, const char *text, size_t len) {
   pp_ptx_result *r = s->r;
-  bodies b = {NULL, 0, 0, 0};
-  size_t total = r->nentries + r->nfuncs;
-  b.f = total ? malloc(total * sizeof *b.f) : NULL;
-  if (b.f) {
-    for (int kind = 0; kind < 2; kind++) {
-      pp_ptx_func *list = kind ? r->funcs : r->entries;
-      size_t n = kind ? r->nfuncs : r->nentries;
-      for (size_t i = 0; i < n; i++)
-        if (list[i].defined && list[i].body_end > list[i].body_begin)
-          b.f[b.n++] = &list[i];
-    }
-    qsort(b.f, b.n, sizeof *b.f, by_begin);
-  } else if (total) {
-    no_memory(s);
+  if (r->nmarkers) {
+    marker_advance(s, len, NULL);
+    r->marker_count[0] = s->mk_count;
   }
-  for (size_t i = 0; i < r->nmarkers; i++) {
-    b.mlen = strlen(r->markers[i]);
-    b.at = 0;
-    r->marker_count[i] = pp_ptx_find_all(text, len, r->markers[i], b.mlen,
-                                         i == 0 && b.n ? give_match : NULL, &b);
-  }
-  free(b.f);
-  for (int kind = 0; kind < 2; kind++) {
-    pp_ptx_func *list = kind ? r->funcs : r->entries;
-    size_t n = kind ? r->nfuncs : r->nentries;
-    for (size_t i = 0; i < n; i++)
-      if (list[i].grid_syncs || list[i].markers)
+  for (size_t i = 1; i < r->nmarkers; i++)
+    r->marker_count[i] = pp_ptx_find_all(text, len, r->markers[i],
+                                         strlen(r->markers[i]), NULL, NULL);
+  for (int k = 0; k < 2; k++) {
+    size_t n = k ? r->nfuncs : r->nentries;
+    for (size_t i = 0; i < n; i++) {
+      const pp_ptx_func *f = func_at(s, k, i);
+      if (f->grid_syncs || f->markers)
         r->grid_sync = 1;
+    }
   }
 }
 
@@ -1580,13 +1882,16 @@ static void finish(scanner *s, const char *text, size_t len) {
         strcmp(r->globals[i].name, s->counter) == 0)
       r->counter_global = 1;
   r->have_digest = pp_ptx_have_digest();
-  r->digest = pp_ptx_digest(text, len);
+  if (!s->feed || !s->feed->no_digest)
+    r->digest = pp_ptx_digest(text, len);
+  if (!s->feed) {
+    gather(s, 0, &r->entries, &r->nentries);
+    gather(s, 1, &r->funcs, &r->nfuncs);
+  }
 }
 
-PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
-                          const pp_ptx_opts *opts, pp_ptx_result *out) {
-  if (!out)
-    return -1;
+static int scan(const char *text, size_t len, const pp_ptx_opts *opts,
+                pp_ptx_result *out, pp_ptx_feed *feed) {
   memset(out, 0, sizeof *out);
   if (!text && len)
     return bad_opts(out, "text is NULL with length %s", "> 0");
@@ -1600,35 +1905,49 @@ PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
   s.end = text + len;
   s.line = 1;
   s.r = out;
+  s.feed = feed;
+  s.lines = feed && feed->plain_lines ? body_lines_none : pick_body_lines();
+  s.mk_len = out->nmarkers ? strlen(out->markers[0]) : 0;
+  pp_ptx_needle_init(&s.mk, out->markers[0], s.mk_len);
   out->bytes = len;
   scan_module(&s);
   finish(&s, text, len);
+  free(s.pend);
+  free(s.bvars.v);
   return out->partial ? 1 : 0;
 }
 
-static void free_func(pp_ptx_func *f) {
-  free(f->name);
-  for (size_t i = 0; i < f->nparams; i++)
-    free(f->params[i].name);
-  free(f->params);
-  for (size_t i = 0; i < f->nvars; i++)
-    free(f->vars[i].name);
-  free(f->vars);
+PP_EXPORT int pp_ptx_scan(const char *text, size_t len,
+                          const pp_ptx_opts *opts, pp_ptx_result *out) {
+  if (!out)
+    return -1;
+  return scan(text, len, opts, out, NULL);
+}
+
+int pp_ptx_scan_feed(const char *text, size_t len, const pp_ptx_opts *opts,
+                     pp_ptx_result *out, pp_ptx_feed *feed) {
+  int rc = scan(text, len, opts, out, feed);
+  feed->rc = rc;
+  atomic_store(&feed->ready, out->nentries);
+  atomic_store(&feed->done, 1);
+  pthread_mutex_lock(&feed->mu);
+  pthread_cond_signal(&feed->cv);
+  pthread_mutex_unlock(&feed->mu);
+  return rc;
 }
 
 PP_EXPORT void pp_ptx_result_free(pp_ptx_result *r) {
   if (!r)
     return;
-  for (size_t i = 0; i < r->nentries; i++)
-    free_func(&r->entries[i]);
-  for (size_t i = 0; i < r->nfuncs; i++)
-    free_func(&r->funcs[i]);
-  for (size_t i = 0; i < r->nglobals; i++)
-    free(r->globals[i].name);
   free(r->entries);
   free(r->funcs);
   free(r->globals);
+  for (block *b = r->mem, *nb; b; b = nb) {
+    nb = b->next;
+    free(b);
+  }
   r->entries = r->funcs = NULL;
   r->globals = NULL;
   r->nentries = r->nfuncs = r->nglobals = 0;
+  r->mem = NULL;
 }

@@ -7,11 +7,17 @@
  * marker counts equal a naive search, errors and bodies point inside the
  * text, a complete result has no errors. A broken invariant traps, which
  * libFuzzer reports as a crash; AddressSanitizer catches any read outside
- * the input (libFuzzer passes a buffer of exactly the input's size).
+ * the input (libFuzzer passes a buffer of exactly the input's size). The
+ * scan that publishes entries as it goes (pp_ptx_scan_feed, what pp.ptx.scan
+ * uses), here with its statement loop reading every line, must give the
+ * same functions as pp_ptx_scan with its faster reader of simple lines, and
+ * an entry must not change once published.
  */
 #include "pp_ptx.h"
+#include "ptx_internal.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -108,12 +114,146 @@ static void scan_and_check(const char *t, size_t size, const pp_ptx_opts *o) {
   pp_ptx_result_free(&r);
 }
 
+/* ---- the scan read while it runs (pp_ptx_scan_feed) ---------------------- */
+ORACLE static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211u;
+  return h;
+}
+
+ORACLE static uint64_t fnv_str(uint64_t h, const char *s) {
+  size_t n = 0;
+  while (s[n])
+    n++;
+  return fnv(h, s, n + 1);
+}
+
+#define MIX(h, x)                                                              \
+  do {                                                                         \
+    uint64_t v_ = (uint64_t)(x);                                               \
+    h = fnv(h, &v_, sizeof v_);                                                \
+  } while (0)
+
+/* Everything a function holds, field by field (no padding bytes). */
+ORACLE static uint64_t fingerprint(const pp_ptx_func *f) {
+  uint64_t h = fnv_str(14695981039346656037u, f->name);
+  MIX(h, f->visible);
+  MIX(h, f->external);
+  MIX(h, f->weak);
+  MIX(h, f->defined);
+  MIX(h, f->line);
+  MIX(h, f->col);
+  MIX(h, f->body_begin);
+  MIX(h, f->body_end);
+  for (int i = 0; i < 3; i++) {
+    MIX(h, f->maxntid[i]);
+    MIX(h, f->reqntid[i]);
+  }
+  MIX(h, f->minnctapersm);
+  MIX(h, f->maxnreg);
+  MIX(h, f->has_maxntid);
+  MIX(h, f->has_reqntid);
+  MIX(h, f->has_minnctapersm);
+  MIX(h, f->has_maxnreg);
+  MIX(h, f->instructions);
+  for (int i = 0; i < PP_PTX_NREG; i++)
+    MIX(h, f->regs[i]);
+  MIX(h, f->bar_sync);
+  MIX(h, f->atomics);
+  MIX(h, f->atomics_global);
+  MIX(h, f->grid_syncs);
+  MIX(h, f->markers);
+  MIX(h, f->shared_bytes);
+  MIX(h, f->local_bytes);
+  MIX(h, f->nparams);
+  for (size_t i = 0; i < f->nparams; i++) {
+    const pp_ptx_param *p = &f->params[i];
+    h = fnv_str(fnv_str(h, p->name), p->type);
+    MIX(h, p->size);
+    MIX(h, p->align);
+    MIX(h, p->array);
+    MIX(h, p->offset);
+    MIX(h, p->ptr);
+  }
+  MIX(h, f->nvars);
+  for (size_t i = 0; i < f->nvars; i++) {
+    const pp_ptx_var *v = &f->vars[i];
+    h = fnv_str(fnv_str(h, v->name), v->type);
+    MIX(h, v->space);
+    MIX(h, v->size);
+    MIX(h, v->align);
+    MIX(h, v->array);
+    MIX(h, v->external);
+    MIX(h, v->visible);
+    MIX(h, v->line);
+  }
+  return h;
+}
+
+typedef struct {
+  uint64_t *fp; /* of each entry when published */
+  size_t n, calls;
+} published_log;
+
+/* A published entry is final: its fingerprint now must hold at the end. */
+ORACLE static void on_published(pp_ptx_feed *fd, size_t ready) {
+  published_log *log = fd->ud;
+  CHECK(ready > log->n);
+  log->fp = realloc(log->fp, ready * sizeof *log->fp);
+  CHECK(log->fp != NULL);
+  for (size_t i = log->n; i < ready; i++)
+    log->fp[i] = fingerprint(pp_ptx_feed_func(fd, 0, i));
+  log->n = ready;
+  log->calls++;
+}
+
+/* The feed's scan gives what pp_ptx_scan gives, and what it published
+ * early did not change after. */
+static void feed_and_check(const char *t, size_t size, const pp_ptx_opts *o) {
+  pp_ptx_result whole, fed;
+  int rc = pp_ptx_scan(t, size, o, &whole);
+  pp_ptx_feed fd;
+  memset(&fd, 0, sizeof fd);
+  pthread_mutex_init(&fd.mu, NULL);
+  pthread_cond_init(&fd.cv, NULL);
+  published_log log = {NULL, 0, 0};
+  fd.published = on_published;
+  fd.ud = &log;
+  fd.plain_lines = 1; /* and pp_ptx_scan the faster line reader */
+  CHECK(pp_ptx_scan_feed(t, size, o, &fed, &fd) == rc);
+  CHECK(fd.rc == rc && atomic_load(&fd.done));
+  CHECK(atomic_load(&fd.ready) == fed.nentries);
+  CHECK(fed.entries == NULL && fed.funcs == NULL);
+  CHECK(fed.nentries == whole.nentries && fed.nfuncs == whole.nfuncs);
+  CHECK(fed.lines == whole.lines && fed.nerrors == whole.nerrors);
+  CHECK(fed.grid_sync == whole.grid_sync && fed.digest == whole.digest);
+  for (size_t i = 0; i < fed.nmarkers; i++)
+    CHECK(fed.marker_count[i] == whole.marker_count[i]);
+  for (size_t i = 0; i < fed.nentries; i++) {
+    uint64_t h = fingerprint(pp_ptx_feed_func(&fd, 0, i));
+    CHECK(h == fingerprint(&whole.entries[i]));
+    if (i < log.n)
+      CHECK(h == log.fp[i]);
+  }
+  for (size_t i = 0; i < fed.nfuncs; i++)
+    CHECK(fingerprint(pp_ptx_feed_func(&fd, 1, i)) ==
+          fingerprint(&whole.funcs[i]));
+  free(log.fp);
+  pthread_mutex_destroy(&fd.mu);
+  pthread_cond_destroy(&fd.cv);
+  pp_ptx_result_free(&fed);
+  pp_ptx_result_free(&whole);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *t = (const char *)data;
   scan_and_check(t, size, NULL);
+  feed_and_check(t, size, NULL);
   static const char *const markers[] = {"grid.sync barrier #", "//", "a",
                                         "}\n{"};
   pp_ptx_opts o = {markers, 4, "x", 48};
   scan_and_check(t, size, &o);
+  feed_and_check(t, size, &o);
   return 0;
 }
