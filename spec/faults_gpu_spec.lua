@@ -35,7 +35,8 @@ describe("faults on the GPU #gpu #fault", function()
     assert.matches("^error: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY %(", r.oom, out)
     assert.matches("^error: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE %(", r.oversized, out)
     local first = r.launch ~= "ok" and r.launch or r.sync
-    assert.matches("^error: cu%a+: CUDA_ERROR_ILLEGAL_ADDRESS %(.-%); context is unusable", first, out)
+    assert.matches("^error: cu%a+: CUDA_ERROR_ILLEGAL_ADDRESS %(.-%); the device is unusable "
+      .. "in this process", first, out)
     assert.are.equal("3 | 2 | 200 | 3", r.stored, out)
     assert.matches("^error: cuDevicePrimaryCtxRetain: CUDA_ERROR_ILLEGAL_ADDRESS %(.-%); "
       .. "the device is unusable in this process", r.same_process, out)
