@@ -611,8 +611,10 @@ function Dispatcher:dispatch(prog, args)
     local _ <close> = pp.phase(name)
     steps_[name](self, ctx)
   end
-  pp.finish()
+  -- read before pp.finish, as t0 was after pp.begin: enqueue_ns + wait_ns
+  -- then lies inside wall_ns by construction
   local t_done = pp.now()
+  pp.finish()
   local window_ns, kernel_ns = ctx.window:collect()
   pp.counts{
     nodes = prog.nodes, ptx_bytes = #ctx.ptx, buffers = #prog.buffers, bindings = #ctx.bufs,
