@@ -12,17 +12,8 @@ local png = require "helpers.png"
 
 local tmpdir
 local function tmp(name) return tmpdir .. "/" .. name end
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-local function spit(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local files = require "helpers.files"
+local slurp, spit = files.slurp, files.spit
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 setup(function()
