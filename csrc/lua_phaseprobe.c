@@ -16,6 +16,7 @@
 #include "pp_lua.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SCOPE_DEPTH 64
@@ -867,9 +868,38 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
   return (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
 }
 
+/* Run from a checkout (./phaseprobe.so beside lua/), the Lua side is found
+ * without setting LUA_PATH: <dir>/lua/?.lua is appended to package.path
+ * when that directory holds our Lua modules. An installed module, whose Lua
+ * side is on package.path already, is not affected (appended, not
+ * prepended). */
+static void add_checkout_path(lua_State *L, const char *sofile) {
+  if (!sofile)
+    return;
+  const char *slash = strrchr(sofile, '/');
+  size_t dirlen = slash ? (size_t)(slash - sofile) : 1;
+  const char *dir = slash ? sofile : ".";
+  char probe[4096];
+  if (dirlen + 40 >= sizeof probe)
+    return;
+  snprintf(probe, sizeof probe, "%.*s/lua/phaseprobe/cli.lua", (int)dirlen, dir);
+  FILE *f = fopen(probe, "r");
+  if (!f)
+    return;
+  fclose(f);
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  const char *path = lua_tostring(L, -1);
+  snprintf(probe, sizeof probe, "%.*s/lua/?.lua", (int)dirlen, dir);
+  lua_pushfstring(L, "%s;%s", path ? path : "", probe);
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 2);
+}
+
 PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   pp_schema_default();
   pp_clock_init();
+  add_checkout_path(L, lua_tostring(L, 2));
 
   luaL_newmetatable(L, SCHEMA_MT);
   lua_pushcfunction(L, schema_index);

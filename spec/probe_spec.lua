@@ -459,3 +459,15 @@ describe("the C API example", function()
     assert.truthy(lines[2]:find(" ptx_cache_hits=1 ptx_cache_misses=0 ", 1, true))
   end)
 end)
+
+describe("running from the checkout", function()
+  it("finds the Lua side beside the module without LUA_PATH", function()
+    local root = io.popen("pwd"):read("l")
+    local p = io.popen("cd /tmp && env -u LUA_PATH -u LUA_PATH_5_4 lua5.4 -e 'package.cpath=\""
+      .. root .. "/?.so;\"..package.cpath; local pp = require(\"phaseprobe\");"
+      .. " print(type(pp.records), type(pp.analyze))' 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.are.equal("table\ttable\n", out)
+  end)
+end)
