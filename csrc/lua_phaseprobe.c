@@ -252,7 +252,7 @@ static pp_ticks opt_ticks(lua_State *L, int arg) {
 static int l_charge(lua_State *L) {
   if (!pp_enabled())
     return 0;
-  int idx = lookup(L, 1, 0, "charge");
+  int idx = scope_index(L, get_state(L), open_schema(L, "charge"), 0, "charge");
   pp_charge(idx, opt_ticks(L, 2));
   return 0;
 }
@@ -260,7 +260,7 @@ static int l_charge(lua_State *L) {
 static int l_lap(lua_State *L) {
   if (!pp_enabled())
     return 0;
-  int idx = lookup(L, 1, 0, "lap");
+  int idx = scope_index(L, get_state(L), open_schema(L, "lap"), 0, "lap");
   pp_ticks t = opt_ticks(L, 2);
   if (!t)
     return 0;
@@ -271,7 +271,8 @@ static int l_lap(lua_State *L) {
 static int l_charge_nested(lua_State *L) {
   if (!pp_enabled())
     return 0;
-  int idx = lookup(L, 1, 1, "charge_nested");
+  int idx = scope_index(L, get_state(L), open_schema(L, "charge_nested"), 1,
+                        "charge_nested");
   pp_charge_nested(idx, opt_ticks(L, 2));
   return 0;
 }
