@@ -421,7 +421,13 @@ static int l_tag(lua_State *L) {
 
 /* ---- dispatch lifetime --------------------------------------------------- */
 static int l_begin(lua_State *L) {
-  get_state(L)->depth = 0;
+  lstate *st = get_state(L);
+  st->depth = 0;
+  /* The name tables for this dispatch's schema are built here, before the
+   * start time is taken, not by the first scope inside the dispatch. */
+  const pp_schema *s = pp_schema_current();
+  if (pp_enabled() && st->schema_id != s->id)
+    build_names(L, lua_upvalueindex(1), st, s);
   pp_begin();
   return 0;
 }
