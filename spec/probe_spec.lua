@@ -471,3 +471,25 @@ describe("running from the checkout", function()
     assert.are.equal("table\ttable\n", out)
   end)
 end)
+
+describe("examples/phases.lua", function()
+  it("prints the reference's fields in order and a partition that adds up to wall_ns", function()
+    local p = io.popen("lua5.4 examples/phases.lua 2>&1")
+    local line = p:read("l")
+    local sum = p:read("l")
+    local ok = p:close()
+    assert.is_true(ok, tostring(line) .. "\n" .. tostring(sum))
+    local names = {}
+    for name in line:gmatch(" ([%w_]+)=") do names[#names + 1] = name end
+    local ref = { "seq", "nodes", "ptx_bytes", "buffers", "bindings", "fixpoint", "grid_blocks",
+      "wall_ns", "enqueue_ns", "wait_ns", "device_window_ns", "kernel_ns", "prepare_ns", "ptx_ns",
+      "modkey_ns", "stage_ns", "resolve_ns", "lease_ns", "launch_ns", "release_ns", "readback_ns",
+      "sub_ptx_digest_ns", "sub_ptx_vsa_ns", "named_host_ns", "unattributed_ns",
+      "ptx_cache_hits", "ptx_cache_misses" }
+    assert.truthy(line:find("^vyre%-cuda%-dispatch%-phase "))
+    for i, n in ipairs(ref) do assert.are.equal(n, names[i]) end
+    local named, un, total, wall = sum:match("(%d+) %+ unattributed_ns (%d+) = (%d+), wall_ns (%d+)")
+    assert.are.equal(wall, total)
+    assert.are.equal(tonumber(named) + tonumber(un), tonumber(wall))
+  end)
+end)
