@@ -248,12 +248,12 @@ fuzz: $(FUZZ_BIN)
 # Diagnostics for the GPU machine (tools/gpu_anatomy.c): the device side of a
 # dispatch taken apart on one host time axis, and what each step of CUPTI
 # collection costs. It links libcuda and libcupti directly, so it is built
-# only when asked for:  make anatomy  (then build/gpu_anatomy window|cupti).
+# only when asked for:  make anatomy  (then build/gpu_anatomy window|factors|cupti).
 .PHONY: anatomy
 anatomy: $(BUILD)/gpu_anatomy
-$(BUILD)/gpu_anatomy: tools/gpu_anatomy.c | $(BUILD)
-	$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra $< -o $@ \
+$(BUILD)/gpu_anatomy: tools/gpu_anatomy.c $(STATIC) | $(BUILD)
+	$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra $< $(STATIC) -o $@ \
 	  -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/extras/CUPTI/lib64 -L$(CUDA_HOME)/lib \
 	  -L$(CUDA_HOME)/lib64/stubs \
 	  -Wl,-rpath,$(CUDA_HOME)/lib64:$(CUDA_HOME)/extras/CUPTI/lib64:$(CUDA_HOME)/lib \
-	  -lcupti -lcuda -pthread
+	  -lcupti -lcuda -ldl -lm -pthread

@@ -4,6 +4,7 @@
  * machine, not part of the module (it links libcuda and libcupti directly).
  *
  *   make build/gpu_anatomy && build/gpu_anatomy window [reps]
+ *   build/gpu_anatomy factors [reps]
  *   build/gpu_anatomy cupti [dispatches]
  *
  * Host axis: CLOCK_MONOTONIC. CUPTI is given the same clock through
@@ -18,6 +19,12 @@
  * recorded its events, the kernel-only pair with CUPTI's kernel duration and
  * with the kernel's own %globaltimer readings, and CUPTI's kernel start with
  * the host launch call (launch latency). Medians over `reps` per S.
+ *
+ * "factors": the same window shape under one change at a time (the probe
+ * clock's spin, a 20 us kernel of 32 threads, a blocking stream, the
+ * module's own window code), to find which one the module's larger error
+ * comes from; and the kernel-only pair against CUPTI and the kernel's own
+ * %globaltimer for kernels of 10 us to 10 ms.
  *
  * "cupti": what each step of CUPTI kernel-time collection costs a tiny
  * dispatch (launch + stream synchronize), modes interleaved in blocks:
@@ -38,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "pp_cuda.h"
 
 #define CK(call)                                                               \
   do {                                                                         \
@@ -437,6 +446,126 @@ static void cupti_mode(int total) {
          (unsigned long)ext_records, nk);
 }
 
+/* ---- factors ------------------------------------------------------------------ */
+/* Which difference between the raw window above and the module's makes the
+ * starvation error: the same window shape under each change alone. */
+enum { F_RAW, F_PPSPIN, F_K20, F_BLOCKING, F_MODULE, F_MODULE_LUA_LIKE, NF };
+static const char *const f_name[NF] = {
+    "raw, mono spin, 200us K, non-blocking", "raw, pp_cuda_spin_ns",
+    "raw, 20 us kernel, 32 threads", "raw, blocking stream",
+    "module window (pp_cuda_window_*)",
+    "module window, pp spin, 20us/32thr, blocking"};
+
+static int64_t one_window(int f, uint64_t S, CUstream sb, CUevent *e,
+                          pp_cuda_event_pool *pool) {
+  CUstream st = (f == F_BLOCKING || f == F_MODULE_LUA_LIKE) ? sb : stream;
+  uint64_t K = (f == F_K20 || f == F_MODULE_LUA_LIKE) ? 20000 : 200000;
+  unsigned thr = (f == F_K20 || f == F_MODULE_LUA_LIKE) ? 32 : 1;
+  uint64_t p_ns = K;
+  CUdeviceptr p_out = dout;
+  void *args[] = {&p_ns, &p_out};
+  if (f == F_MODULE || f == F_MODULE_LUA_LIKE) {
+    pp_cuda_window w;
+    if (pp_cuda_window_open(&w, pool, st) != CUDA_SUCCESS)
+      exit(3);
+    if (f == F_MODULE_LUA_LIKE)
+      pp_cuda_spin_ns(S);
+    else
+      spin_until(now_ns() + S);
+    pp_cuda_launch_cfg cfg = {fn, {1, 1, 1}, {thr, 1, 1}, 0, args, 0};
+    if (pp_cuda_window_launch_loop(&w, &cfg, 1, NULL) != CUDA_SUCCESS ||
+        pp_cuda_window_close(&w) != CUDA_SUCCESS)
+      exit(3);
+    CK(cuStreamSynchronize(st));
+    uint64_t dw, k;
+    if (pp_cuda_window_collect(&w, &dw, &k) != CUDA_SUCCESS)
+      exit(3);
+    return (int64_t)(dw - k) - (int64_t)S;
+  }
+  CK(cuEventRecord(e[0], st));
+  if (f == F_PPSPIN)
+    pp_cuda_spin_ns(S);
+  else
+    spin_until(now_ns() + S);
+  CK(cuEventRecord(e[1], st));
+  CK(cuLaunchKernel(fn, 1, 1, 1, thr, 1, 1, 0, st, args, NULL));
+  CK(cuEventRecord(e[2], st));
+  CK(cuEventRecord(e[3], st));
+  CK(cuStreamSynchronize(st));
+  return (int64_t)(ev_ns(e[0], e[3]) - ev_ns(e[1], e[2])) - (int64_t)S;
+}
+
+static void factors_mode(int reps) {
+  char why[256];
+  if (!pp_cuda_load(why, sizeof why)) {
+    fprintf(stderr, "pp_cuda_load: %s\n", why);
+    exit(1);
+  }
+  pp_clock_init();
+  printf("# probe clock: %s (%s), TSC %.6f GHz\n", pp_clock()->name,
+         pp_clock()->reason, pp_clock()->tsc_ghz);
+  CUstream sb;
+  CK(cuStreamCreate(&sb, CU_STREAM_DEFAULT));
+  pp_cuda_event_pool *pool = pp_cuda_event_pool_new();
+  CUevent e[4];
+  for (int i = 0; i < 4; i++)
+    CK(cuEventCreate(&e[i], CU_EVENT_DEFAULT));
+  static const unsigned gaps_us[] = {25, 500, 2000, 5000};
+  printf("# starvation error dw-k-S, median (p10..p90) ns over %d reps; "
+         "variants alternate within each rep\n%-48s", reps, "variant \\ S_us");
+  for (size_t g = 0; g < 4; g++)
+    printf(" | %22u", gaps_us[g]);
+  printf("\n");
+  int64_t v[NF][4][REPS_MAX];
+  for (size_t g = 0; g < 4; g++)
+    for (int r = 0; r <= reps; r++)
+      for (int k = 0; k < NF; k++) {
+        int f = (r % 2) ? NF - 1 - k : k;
+        int64_t x = one_window(f, (uint64_t)gaps_us[g] * 1000, sb, e, pool);
+        if (r > 0)
+          v[f][g][r - 1] = x;
+      }
+  for (int f = 0; f < NF; f++) {
+    printf("%-48s", f_name[f]);
+    for (size_t g = 0; g < 4; g++)
+      printf(" | %7ld (%6ld..%6ld)", pct(v[f][g], (size_t)reps, .5),
+             pct(v[f][g], (size_t)reps, .1), pct(v[f][g], (size_t)reps, .9));
+    printf("\n");
+  }
+  /* kernel length: the raw pair against CUPTI and the kernel's own timer */
+  static const unsigned ks_us[] = {10, 100, 1000, 10000};
+  printf("# kernel-only pair vs CUPTI, back-to-back (no gap), median (p10..p90) ns\n");
+  printf("%8s | %-24s | %-24s | %-24s\n", "K_us", "pair - cupti", "gt - cupti",
+         "cupti start - launch call");
+  for (size_t i = 0; i < 4; i++) {
+    int64_t a[REPS_MAX], b[REPS_MAX], c[REPS_MAX];
+    int n = 0;
+    for (int r = 0; r <= reps; r++) {
+      uint64_t p_ns = (uint64_t)ks_us[i] * 1000;
+      CUdeviceptr p_out = dout;
+      void *args[] = {&p_ns, &p_out};
+      CK(cuEventRecord(e[1], stream));
+      CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL));
+      uint32_t corr = last_corr;
+      uint64_t hl = last_launch_enter;
+      CK(cuEventRecord(e[2], stream));
+      CK(cuStreamSynchronize(stream));
+      uint64_t gt[2];
+      CK(cuMemcpyDtoH(gt, dout, sizeof gt));
+      CP(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+      krec k;
+      if (r == 0 || !find_kernel(corr, &k))
+        continue;
+      a[n] = (int64_t)ev_ns(e[1], e[2]) - (int64_t)(k.end - k.start);
+      b[n] = (int64_t)(gt[1] - gt[0]) - (int64_t)(k.end - k.start);
+      c[n] = (int64_t)k.start - (int64_t)hl;
+      n++;
+    }
+    printf("%8u | %7ld (%6ld..%6ld) | %7ld (%6ld..%6ld) | %7ld (%6ld..%6ld)\n",
+           ks_us[i], COL(a), COL(b), COL(c));
+  }
+}
+
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "window";
   int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -456,10 +585,17 @@ int main(int argc, char **argv) {
   if (strcmp(what, "window") == 0) {
     CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     window_mode(n > 0 && n <= REPS_MAX ? n : 15);
+  } else if (strcmp(what, "factors") == 0) {
+    CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    CUpti_SubscriberHandle s2;
+    CP(cuptiSubscribe(&s2, on_api, NULL));
+    CP(cuptiEnableCallback(1, s2, CUPTI_CB_DOMAIN_DRIVER_API,
+                           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+    factors_mode(n > 0 && n <= REPS_MAX ? n : 15);
   } else if (strcmp(what, "cupti") == 0) {
     cupti_mode(n > 0 ? n : 6400);
   } else {
-    fprintf(stderr, "usage: gpu_anatomy window [reps] | cupti [dispatches]\n");
+    fprintf(stderr, "usage: gpu_anatomy window|factors [reps] | cupti [dispatches]\n");
     return 2;
   }
   return 0;
