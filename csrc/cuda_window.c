@@ -182,9 +182,13 @@ static CUresult fail(pp_cuda_window *w, const char *call, CUresult rc) {
   return rc;
 }
 
-/* Takes an event from the pool and records it; the cost is the probe's. */
-static CUresult record(pp_cuda_window *w, const pp_cuda_api *cu, CUevent *ev) {
+/* Takes an event from the pool and records it; the cost is the probe's.
+ * `slot` (0..3: outer start, inner start, inner end, outer end) receives the
+ * probe-clock time at which the record call was made. */
+static CUresult record(pp_cuda_window *w, const pp_cuda_api *cu, CUevent *ev,
+                       int slot) {
   pp_ticks t0 = pp_now_inline();
+  w->host_ns[slot] = (uint64_t)(((unsigned __int128)t0 * pp_clk.mult) >> 32);
   CUresult rc = CUDA_SUCCESS;
   if (!*ev)
     rc = pp_cuda_event_get(w->pool, ev);
@@ -207,7 +211,7 @@ PP_EXPORT CUresult pp_cuda_window_open(pp_cuda_window *w,
   const pp_cuda_api *cu = pp_cuda();
   if (!cu)
     return fail(w, "cuInit", CUDA_ERROR_NOT_INITIALIZED);
-  CUresult rc = record(w, cu, &w->outer[0]);
+  CUresult rc = record(w, cu, &w->outer[0], 0);
   if (rc == CUDA_SUCCESS)
     w->stage = PP_CUDA_WINDOW_OPEN;
   return rc;
@@ -255,7 +259,7 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
     return fail(w, "cuEventCreate", rc);
   pp_cuda_ksrc_loop_enter(w); /* CUPTI span, outside the inner pair */
   pp_ticks loop0 = pp_now_inline();
-  rc = record(w, cu, &w->inner[0]);
+  rc = record(w, cu, &w->inner[0], 1);
   if (rc != CUDA_SUCCESS) {
     pp_cuda_ksrc_loop_leave(w);
     return rc;
@@ -267,7 +271,7 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
     pp_cuda_ksrc_loop_leave(w);
     return fail(w, failed, rc);
   }
-  rc = record(w, cu, &w->inner[1]);
+  rc = record(w, cu, &w->inner[1], 2);
   w->loop_host_ns = pp_ticks_delta_ns(loop0, pp_now_inline());
   pp_cuda_ksrc_loop_leave(w);
   if (rc != CUDA_SUCCESS)
@@ -292,7 +296,7 @@ PP_EXPORT CUresult pp_cuda_window_close(pp_cuda_window *w) {
     return fail(w, "cuInit", CUDA_ERROR_NOT_INITIALIZED);
   if (w->stage != PP_CUDA_WINDOW_OPEN && w->stage != PP_CUDA_WINDOW_LOOPED)
     return fail(w, "window close (window not open)", CUDA_ERROR_INVALID_VALUE);
-  CUresult rc = record(w, cu, &w->outer[1]);
+  CUresult rc = record(w, cu, &w->outer[1], 3);
   if (rc == CUDA_SUCCESS)
     w->stage = PP_CUDA_WINDOW_CLOSED;
   return rc;
@@ -327,6 +331,10 @@ PP_EXPORT CUresult pp_cuda_window_collect(pp_cuda_window *w,
   rc = elapsed(w, cu, w->outer[0], w->outer[1], &win);
   if (rc == CUDA_SUCCESS && w->looped)
     rc = elapsed(w, cu, w->inner[0], w->inner[1], &ker);
+  /* The window's idle device time before the loop (outer start to inner
+   * start); the rest of device_window_ns - kernel_ns lies after it. */
+  if (rc == CUDA_SUCCESS && w->looped)
+    rc = elapsed(w, cu, w->outer[0], w->inner[0], &w->lead_ns);
   if (rc != CUDA_SUCCESS)
     return rc;
   pp_kernel_src src = PP_KSRC_EVENT;

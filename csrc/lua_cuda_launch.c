@@ -772,6 +772,15 @@ static int window_get(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)w->w.iterations);
   else if (strcmp(k, "floor_ns") == 0)
     lua_pushinteger(L, (lua_Integer)w->w.floor_ns);
+  else if (strcmp(k, "lead_ns") == 0)
+    lua_pushinteger(L, (lua_Integer)w->w.lead_ns);
+  else if (strcmp(k, "host_ns") == 0) {
+    lua_createtable(L, 4, 0);
+    for (int i = 0; i < 4; i++) {
+      lua_pushinteger(L, (lua_Integer)w->w.host_ns[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+  }
   else if (strcmp(k, "stream") == 0)
     lua_getiuservalue(L, 1, 1);
   else if (!lcu_window_ksrc_field(L, w, k))

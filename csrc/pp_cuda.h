@@ -193,6 +193,9 @@ typedef struct {
   uint64_t floor_ns;    /* event-pair floor reported with kernel_ns; set it   */
                         /* after pp_cuda_window_open (0: not calibrated)      */
   const char *failed;   /* the driver call that failed, or NULL               */
+  uint64_t host_ns[4];  /* probe-clock ns when each event was recorded:      */
+                        /* outer start, inner start, inner end, outer end    */
+  uint64_t lead_ns;     /* device: outer start to inner start (at collect)   */
   /* Kernel-time source (cuda_ksrc.c). Set `source` after open, before the
    * loop: PP_KSRC_EVENT (or 0) for the inner pair, PP_KSRC_CUPTI for CUPTI's
    * kernel records (the inner pair is still recorded and read). */

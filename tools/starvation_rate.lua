@@ -1,10 +1,16 @@
--- Is the window's starvation error a constant or a rate? Injects host gaps of
--- 25 us to 20 ms inside the timed window (a tiny kernel after each) and prints
--- the median of (device_window_ns - kernel_ns - gap) per gap. A constant
--- error is host work between the events; an error growing with the gap is a
--- rate difference between the host clock (which times the spin) and the
--- device clock (which times the events). GPU only:
---   . .gpu-lua/env.sh && make && lua5.4 tools/starvation_rate.lua
+-- Where does the window's starvation error come from? Injects host gaps of
+-- 25 us to 20 ms inside the timed window (a tiny kernel after each) and
+-- prints, per gap, medians over the samples of:
+--   err       device_window_ns - kernel_ns - gap (the starvation error)
+--   host      host time between the outer start and inner start record
+--             calls, less the gap: the host's own overhead inside the window
+--   lead-host the device's outer-start-to-inner-start interval less that host
+--             interval: how much later the device stamped the inner start
+--   tail      device time from the inner end to the outer end
+-- err = host + (lead-host) + tail. A constant "host" is our overhead; a
+-- "lead-host" that grows with the gap is the device stamping the first event
+-- after an idle stretch late. GPU only:
+--   . .gpu-lua/env.sh && make && lua5.4 tools/starvation_rate.lua [samples] [nogc]
 package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
 local cu = pp.cuda
@@ -13,31 +19,39 @@ if not ok then
   print("starvation_rate: no GPU here: " .. tostring(why))
   return
 end
+local samples = tonumber(arg[1] or "") or 15
+if arg[2] == "nogc" then collectgarbage("stop") end
 local ctx = assert(cu.context(0))
 local s = ctx:stream()
 local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
 local out = ctx:alloc(8)
+local launch = { fn = spin, grid = 1, block = 32, args = { 20000, 0, out } }
 
 local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
+  local c = {}
+  for i, v in ipairs(t) do c[i] = v end
+  table.sort(c)
+  return c[(#c + 1) // 2]
 end
 
 local function sample(gap_us)
   local w = s:window()
   w:spin_us(gap_us)
-  w:launch_loop { fn = spin, grid = 1, block = 32, args = { 20000, 0, out } }
+  w:launch_loop(launch)
   w:close()
   s:synchronize()
   local dw, k = w:collect()
-  return dw - k - gap_us * 1000
+  local h = w.host_ns
+  local gap = gap_us * 1000
+  local host = h[2] - h[1]
+  return dw - k - gap, host - gap, w.lead_ns - host, dw - k - w.lead_ns
 end
 
 sample(10)
-print(("%10s %14s %14s %16s"):format("gap_us", "median err ns", "min err ns", "err / gap (ppm)"))
+print(("%8s %10s %10s %10s %10s   (ns, medians of %d%s)"):format("gap_us", "err", "host",
+  "lead-host", "tail", samples, arg[2] == "nogc" and ", GC stopped" or ""))
 for _, gap in ipairs { 25, 100, 500, 2000, 5000, 20000 } do
-  local t = {}
-  for i = 1, 9 do t[i] = sample(gap) end
-  local m = median(t)
-  print(("%10d %14d %14d %16.0f"):format(gap, m, t[1], m / (gap * 1000) * 1e6))
+  local e, h, l, t = {}, {}, {}, {}
+  for i = 1, samples do e[i], h[i], l[i], t[i] = sample(gap) end
+  print(("%8d %10d %10d %10d %10d"):format(gap, median(e), median(h), median(l), median(t)))
 end
