@@ -9,8 +9,10 @@
 --   tail      device time from the inner end to the outer end
 -- err = host + (lead-host) + tail. A constant "host" is our overhead; a
 -- "lead-host" that grows with the gap is the device stamping the first event
--- after an idle stretch late. GPU only:
---   . .gpu-lua/env.sh && make && lua5.4 tools/starvation_rate.lua [samples] [nogc]
+-- after an idle stretch late. Options: "nogc" stops Lua's collector;
+-- "luaspin" injects the gap with a Lua loop over pp.now() (no PAUSE
+-- instruction) instead of w:spin_us (rdtsc + PAUSE). GPU only:
+--   . .gpu-lua/env.sh && make && lua5.4 tools/starvation_rate.lua [samples] [nogc] [luaspin]
 package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
 local cu = pp.cuda
@@ -20,7 +22,10 @@ if not ok then
   return
 end
 local samples = tonumber(arg[1] or "") or 15
-if arg[2] == "nogc" then collectgarbage("stop") end
+local opts = {}
+for i = 2, #arg do opts[arg[i]] = true end
+if opts.nogc then collectgarbage("stop") end
+local now = pp.now
 local ctx = assert(cu.context(0))
 local s = ctx:stream()
 local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
@@ -36,7 +41,12 @@ end
 
 local function sample(gap_us)
   local w = s:window()
-  w:spin_us(gap_us)
+  if opts.luaspin then
+    local t = now() + gap_us * 1000
+    while now() < t do end
+  else
+    w:spin_us(gap_us)
+  end
   w:launch_loop(launch)
   w:close()
   s:synchronize()
@@ -49,7 +59,7 @@ end
 
 sample(10)
 print(("%8s %10s %10s %10s %10s   (ns, medians of %d%s)"):format("gap_us", "err", "host",
-  "lead-host", "tail", samples, arg[2] == "nogc" and ", GC stopped" or ""))
+  "lead-host", "tail", samples, (opts.nogc and ", GC stopped" or "") .. (opts.luaspin and ", Lua spin" or "")))
 for _, gap in ipairs { 25, 100, 500, 2000, 5000, 20000 } do
   local e, h, l, t = {}, {}, {}, {}
   for i = 1, samples do e[i], h[i], l[i], t[i] = sample(gap) end
