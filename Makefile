@@ -93,11 +93,13 @@ $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
 test-deps:
 	@tools/ensure-deps
 
+# .busted leaves the #gpu specs out of the default run; --run=gpu takes
+# only them.
 test: test-deps all
-	$(BUSTED) --exclude-tags=gpu spec
+	$(BUSTED) spec
 
 test-gpu: all
-	$(BUSTED) --tags=gpu spec
+	$(BUSTED) --run=gpu spec
 
 # The GPU specs under compute-sanitizer memcheck, once: timing specs (the
 # sanitizer slows every call) and specs that provoke driver errors on
@@ -105,7 +107,7 @@ test-gpu: all
 SANITIZER ?= compute-sanitizer
 test-gpu-memcheck: all
 	$(SANITIZER) --tool memcheck --target-processes application-only \
-	  --error-exitcode 9 $(BUSTED) --tags=gpu --exclude-tags=timing,fault,cupti spec
+	  --error-exitcode 9 $(BUSTED) --run=gpu --exclude-tags=timing,fault,cupti spec
 
 asan:
 	$(MAKE) clean
