@@ -532,37 +532,49 @@ static void factors_mode(int reps) {
              pct(v[f][g], (size_t)reps, .1), pct(v[f][g], (size_t)reps, .9));
     printf("\n");
   }
-  /* kernel length: the raw pair against CUPTI and the kernel's own timer */
+  /* kernel length: the raw pair against CUPTI and the kernel's own timer.
+   * CUPTI is flushed once after each batch: a forced flush delays the next
+   * launch by about 200 us, which would be read as launch latency. */
   static const unsigned ks_us[] = {10, 100, 1000, 10000};
   printf("# kernel-only pair vs CUPTI, back-to-back (no gap), median (p10..p90) ns\n");
-  printf("%8s | %-24s | %-24s | %-24s\n", "K_us", "pair - cupti", "gt - cupti",
-         "cupti start - launch call");
+  printf("%8s | %-24s | %-24s | %-24s | %-24s\n", "K_us", "pair - cupti",
+         "gt - cupti", "cupti start - launch call", "pair - gt");
   for (size_t i = 0; i < 4; i++) {
-    int64_t a[REPS_MAX], b[REPS_MAX], c[REPS_MAX];
-    int n = 0;
+    int64_t a[REPS_MAX], b[REPS_MAX], c[REPS_MAX], d[REPS_MAX];
+    uint32_t corr[REPS_MAX + 1];
+    uint64_t hl[REPS_MAX + 1], pair[REPS_MAX + 1], gtd[REPS_MAX + 1];
     for (int r = 0; r <= reps; r++) {
       uint64_t p_ns = (uint64_t)ks_us[i] * 1000;
       CUdeviceptr p_out = dout;
       void *args[] = {&p_ns, &p_out};
       CK(cuEventRecord(e[1], stream));
       CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL));
-      uint32_t corr = last_corr;
-      uint64_t hl = last_launch_enter;
+      corr[r] = last_corr;
+      hl[r] = last_launch_enter;
       CK(cuEventRecord(e[2], stream));
       CK(cuStreamSynchronize(stream));
       uint64_t gt[2];
       CK(cuMemcpyDtoH(gt, dout, sizeof gt));
-      CP(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+      pair[r] = ev_ns(e[1], e[2]);
+      gtd[r] = gt[1] - gt[0];
+    }
+    CP(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    int n = 0;
+    for (int r = 1; r <= reps; r++) {
       krec k;
-      if (r == 0 || !find_kernel(corr, &k))
+      if (!find_kernel(corr[r], &k))
         continue;
-      a[n] = (int64_t)ev_ns(e[1], e[2]) - (int64_t)(k.end - k.start);
-      b[n] = (int64_t)(gt[1] - gt[0]) - (int64_t)(k.end - k.start);
-      c[n] = (int64_t)k.start - (int64_t)hl;
+      a[n] = (int64_t)pair[r] - (int64_t)(k.end - k.start);
+      b[n] = (int64_t)gtd[r] - (int64_t)(k.end - k.start);
+      c[n] = (int64_t)k.start - (int64_t)hl[r];
+      d[n] = (int64_t)pair[r] - (int64_t)gtd[r];
       n++;
     }
-    printf("%8u | %7ld (%6ld..%6ld) | %7ld (%6ld..%6ld) | %7ld (%6ld..%6ld)\n",
-           ks_us[i], COL(a), COL(b), COL(c));
+    if (!n)
+      continue;
+    printf("%8u | %7ld (%6ld..%6ld) | %7ld (%6ld..%6ld) | %7ld (%6ld..%6ld) | "
+           "%7ld (%6ld..%6ld)\n",
+           ks_us[i], COL(a), COL(b), COL(c), COL(d));
   }
 }
 
