@@ -215,3 +215,17 @@ uint64_t pp_now_ns(void) {
   pp_ticks t = pp_now_inline();
   return (uint64_t)(((unsigned __int128)t * pp_clk.mult) >> 32);
 }
+
+/* Busy-waits `ns` on the probe clock: no sleep, no syscall, and no PAUSE
+ * instruction. Under a hypervisor a PAUSE loop invites pause-loop exits; on
+ * the H200 machines (KVM guests) a gap injected with rdtsc + PAUSE came out
+ * 5 to 15 us longer than asked at 2 ms, and the device idled after it for
+ * longer too, against 2 to 3 us for the same loop without PAUSE
+ * (tools/starvation_rate.lua, "host" column, with and without luaspin). */
+void pp_spin_ns(uint64_t ns) {
+  pp_clock_init();
+  pp_ticks t0 = pp_now_inline();
+  while (pp_ticks_delta_ns(t0, pp_now_inline()) < ns) {
+  }
+}
+

@@ -149,15 +149,7 @@ PP_EXPORT CUresult pp_cuda_coop_fits(const pp_cuda_launch_cfg *cfg,
 }
 
 /* ---- probe clock helpers ------------------------------------------------- */
-PP_EXPORT void pp_cuda_spin_ns(uint64_t ns) {
-  pp_clock_init();
-  pp_ticks t0 = pp_now_inline();
-  while (pp_ticks_delta_ns(t0, pp_now_inline()) < ns) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-}
+PP_EXPORT void pp_cuda_spin_ns(uint64_t ns) { pp_spin_ns(ns); }
 
 PP_EXPORT uint64_t pp_cuda_ms_to_ns(float ms) {
   if (!(ms > 0.0f))

@@ -133,12 +133,7 @@ static int l_spin_ns(lua_State *L) {
   lua_Integer ns = luaL_checkinteger(L, 1);
   luaL_argcheck(L, ns >= 0 && ns <= 60000000000LL, 1,
                 "nanoseconds must be 0..60e9");
-  pp_ticks t0 = pp_now_inline();
-  while (pp_ticks_delta_ns(t0, pp_now_inline()) < (uint64_t)ns) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  pp_spin_ns((uint64_t)ns);
   return 0;
 }
 

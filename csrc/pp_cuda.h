@@ -234,7 +234,8 @@ CUresult pp_cuda_window_collect(pp_cuda_window *w, uint64_t *window_ns,
 /* Returns the window's events to the pool without reading them. */
 void pp_cuda_window_discard(pp_cuda_window *w);
 
-/* Busy-waits `ns` nanoseconds on the probe clock (no sleep, no syscall). */
+/* Busy-waits `ns` nanoseconds on the probe clock (no sleep, no syscall, no
+ * PAUSE: see pp_spin_ns in clock.c). */
 void pp_cuda_spin_ns(uint64_t ns);
 
 /* Device time of `samples` back-to-back event pairs on `stream` (each

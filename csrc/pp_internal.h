@@ -18,6 +18,8 @@ typedef struct {
 extern pp_clock_state pp_clk;
 
 pp_ticks pp_now_slow(void);
+/* Busy-waits `ns` nanoseconds on the probe clock (clock.c). */
+void pp_spin_ns(uint64_t ns);
 
 static inline pp_ticks pp_now_inline(void) {
 #if defined(__x86_64__) || defined(__i386__)
