@@ -5,6 +5,10 @@
  * are printed as "thread <i>: <values>". Exits 1 if any script failed.
  *
  *   multi_state N script.lua
+ *
+ * With MULTI_STATE_LINGER_MS set, the process lives that long after every
+ * state was closed (and the module unloaded), so that a thread the module
+ * left running would be caught executing unmapped code.
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
   int index, n;
@@ -76,6 +81,15 @@ int main(int argc, char **argv) {
     pthread_join(th[i], NULL);
     printf("thread %d: %s\n", i, jobs[i].out);
     failed |= jobs[i].failed;
+  }
+  fflush(stdout);
+  const char *linger = getenv("MULTI_STATE_LINGER_MS");
+  if (linger) {
+    long ms = atol(linger);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+      ;
+    printf("lingered %ld ms\n", ms);
   }
   return failed;
 }
