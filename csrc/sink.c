@@ -495,15 +495,18 @@ static void give_up_rest(chunk *c, int failed, int err) {
                 failed ? err : 0);
 }
 
-/* The next piece to write from off: to a pipe, whole lines of at most
- * PIPE_BUF bytes (a line longer than that alone); elsewhere, the rest. */
+/* The next piece to write from off: one line for a per-record sink; to a
+ * pipe, whole lines of at most PIPE_BUF bytes (a line longer than that
+ * alone); elsewhere, the rest. */
 static size_t piece(const sinkobj *s, const chunk *c, size_t off) {
   size_t rest = c->len - off;
-  if (s->kind != K_STREAM && s->kind != K_BLOCKING)
+  if (s->kind != K_STREAM && s->kind != K_BLOCKING && !s->per_record)
     return rest;
   const char *p = c->data + off;
   const char *nl = memchr(p, '\n', rest);
   size_t n = nl ? (size_t)(nl - p) + 1 : rest;
+  if (s->per_record)
+    return n; /* one line a write */
   while (n < rest) {
     nl = memchr(p + n, '\n', rest - n);
     size_t m = nl ? (size_t)(nl - p) + 1 : rest;
@@ -598,9 +601,10 @@ static void queue_push_locked(chunk *c) {
   q_tail = c;
 }
 
-/* q_lock held: how long lines may wait in thread buffers. */
+/* q_lock held: how long lines may wait in thread buffers (not at all for
+ * a per-record sink). */
 static unsigned cur_interval_ms(void) {
-  return cur ? cur->interval_ms : DEFAULT_INTERVAL_MS;
+  return !cur ? DEFAULT_INTERVAL_MS : cur->per_record ? 0 : cur->interval_ms;
 }
 
 /* Takes every thread's chunk (each handed to the queue under its owner's
@@ -847,16 +851,20 @@ static size_t line_bound(tbuf *t, const pp_record *r) {
 static chunk *tb_refill(tbuf *t, sinkobj *s) {
   chunk *c = NULL;
   pthread_mutex_lock(&q_lock);
+  unsigned budget = (unsigned)(s->buffer / CHUNK_BYTES);
   if (t->c) {
     if (t->c->len) {
+      /* The writer comes within the interval anyway (this thread armed it
+       * with its first line); it is woken early, at the cost of a system
+       * call here, only when half the buffer is in use. */
       queue_push_locked(t->c);
-      pthread_cond_signal(&q_cond);
+      if (2 * (n_chunks - n_free) >= budget)
+        pthread_cond_signal(&q_cond);
     } else {
       chunk_release_locked(t->c);
     }
     t->c = NULL;
   }
-  unsigned budget = (unsigned)(s->buffer / CHUNK_BYTES);
   chunk *extra = NULL;
   if (n_chunks - n_free < budget) {
     if (free_chunks) {
@@ -955,21 +963,20 @@ static void line_add(const pp_record *r) {
   size_t n = format_into(r, c->data + c->len);
   c->data[c->len + n] = '\n';
   c->len += n + 1;
-  if (s->per_record) {
-    /* the reference's one write per record: handed over at once */
+  int per_record = s->per_record;
+  tb_unlock(t);
+  if (per_record) {
+    /* the reference's one write per record: the writer is woken for each
+     * line (it writes them one by one), and the emitting thread goes on */
+    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&q_lock);
-    queue_push_locked(c);
-    t->c = NULL;
     if (writer_state == 0)
       start_writer_locked();
     pthread_cond_signal(&q_cond);
     pthread_mutex_unlock(&q_lock);
-    tb_unlock(t);
-    return;
-  }
-  tb_unlock(t);
-  if (!__atomic_load_n(&armed, __ATOMIC_RELAXED))
+  } else if (!__atomic_load_n(&armed, __ATOMIC_RELAXED)) {
     arm();
+  }
 }
 
 void pp_sinks_deliver(const pp_record *r) {
