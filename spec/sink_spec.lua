@@ -195,39 +195,48 @@ describe("a file on a stalled disk (write and open made to sleep by LD_PRELOAD)"
   end)
 
   it("a writer stuck at the last lua_close: the module stays mapped, the process lives on", function()
-    -- The writer is still asleep in write() when both states have closed:
-    -- it cannot be joined, so the module pins itself; the process lingers
-    -- past the end of the stall, when the writer runs again.
+    -- Two threads emit to the stalled file and exit; the main thread, which
+    -- emitted nothing (so nothing of its own keeps the module mapped),
+    -- closes both states while the writer is asleep in write(): it cannot
+    -- be joined, so the module pins itself; the process lingers past the
+    -- end of the stall, when the writer runs again.
     local path = os.tmpname() .. "-phaseprobe-stall"
-    local out, code = run(preload .. "PHASEPROBE_STALL_MS=2500 MULTI_STATE_LINGER_MS=4000 SINK_PATH=" .. path
+    local out, code = run(preload .. "PHASEPROBE_STALL_MS=5000 MULTI_STATE_LINGER_MS=3500 "
+      .. "MULTI_STATE_CLOSE_IN_MAIN=1 SINK_PATH=" .. path
       .. " SINK_RECORDS=200 timeout 30 build/multi_state 2 spec/fixtures/scripts/multi_state_sink.lua")
     os.remove(path)
     assert.equal(0, code, out)
-    assert.truthy(out:find("lingered 4000 ms", 1, true), out)
+    assert.truthy(out:find("lingered 3500 ms", 1, true), out)
   end)
 end)
 
 describe("Lua states that share the module", function()
-  it("closing them writes every line and stops the writer before the module is unloaded", function()
-    local path = os.tmpname()
-    local out, code = run("MULTI_STATE_LINGER_MS=500 SINK_PATH=" .. path
-      .. " SINK_RECORDS=5000 timeout 60 build/multi_state 2 spec/fixtures/scripts/multi_state_sink.lua")
-    local text = files.slurp(path)
-    os.remove(path)
-    assert.equal(0, code, out)
-    assert.truthy(out:find("thread 0: emitted=5000 dropped=0", 1, true), out)
-    assert.truthy(out:find("thread 1: emitted=5000 dropped=0", 1, true), out)
-    assert.truthy(out:find("lingered 500 ms", 1, true), out)
-    local per = { ["0"] = 0, ["1"] = 0 }
-    for line in text:gmatch("([^\n]*)\n") do
-      local dev = line:match("^vyre%-cuda%-dispatch%-phase seq=%d+ .* kernel_floor_ns=%d+ device=(%d)$")
-      assert.truthy(dev, line)
-      per[dev] = per[dev] + 1
-    end
-    assert.equal(5000, per["0"])
-    assert.equal(5000, per["1"])
-    assert.equal("\n", text:sub(-1))
-  end)
+  -- Closed by the threads that used them, or by the main thread after
+  -- those have exited (the module is then unloaded at the last close).
+  for _, where in ipairs { "threads", "main" } do
+    it("closing them (in " .. where .. ") writes every line, and no thread is left in the unloaded module",
+      function()
+      local path = os.tmpname()
+      local out, code = run("MULTI_STATE_LINGER_MS=500 SINK_PATH=" .. path
+        .. (where == "main" and " MULTI_STATE_CLOSE_IN_MAIN=1" or "")
+        .. " SINK_RECORDS=5000 timeout 60 build/multi_state 2 spec/fixtures/scripts/multi_state_sink.lua")
+      local text = files.slurp(path)
+      os.remove(path)
+      assert.equal(0, code, out)
+      assert.truthy(out:find("thread 0: emitted=5000 dropped=0", 1, true), out)
+      assert.truthy(out:find("thread 1: emitted=5000 dropped=0", 1, true), out)
+      assert.truthy(out:find("lingered 500 ms", 1, true), out)
+      local per = { ["0"] = 0, ["1"] = 0 }
+      for line in text:gmatch("([^\n]*)\n") do
+        local dev = line:match("^vyre%-cuda%-dispatch%-phase seq=%d+ .* kernel_floor_ns=%d+ device=(%d)$")
+        assert.truthy(dev, line)
+        per[dev] = per[dev] + 1
+      end
+      assert.equal(5000, per["0"])
+      assert.equal(5000, per["1"])
+      assert.equal("\n", text:sub(-1))
+    end)
+  end
 end)
 
 describe("when lines reach the file", function()

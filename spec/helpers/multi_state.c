@@ -8,7 +8,9 @@
  *
  * With MULTI_STATE_LINGER_MS set, the process lives that long after every
  * state was closed (and the module unloaded), so that a thread the module
- * left running would be caught executing unmapped code.
+ * left running would be caught executing unmapped code. With
+ * MULTI_STATE_CLOSE_IN_MAIN set, the threads leave their states open and
+ * exit; the main thread, which never ran a script, closes them.
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -23,6 +25,7 @@
 typedef struct {
   int index, n;
   const char *script;
+  lua_State *L;
   char out[4096];
   int failed;
 } job;
@@ -53,7 +56,10 @@ static void *run(void *p) {
       lua_pop(L, 1);
     }
   }
-  lua_close(L);
+  if (getenv("MULTI_STATE_CLOSE_IN_MAIN"))
+    j->L = L;
+  else
+    lua_close(L);
   return NULL;
 }
 
@@ -82,6 +88,9 @@ int main(int argc, char **argv) {
     printf("thread %d: %s\n", i, jobs[i].out);
     failed |= jobs[i].failed;
   }
+  for (int i = 0; i < n; i++)
+    if (jobs[i].L)
+      lua_close(jobs[i].L);
   fflush(stdout);
   const char *linger = getenv("MULTI_STATE_LINGER_MS");
   if (linger) {

@@ -213,7 +213,8 @@ static int tcp_pair(int fds[2]) {
   close(l);
   if (fds[0] < 0)
     return -1;
-  setsockopt(fds[0], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  int rcv = 65536; /* a window that does not leave TCP to its persist timer */
+  setsockopt(fds[0], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
   return fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
 }
 
