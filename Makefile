@@ -4,6 +4,7 @@
 #   make test       non-GPU specs (installs Debian packages first when root)
 #   make test-gpu   GPU specs (tag #gpu), on a machine with a driver
 #   make asan       the non-GPU specs under AddressSanitizer + UBSan
+#   make tsan       the threaded helpers and specs under ThreadSanitizer
 #   make bench      benchmarks, printing ratios against in-run baselines
 #   make demo       the demo (GPU if present, else the recorded log)
 #
@@ -56,12 +57,13 @@ LUA_OBJ  := $(LUA_SRC:csrc/%.c=$(BUILD)/%.o)
 MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
-HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state
+HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/sink_helper \
+            $(BUILD)/libstall_io.so $(BUILD)/lua_host
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 
 BUSTED   ?= $(LUA) spec/run.lua
 
-.PHONY: all clean test test-gpu test-gpu-memcheck test-deps asan valgrind bench demo install uninstall ptx fuzz
+.PHONY: all clean test test-gpu test-gpu-memcheck test-deps asan tsan valgrind bench demo install uninstall ptx fuzz
 
 all: $(MODULE) $(STATIC) $(C_EXAMPLE) $(HELPERS)
 	@echo "phaseprobe: $(CUDA_NOTE)"
@@ -83,6 +85,18 @@ $(C_EXAMPLE): examples/c_dispatch.c $(STATIC) csrc/phaseprobe.h
 
 $(BUILD)/threads_helper: spec/helpers/threads_helper.c $(STATIC) csrc/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# The line sink against readers that exit, stall or read slowly (sink_spec).
+$(BUILD)/sink_helper: spec/helpers/sink_helper.c $(STATIC) csrc/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# A stalled disk for the sink specs: write/open that sleep (LD_PRELOAD).
+$(BUILD)/libstall_io.so: spec/helpers/stall_io.c | $(BUILD)
+	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -fPIC -shared -o $@ $< -ldl
+
+# A Lua interpreter built with this build's flags (make tsan runs in it).
+$(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ $(LDFLAGS) -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
 $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
@@ -116,6 +130,28 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 PHASEPROBE_SANITIZED=1 $(BUSTED) --exclude-tags=gpu,nosan spec
 	$(MAKE) clean
 
+# ThreadSanitizer: the C helpers that emit from several threads (each C
+# thread its own accumulator; N Lua states in N threads; the line sink with
+# readers that exit, stall or read slowly), then the specs that drive them
+# and the sink's writer thread, in build/lua_host (the runtime linked in, so
+# the shells the specs start are not sanitized; their Lua children use
+# lua_host too, through PHASEPROBE_LUA). Any report fails with exit code 66.
+# Specs tagged nosan are left out (a fork under a sanitizer, timing).
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
+tsan:
+	$(MAKE) clean
+	$(MAKE) all OPT="-O1 -fno-omit-frame-pointer -fsanitize=thread" LDFLAGS="-fsanitize=thread"
+	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000
+	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000 50000 last 2>/dev/null
+	$(TSAN_ENV) $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_probe.lua
+	$(TSAN_ENV) SINK_PATH=$(BUILD)/tsan-sink.log MULTI_STATE_LINGER_MS=200 \
+	  $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_sink.lua
+	@set -e; for k in pipe socket tcp; do for s in killed stalled slow; do \
+	  echo "sink_helper $$k $$s"; $(TSAN_ENV) $(BUILD)/sink_helper $$k $$s 4 1000 2>/dev/null; done; done
+	$(TSAN_ENV) PHASEPROBE_LUA=$(CURDIR)/$(BUILD)/lua_host $(BUILD)/lua_host spec/run.lua \
+	  --exclude-tags=gpu,nosan spec/reliability_spec.lua spec/sink_spec.lua spec/probe_spec.lua
+	$(MAKE) clean
+
 # The non-GPU suite with the interpreter under valgrind memcheck: any error,
 # or any definitely lost block, fails.
 valgrind: all
@@ -125,7 +161,8 @@ valgrind: all
 	  $(BUSTED) --exclude-tags=gpu,novalgrind spec
 
 bench: all
-	@for b in bench/*.lua; do echo "== $$b"; $(LUA) $$b || exit 1; done
+	@for b in bench/*.lua; do case $$b in */rounds.lua) continue;; esac; \
+	  echo "== $$b"; $(LUA) $$b || exit 1; done
 
 demo: test-deps all
 	@$(LUA) bin/phaseprobe demo
@@ -150,9 +187,9 @@ examples/kernels/%.ptx: examples/kernels/%.cu
 clean:
 	rm -rf $(BUILD) $(MODULE)
 
-$(BUILD)/bench_probe_cost: bench/probe_cost.c $(STATIC) csrc/phaseprobe.h
+$(BUILD)/bench_%: bench/%.c bench/rounds.h $(STATIC) csrc/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-all: $(BUILD)/bench_probe_cost
+all: $(BUILD)/bench_probe_cost $(BUILD)/bench_emit_cost
 
 # ---- dispatcher and demo (lua/phaseprobe/dispatch.lua, demo.lua) ----------
 # The demo through examples/demo.lua, which needs no bin/phaseprobe:

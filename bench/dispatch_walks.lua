@@ -8,6 +8,8 @@
 package.path = "lua/?.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
+local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+print(rounds.clock_note(pp))
 local P = require "phaseprobe.program"
 local D = require "phaseprobe.dispatch"
 local lower = require "phaseprobe.lower"

@@ -4,6 +4,8 @@
 package.path = "./lua/?.lua;./spec/?.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
+local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+print(rounds.clock_note(pp))
 local export = require "phaseprobe.export"
 local html = require "phaseprobe.html"
 local gen = require "helpers.records"

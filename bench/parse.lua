@@ -8,17 +8,25 @@
 --   * on a prefix of the log, the C parser beside a pure-Lua gmatch parser
 --     (same rules: prefix word, then name=value fields into a table), as
 --     the ratio C / Lua;
---   * awk (mawk or gawk, whichever `awk` is) summing one field over the whole log;
+--   * summing one field (wall_ns) over the whole log in a fresh process each
+--     time, both sides whole processes, in alternating rounds: the C parser
+--     (lua5.4 loading the module, parse, column sum) against awk (mawk or
+--     gawk, whichever `awk` is) tuned for the job (it finds " wall_ns=" in
+--     the line with index(), no field splitting), and the per-field loop
+--     this bench used to time, for the record;
 --   * in a fresh process: parse + group by shape + scaling verdicts for every
 --     phase against every quantity, in seconds, and the peak memory that
 --     took (VmHWM delta) and the store's own bytes, per record;
 --   * for comparison, Lua tables of integers per column on the prefix
 --     (collectgarbage("count") delta per record).
--- Prints figures and ratios; asserts nothing about time.
+-- In-process figures are medians of alternating rounds (bench/rounds.lua),
+-- page cache warm for every side. Prints figures and ratios; asserts
+-- nothing about time.
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.path = here .. "/../lua/?.lua;" .. package.path
+package.path = here .. "/../lua/?.lua;" .. here .. "/?.lua;" .. package.path
 package.cpath = here .. "/../?.so;" .. package.cpath
 local pp = require "phaseprobe"
+local rounds = require "rounds"
 
 local function now() return pp.now() / 1e9 end
 
@@ -111,42 +119,29 @@ local size = assert(io.open(path)):seek("end")
 local psize = assert(io.open(prefix_path)):seek("end")
 print(string.format("log: %d records, %.1f MB (%s), written in %.1f s", N, size / 1e6, path, now() - t))
 
--- ---- the C parser on the whole log -------------------------------------------
-local function best_of(k, fn)
-  local best, res = math.huge, nil
-  for _ = 1, k do
-    collectgarbage("collect")
-    local t0 = now()
-    res = fn()
-    best = math.min(best, now() - t0)
-  end
-  return best, res
-end
-
+-- ---- the C parser on the whole log, warm, in this process -------------------
+print(rounds.clock_note(pp))
 do -- warm the page cache
   local f = assert(io.open(path, "rb"))
   while f:read(1 << 24) do end
   f:close()
 end
 
-local c_full, cols = best_of(3, function()
-  local c = pp.parse.file(path)
+local function c_parse(file)
+  local c = pp.parse.file(file)
   local n = c:count()
   c:close()
   return n
-end)
+end
+local cols
+local full = rounds.run({
+  { name = "C parser, whole log", run = function() cols = c_parse(path) end },
+}, 3, 1, function() return pp.now() / 1e9 end)[1]
 assert(cols == N, "parsed " .. tostring(cols) .. " of " .. N)
-print(string.format("C parser, whole log:      %8.1f MB/s  (%.3f s, %d records)", size / 1e6 / c_full,
-  c_full, N))
+print(string.format("C parser, whole log, warm:   %8.1f MB/s  (median %.3f s, min %.3f, max %.3f; %d records)",
+  size / 1e6 / full.median, full.median, full.min, full.max, N))
 
--- ---- C parser vs a pure-Lua gmatch parser on the prefix ----------------------
-local c_pre = best_of(3, function()
-  local c = pp.parse.file(prefix_path)
-  local n = c:count()
-  c:close()
-  return n
-end)
-
+-- ---- C parser vs a pure-Lua gmatch parser on the prefix, both warm ---------
 local function lua_parse(file)
   local n, sum = 0, 0
   for l in io.lines(file) do
@@ -160,26 +155,51 @@ local function lua_parse(file)
   end
   return n, sum
 end
-local lua_pre = best_of(1, function() return lua_parse(prefix_path) end)
-print(string.format("C parser, %d-record prefix: %8.1f MB/s", PREFIX_N, psize / 1e6 / c_pre))
-print(string.format("Lua gmatch parser, prefix:  %8.1f MB/s", psize / 1e6 / lua_pre))
-print(string.format("ratio C / Lua:              %8.1fx", lua_pre / c_pre))
+local pre = rounds.run({
+  { name = "C parser", run = function() c_parse(prefix_path) end },
+  { name = "Lua gmatch parser", run = function() lua_parse(prefix_path) end },
+}, 3, 1, function() return pp.now() / 1e9 end)
+print(string.format("C parser, %d-record prefix: %8.1f MB/s (median of 3 alternating rounds)", PREFIX_N,
+  psize / 1e6 / pre[1].median))
+print(string.format("Lua gmatch parser, prefix:  %8.1f MB/s", psize / 1e6 / pre[2].median))
+print(string.format("ratio C / Lua:              %8.1fx", pre[2].median / pre[1].median))
 
--- ---- awk summing one field over the whole log ---------------------------------
-local awk_cmd = "awk '{for(i=2;i<=NF;i++) if(substr($i,1,8)==\"wall_ns=\"){s+=substr($i,9);break}} "
-  .. "END{printf \"%.0f\\n\", s}' " .. path
-local awk_t, awk_sum = best_of(1, function()
-  local p = io.popen(awk_cmd)
-  local out = p:read("a")
-  p:close()
-  return tonumber(out)
-end)
-local cset = pp.records.read(path)
-local csum = cset:summary("wall_ns").sum
-cset:columns():close()
-print(string.format("awk summing wall_ns:        %8.1f MB/s  (%.3f s; sums agree: %s)", size / 1e6 / awk_t,
-  awk_t, tostring(math.abs(awk_sum - csum) < 1e-6 * csum)))
-print(string.format("ratio C parser / awk:       %8.1fx", awk_t / c_full))
+-- ---- one field summed over the whole log: whole processes on both sides ----
+local lua = arg[-1] or "lua5.4"
+local awk = io.popen("readlink -f \"$(command -v awk)\""):read("l") or "awk"
+local c_cmd = string.format("%s -e 'package.cpath = %q .. package.cpath; "
+  .. "local c = require(\"phaseprobe\").parse.file(%q); "
+  .. "io.write(string.format(\"%%.0f\", c:summary(\"wall_ns\").sum))'",
+  lua, here .. "/../?.so;", path)
+local awk_tuned = "awk '{ i = index($0, \" wall_ns=\"); if (i) s += substr($0, i + 9) } "
+  .. "END { printf \"%.0f\", s }' " .. path
+local awk_loop = "awk '{for(i=2;i<=NF;i++) if(substr($i,1,8)==\"wall_ns=\"){s+=substr($i,9);break}} "
+  .. "END{printf \"%.0f\", s}' " .. path
+local sums = {}
+local function proc(name, cmd)
+  return { name = name, run = function()
+    local p = io.popen(cmd)
+    sums[name] = tonumber(p:read("a"))
+    p:close()
+  end }
+end
+local procs = rounds.run({
+  proc("C parser (lua5.4 + module), a process", c_cmd),
+  proc("awk, tuned (index, no field split), a process", awk_tuned),
+  proc("awk, a loop over every field, a process", awk_loop),
+}, 5, 1, function() return pp.now() / 1e9 end)
+local agree = true
+for _, v in pairs(sums) do
+  agree = agree and math.abs(v - sums[procs[1].name]) <= 1e-9 * v
+end
+print(string.format("wall_ns summed over the whole log, each a fresh process, 5 alternating rounds "
+  .. "(awk is %s; sums agree: %s):", awk, tostring(agree)))
+for _, v in ipairs(procs) do
+  print(string.format("  %-48s %8.1f MB/s  (median %.3f s, min %.3f, max %.3f)", v.name,
+    size / 1e6 / v.median, v.median, v.min, v.max))
+end
+print(string.format("C parser / tuned awk, time of whole processes: %.2fx (awk finds one field; "
+  .. "the parser stores every field of every line in columns)", procs[1].median / procs[2].median))
 
 -- ---- storage: Lua tables of integers per column, on the prefix ---------------
 collectgarbage("collect")
@@ -205,7 +225,6 @@ print(string.format("storage per record, prefix: C columns %.1f bytes, Lua table
   pset:bytes() / pset:count(), lua_cols))
 
 -- ---- parse + group + fit in a fresh process ---------------------------------
-local lua = arg[-1] or "lua5.4"
 local p = io.popen(string.format("%s %s --child %s", lua, arg[0], path))
 local out = p:read("a")
 p:close()

@@ -11,6 +11,8 @@
 package.cpath = "./?.so;" .. package.cpath
 package.path = "./spec/?.lua;" .. package.path
 local pp = require "phaseprobe"
+local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+print(rounds.clock_note(pp))
 local vyre = require "helpers.vyre_ptx"
 
 local MB = tonumber(arg[1]) or 4

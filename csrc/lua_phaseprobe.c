@@ -16,6 +16,7 @@
 #include "pp_lua.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -679,22 +680,89 @@ static int l_store_enable(lua_State *L) {
   return 0;
 }
 
-/* sink("stderr" | "none" | path | fd) -> true, or nil, message */
+/* store.keep(["first" | "last"]) -> the mode in use */
+static int l_store_keep(lua_State *L) {
+  static const char *const modes[] = {"first", "last", NULL};
+  if (!lua_isnoneornil(L, 1))
+    pp_store_set_keep(luaL_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
+                                                          : PP_KEEP_FIRST);
+  lua_pushstring(L, modes[pp_store_get_keep() == PP_KEEP_LAST]);
+  return 1;
+}
+
+/* The options table of pp.sink: {buffer = bytes, interval_ms = ms,
+ * write = "batch" | "record"}; anything else is refused by name. */
+static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
+  memset(o, 0, sizeof *o);
+  if (lua_isnoneornil(L, arg))
+    return;
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, arg)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (k && strcmp(k, "buffer") == 0) {
+      lua_Integer v = lua_tointeger(L, -1);
+      if (!lua_isinteger(L, -1) || v < 32768 || v > (1 << 30))
+        luaL_argerror(L, arg, "buffer must be an integer number of bytes "
+                              "from 32768 to 1073741824");
+      o->buffer = (size_t)v;
+    } else if (k && strcmp(k, "interval_ms") == 0) {
+      lua_Integer v = lua_tointeger(L, -1);
+      if (!lua_isinteger(L, -1) || v < 1 || v > 60000)
+        luaL_argerror(L, arg, "interval_ms must be an integer from 1 to 60000");
+      o->interval_ms = (unsigned)v;
+    } else if (k && strcmp(k, "write") == 0) {
+      const char *w = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+      if (strcmp(w, "record") == 0)
+        o->per_record = 1;
+      else if (strcmp(w, "batch") != 0)
+        luaL_argerror(L, arg, "write must be 'batch' or 'record'");
+    } else {
+      luaL_argerror(L, arg,
+                    lua_pushfstring(L, "unknown option '%s' (valid: buffer, "
+                                       "interval_ms, write)",
+                                    luaL_tolstring(L, -2, NULL)));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* sink("stderr" | "stdout" | "none" | path | fd [, opts]) -> true, or nil,
+ * message */
 static int l_sink(lua_State *L) {
+  pp_sink_opts o;
+  sink_opts(L, 2, &o);
   if (lua_isinteger(L, 1)) {
-    pp_sink_fd((int)lua_tointeger(L, 1));
+    lua_Integer fd = lua_tointeger(L, 1);
+    if (fd < -1 || fd > INT_MAX)
+      return luaL_argerror(L, 1, "descriptor out of range");
+    if (pp_sink_fd_with((int)fd, &o) != 0) {
+      luaL_pushfail(L);
+      lua_pushfstring(L, "phaseprobe.sink: descriptor %d: %s", (int)fd,
+                      strerror(errno));
+      return 2;
+    }
   } else {
     const char *what = luaL_checkstring(L, 1);
+    int rc;
     if (strcmp(what, "stderr") == 0)
-      pp_sink_fd(2);
+      rc = pp_sink_fd_with(2, &o);
     else if (strcmp(what, "stdout") == 0)
-      pp_sink_fd(1);
+      rc = pp_sink_fd_with(1, &o);
     else if (strcmp(what, "none") == 0)
-      pp_sink_fd(-1);
-    else if (pp_sink_file(what) != 0) {
+      rc = pp_sink_fd(-1);
+    else
+      rc = pp_sink_file_with(what, &o);
+    if (rc != 0) {
+      int e = errno;
       luaL_pushfail(L);
-      lua_pushfstring(L, "phaseprobe.sink: cannot open '%s': %s", what,
-                      strerror(errno));
+      lua_pushfstring(
+          L, "phaseprobe.sink: cannot open '%s': %s", what,
+          e == ENXIO ? "no reader (a FIFO opens for writing only while a "
+                       "reader has it open)"
+          : e == ETIMEDOUT ? "open() did not return within 2 s (a stalled "
+                             "file system?)"
+                           : strerror(e));
       return 2;
     }
   }
@@ -702,18 +770,43 @@ static int l_sink(lua_State *L) {
   return 1;
 }
 
+/* flush([timeout_ms = 1000]) -> true, or nil, message */
+static int l_flush(lua_State *L) {
+  lua_Integer ms = luaL_optinteger(L, 1, 1000);
+  luaL_argcheck(L, ms >= 0 && ms <= 3600000, 1,
+                "timeout_ms must be from 0 to 3600000");
+  if (pp_flush((unsigned)ms) == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  pp_stats_t s;
+  pp_stats(&s);
+  luaL_pushfail(L);
+  lua_pushfstring(L,
+                  "phaseprobe.flush: %d record lines to %s not written "
+                  "within %d ms (the target is not taking them)",
+                  (int)s.lines_pending, s.sink, (int)ms);
+  return 2;
+}
+
+static void set_int(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
 static int l_stats(lua_State *L) {
   pp_stats_t s;
   pp_stats(&s);
-  lua_createtable(L, 0, 5);
-  lua_pushinteger(L, (lua_Integer)s.emitted);
-  lua_setfield(L, -2, "emitted");
-  lua_pushinteger(L, (lua_Integer)s.stored);
-  lua_setfield(L, -2, "stored");
-  lua_pushinteger(L, (lua_Integer)s.dropped);
-  lua_setfield(L, -2, "dropped");
-  lua_pushinteger(L, (lua_Integer)s.line_failures);
-  lua_setfield(L, -2, "line_failures");
+  lua_createtable(L, 0, 10);
+  set_int(L, "emitted", s.emitted);
+  set_int(L, "stored", s.stored);
+  set_int(L, "dropped", s.dropped);
+  set_int(L, "line_failures", s.line_failures);
+  set_int(L, "lines_written", s.lines_written);
+  set_int(L, "lines_dropped", s.lines_dropped);
+  set_int(L, "lines_pending", s.lines_pending);
+  lua_pushstring(L, s.sink);
+  lua_setfield(L, -2, "sink");
   if (s.line_failures) {
     lua_pushstring(L, strerror(s.last_errno));
     lua_setfield(L, -2, "last_error");
@@ -803,7 +896,8 @@ static const luaL_Reg store_fns[] = {
     {"records", l_store_records}, {"get", l_store_get},
     {"count", l_store_count},     {"clear", l_store_clear},
     {"dropped", l_store_dropped}, {"capacity", l_store_capacity},
-    {"enable", l_store_enable},   {NULL, NULL}};
+    {"enable", l_store_enable},   {"keep", l_store_keep},
+    {NULL, NULL}};
 
 /* functions that need the per-state upvalue */
 static const luaL_Reg state_fns[] = {
@@ -841,6 +935,7 @@ static const luaL_Reg plain_fns[] = {
     {"use", l_use},
     {"default_schema", l_default_schema},
     {"sink", l_sink},
+    {"flush", l_flush},
     {"stats", l_stats},
     {"clock", l_clock},
     {"select_clock", l_select_clock},
@@ -903,10 +998,43 @@ static void add_checkout_path(lua_State *L, const char *sofile) {
   lua_pop(L, 2);
 }
 
+/* The state's sentinel: collected when the state closes, before the
+ * package library dlcloses the module (finalizers run in the reverse order
+ * of their marking, and this one is marked after the package library's).
+ * It flushes the state's lines and, for the last state, stops the sink's
+ * writer thread while its code is still mapped. */
+static int sentinel_gc(lua_State *L) {
+  int *open = lua_touserdata(L, 1);
+  if (open && *open) {
+    *open = 0;
+    pp_sink_state_close();
+  }
+  return 0;
+}
+
+static void add_sentinel(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "phaseprobe.sentinel") != LUA_TNIL) {
+    lua_pop(L, 1); /* loaded again in the same state: one is enough */
+    return;
+  }
+  lua_pop(L, 1);
+  int *open = lua_newuserdatauv(L, sizeof *open, 0);
+  *open = 1;
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, sentinel_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushliteral(L, "phaseprobe.sentinel");
+  lua_setfield(L, -2, "__name");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, "phaseprobe.sentinel");
+  pp_sink_state_open();
+}
+
 PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   pp_schema_default();
   pp_clock_init();
   add_checkout_path(L, lua_tostring(L, 2));
+  add_sentinel(L);
 
   luaL_newmetatable(L, SCHEMA_MT);
   lua_pushcfunction(L, schema_index);

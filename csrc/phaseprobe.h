@@ -261,26 +261,70 @@ int pp_emit(const pp_emit_args *args, pp_record *out);
 size_t pp_format_line(const pp_record *r, char *buf, size_t cap);
 
 /* ---- sinks --------------------------------------------------------------- */
-/* Line sink: stderr by default. fd -1 turns line output off. */
-void pp_sink_fd(int fd);
-/* Opens (appending) and uses a file; returns 0 or -1 with errno set. */
+/* Line sink: stderr by default. The emitting thread never writes: it formats
+ * the line into a buffer of its own and returns; a writer thread of the
+ * library writes the lines, whole, on a descriptor of its own (pipes,
+ * FIFOs and terminals non-blocking, sockets with MSG_NOSIGNAL, SIGPIPE
+ * blocked), within `interval_ms` of the emit, or at once with per_record.
+ * When the target does not keep up, lines beyond `buffer` bytes are dropped;
+ * dropped and failed lines are counted (pp_stats) and said once on stderr.
+ * A crash loses at most the lines of the last interval_ms and never more
+ * than `buffer` bytes. A zero field takes the default. */
+typedef struct {
+  size_t buffer;        /* bytes of lines held at most: default 1 MiB,
+                           at least 32 KiB                               */
+  unsigned interval_ms; /* longest a line waits for its write: default 50 */
+  int per_record;       /* 1: each line gets its own write(2) as soon as
+                           it is emitted (the reference's behaviour); the
+                           emitting thread still never waits for it      */
+} pp_sink_opts;
+
+/* fd -1 turns line output off. The library writes on a descriptor of its
+ * own for fd (the same file, pipe or socket). 0, or -1 with errno (EBADF). */
+int pp_sink_fd(int fd);
+int pp_sink_fd_with(int fd, const pp_sink_opts *opts);
+/* Opens (appending, creating) and uses a file. 0, or -1 with errno: ENXIO
+ * for a FIFO that no reader has open (never waits for one), ETIMEDOUT when
+ * open() did not return within 2 s (a stalled file system). */
 int pp_sink_file(const char *path);
-/* In-memory store: bounded; records past capacity are dropped and counted. */
+int pp_sink_file_with(const char *path, const pp_sink_opts *opts);
+/* Hands every line emitted so far (all threads) to the kernel and waits for
+ * that at most timeout_ms. 0, or -1 with errno ETIMEDOUT (the target is
+ * not taking lines; they stay buffered, within the buffer). Switching the
+ * sink flushes the old one first (at most 1 s); so does the library's
+ * unload, and the close of each Lua state using it. */
+int pp_flush(unsigned timeout_ms);
+
+/* In-memory store: bounded; records it does not keep are counted. Keeps the
+ * first `capacity` records emitted (later ones are refused: the default) or
+ * the last (the oldest is let go). No allocation per record. */
+typedef enum { PP_KEEP_FIRST = 0, PP_KEEP_LAST = 1 } pp_store_keep;
 void pp_store_enable(int on);
+int pp_store_enabled(void);
 void pp_store_set_capacity(size_t records);
+void pp_store_set_keep(pp_store_keep keep);
+pp_store_keep pp_store_get_keep(void);
 size_t pp_store_count(void);
 size_t pp_store_capacity(void);
 uint64_t pp_store_dropped(void);
-/* Copies record i (0-based, in emit order); -1 if out of range. */
+/* Copies record i (0-based, oldest kept first); -1 if out of range. */
 int pp_store_get(size_t i, pp_record *out);
 void pp_store_clear(void);
 
 typedef struct {
   uint64_t emitted;       /* records emitted, all threads                  */
   uint64_t stored;        /* currently in the store                        */
-  uint64_t dropped;       /* refused by a full store                       */
-  uint64_t line_failures; /* line writes that failed                       */
+  uint64_t dropped;       /* records the store did not keep                */
+  uint64_t line_failures; /* lines lost to a failed write (reader gone,
+                             disk full, bad descriptor)                    */
   int last_errno;         /* errno of the last failed line write           */
+  uint64_t lines_written; /* lines handed to the kernel, whole             */
+  uint64_t lines_dropped; /* lines not written: no room in the buffer (the
+                             target not keeping up), or given up when the
+                             sink was replaced or the library unloaded     */
+  uint64_t lines_pending; /* lines buffered, not yet written               */
+  char sink[160];         /* the line sink: "stderr", "fd 5", a path,
+                             "none"                                        */
 } pp_stats_t;
 void pp_stats(pp_stats_t *out);
 

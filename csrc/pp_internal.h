@@ -92,7 +92,19 @@ pp_acc *pp_acc_get(void);
 void pp_note_clock_reads(unsigned n);
 
 /* ---- sinks --------------------------------------------------------------- */
+/* The emitted record to the line sink, the store and the hook (sink.c). */
 void pp_sinks_deliver(const pp_record *r);
+/* A one-time message for stderr, written by the sink's writer thread
+ * (non-blocking, never a signal); dropped if one is already waiting. */
+void pp_sink_notice(const char *msg);
+/* A Lua state loaded / closes the module: a close flushes, the last one
+ * stops the writer thread before the module can be unloaded. */
+void pp_sink_state_open(void);
+void pp_sink_state_close(void);
+/* The store (store.c). */
+void pp_store_add(const pp_record *r);
+void pp_store_stats(uint64_t *stored, uint64_t *dropped);
+void pp_store_after_fork(void);
 /* Estimated cost of one clock read plus accumulator update, in ns. */
 double pp_charge_cost_ns(void);
 

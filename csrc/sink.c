@@ -1,39 +1,106 @@
 /*
- * sink.c: where emitted records go. A line writer (stderr by default, a
- * file, or off) and a bounded in-memory store. Both run after the record was
- * captured, never inside a measured region. A failing line write never fails
- * the dispatch: it is counted, and reported once on stderr.
+ * sink.c: where an emitted record goes once pp_emit has captured it: its
+ * line (the format), the line sink, the record hook; the store is store.c.
+ *
+ * The line sink never blocks, signals or kills the emitting thread, whatever
+ * the target (regular file, pipe, FIFO, socket, terminal):
+ *
+ *  - pp_emit formats the line into a 16 KiB chunk owned by its own thread
+ *    (a per-thread spin flag, which only the writer ever contends for, for
+ *    the time of a pointer swap) and returns. No system call for the line.
+ *  - A writer thread of this module takes full chunks at once, and partly
+ *    filled ones every interval_ms (default 50), at pp_flush() and when a
+ *    Lua state closes, and writes them. It runs with every signal blocked
+ *    (a vanished reader gives EPIPE, never SIGPIPE) and writes on a
+ *    descriptor of its own: pipes, FIFOs and terminals are opened anew
+ *    non-blocking (/proc/self/fd/N), sockets are written with
+ *    MSG_DONTWAIT | MSG_NOSIGNAL, a path is opened with O_NONBLOCK (a FIFO
+ *    with no reader is refused at once) in a helper thread that is waited
+ *    for at most 2 s (a stalled file system). So only a write to a regular
+ *    file on a stalled disk can hold the writer, and then only the writer.
+ *  - Each write(2) holds whole lines; to pipes, at most PIPE_BUF bytes of
+ *    them, which the kernel writes whole or not at all, so no other writer
+ *    of the pipe lands inside a line. A short write is continued from where
+ *    it stopped before anything else goes to that sink.
+ *  - Memory is bounded by the sink's `buffer` (default 1 MiB of chunks);
+ *    when the target does not keep up, a line that finds no room is dropped
+ *    and counted. What could not be written (dropped, or a failed write) is
+ *    counted in pp_stats() and said once per sink on stderr, by the writer,
+ *    non-blocking.
+ *  - The writer is stopped and joined before the module's code can go away:
+ *    when the last Lua state using the module closes, and in the module's
+ *    destructor. If it cannot be joined in time (stuck in a write to a
+ *    stalled disk), the module pins itself in memory (RTLD_NODELETE) so the
+ *    thread never runs unmapped code.
+ *
+ * Lock order: reg_lock -> a thread's buffer flag -> q_lock. Nothing is held
+ * across a write, an open or a close.
  */
+#define _GNU_SOURCE
 #include "pp_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#define CHUNK_BYTES 16384
+#define DEFAULT_BUFFER ((size_t)1 << 20)
+#define MIN_BUFFER ((size_t)2 * CHUNK_BYTES)
+#define MAX_BUFFER ((size_t)1 << 30)
+#define DEFAULT_INTERVAL_MS 50u
+#define MAX_INTERVAL_MS 60000u
+#define SLICE_MS 20       /* longest one wait on a full pipe or socket   */
+#define GRACE_MS 1000u    /* a replaced sink's lines get this long       */
+#define STOP_MS 100u      /* what a stop adds after its flush            */
+#define FINISH_MS 500u    /* then, to finish a line a socket took part of */
+#define OPEN_TIMEOUT_MS 2000u
+#define LINE_BYTES (PP_PREFIX_MAX + PP_MAX_FIELDS * (PP_LABEL_MAX + 22) + PP_TAGS_MAX + 2)
+
+_Static_assert(CHUNK_BYTES >= LINE_BYTES, "a chunk holds the longest line");
+
+/* ---- the line ------------------------------------------------------------ */
 static const char *const ksrc_names[] = {"none", "event", "cupti", "user"};
+
+static const char digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536"
+    "37383940414243444546474849505152535455565758596061626364656667686970717273"
+    "7475767778798081828384858687888990919293949596979899";
 
 static char *put_u64(char *p, uint64_t v) {
   char tmp[20];
-  int n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  while (n)
-    *p++ = tmp[--n];
-  return p;
+  char *t = tmp + sizeof tmp;
+  while (v >= 100) {
+    unsigned i = (unsigned)(v % 100) * 2;
+    v /= 100;
+    t -= 2;
+    memcpy(t, digit_pairs + i, 2);
+  }
+  if (v >= 10) {
+    t -= 2;
+    memcpy(t, digit_pairs + v * 2, 2);
+  } else {
+    *--t = (char)('0' + v);
+  }
+  size_t n = (size_t)(tmp + sizeof tmp - t);
+  memcpy(p, t, n);
+  return p + n;
 }
 
-PP_EXPORT size_t pp_format_line(const pp_record *r, char *buf, size_t cap) {
-  /* Built in a scratch buffer big enough for any record, then copied, so
-   * the length returned is the full line's. */
-  char line[PP_PREFIX_MAX + PP_MAX_FIELDS * (PP_LABEL_MAX + 22) + PP_TAGS_MAX];
+/* Writes the line (no newline) at out, which has LINE_BYTES of room. */
+static size_t format_into(const pp_record *r, char *out) {
   const pp_schema *s = r->schema;
-  char *p = line;
+  char *p = out;
   size_t n = strlen(s->prefix);
   memcpy(p, s->prefix, n);
   p += n;
@@ -56,7 +123,19 @@ PP_EXPORT size_t pp_format_line(const pp_record *r, char *buf, size_t cap) {
   n = strnlen(r->tags, PP_TAGS_MAX - 1);
   memcpy(p, r->tags, n);
   p += n;
-  size_t len = (size_t)(p - line);
+  return (size_t)(p - out);
+}
+
+PP_EXPORT size_t pp_format_line(const pp_record *r, char *buf, size_t cap) {
+  if (cap >= LINE_BYTES) {
+    size_t len = format_into(r, buf);
+    buf[len] = 0;
+    return len;
+  }
+  /* Built in a scratch buffer, then cut, so the length returned is the full
+   * line's. */
+  char line[LINE_BYTES];
+  size_t len = format_into(r, line);
   if (cap) {
     size_t c = len < cap - 1 ? len : cap - 1;
     memcpy(buf, line, c);
@@ -73,223 +152,1122 @@ PP_EXPORT uint64_t pp_record_get(const pp_record *r, const char *field,
   return i >= 0 ? r->values[i] : 0;
 }
 
-/* ---- line sink ----------------------------------------------------------- */
-static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
-static int line_fd = 2;
-static int line_fd_owned;
-static uint64_t line_failures;
-static int line_errno;
-static int failure_reported;
+/* ---- state --------------------------------------------------------------- */
+enum { K_FILE, K_STREAM, K_SOCK, K_BLOCKING };
 
-PP_EXPORT void pp_sink_fd(int fd) {
-  pthread_mutex_lock(&sink_lock);
-  if (line_fd_owned && line_fd >= 0)
-    close(line_fd);
-  line_fd = fd;
-  line_fd_owned = 0;
-  failure_reported = 0;
-  pthread_mutex_unlock(&sink_lock);
-}
+typedef struct sinkobj {
+  int fd;        /* our own descriptor; -1 until resolved (the default)    */
+  int kind;      /* K_*                                                   */
+  int lazy;      /* the default stderr sink: resolved by the writer         */
+  int per_record;
+  unsigned interval_ms;
+  size_t buffer;
+  unsigned refs; /* chunks tagged with it, +1 while current (q_lock)       */
+  int retired;   /* no longer current (q_lock)                            */
+  uint64_t grace_until;
+  int dead;      /* atomic: writes fail for good (reader gone)            */
+  int said;      /* atomic: trouble said                                  */
+  struct sinkobj *next_retired;
+  char name[160];
+} sinkobj;
 
-PP_EXPORT int pp_sink_file(const char *path) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return -1;
-  pp_sink_fd(fd);
-  pthread_mutex_lock(&sink_lock);
-  line_fd_owned = 1;
-  pthread_mutex_unlock(&sink_lock);
-  return 0;
-}
+typedef struct chunk {
+  struct chunk *next;
+  sinkobj *s;
+  size_t len; /* owner thread, under its flag; fixed once queued         */
+  size_t off; /* atomic: bytes done (written, failed or dropped)         */
+  char data[CHUNK_BYTES];
+} chunk;
 
-static void write_line(const char *buf, size_t len) {
-  if (line_fd < 0)
-    return;
-  size_t off = 0;
-  while (off < len) {
-    ssize_t w = write(line_fd, buf + off, len - off);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      line_failures++;
-      line_errno = w < 0 ? errno : EIO;
-      if (!failure_reported) {
-        failure_reported = 1;
-        char msg[200];
-        int m = snprintf(msg, sizeof msg,
-                         "phaseprobe: writing a record line to fd %d failed: "
-                         "%s; further failures are counted, not reported\n",
-                         line_fd, strerror(line_errno));
-        if (m > 0 && line_fd != 2) {
-          ssize_t ignored = write(2, msg, (size_t)m);
-          (void)ignored;
-        }
-      }
-      return;
-    }
-    off += (size_t)w;
-  }
-}
+typedef struct tbuf {
+  int flag; /* atomic spin flag: the owner, or the writer taking c    */
+  int dead; /* the owner thread has exited (under flag)               */
+  chunk *c;
+  const pp_schema *bound_for; /* owner only: cached line bound        */
+  size_t bound;
+  struct tbuf *next; /* registry (reg_lock)                            */
+} tbuf;
 
-/* ---- store --------------------------------------------------------------- */
-/* Compact: each stored record keeps only its schema's fields. */
-typedef struct {
-  const pp_schema *schema;
-  char *tags; /* NULL when none */
-  uint64_t values[];
-} stored_rec;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static __thread tbuf *tls_tb __attribute__((tls_model("initial-exec")));
 
-static stored_rec **store;
-static size_t store_n, store_alloc;
-static size_t store_cap = 100000;
-static int store_on = 1;
-static uint64_t store_dropped, emitted;
-static int drop_reported;
+/* Thread-exit callbacks through the C runtime's thread_local machinery:
+ * unlike a pthread key's destructor, a pending one keeps this module mapped
+ * (dlclose leaves a module with pending ones in place), so a thread that
+ * exits after another thread's lua_close never calls unmapped code. */
+extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj,
+                                    void *dso);
+extern void *__dso_handle;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static tbuf *reg;
+
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cond;    /* the writer waits here     */
+static pthread_cond_t done_cond; /* flushers wait here        */
+static chunk *q_head, *q_tail, *free_chunks;
+static unsigned n_chunks, n_free;
+static sinkobj default_sink = {
+    .fd = -1,
+    .kind = K_FILE,
+    .lazy = 1,
+    .interval_ms = DEFAULT_INTERVAL_MS,
+    .buffer = DEFAULT_BUFFER,
+    .refs = 1,
+    .name = "stderr",
+};
+static sinkobj *cur = &default_sink;     /* q_lock                     */
+static sinkobj *cur_pub = &default_sink; /* atomic copy for emitters   */
+static sinkobj *retired;
+static int armed; /* atomic: lines wait in thread buffers */
+static uint64_t flush_req, flush_done;
+static char notice[640];
+static size_t notice_len;
+
+static pthread_t writer;
+static int writer_state; /* 0 none, 1 running, 2 stopping (q_lock) */
+static int writer_finished, writer_detached;
+static int stop_req;           /* atomic */
+static uint64_t stop_deadline; /* atomic */
+static int shut;               /* atomic: the module is going away */
+static int lua_states;         /* q_lock */
+
+static uint64_t n_emitted, n_written, n_dropped, n_failed; /* atomic */
+static int last_err;                                       /* atomic */
 
 static pp_record_hook hook;
 static void *hook_ud;
+static int hook_set; /* atomic */
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
 
-PP_EXPORT void pp_store_enable(int on) {
-  pthread_mutex_lock(&sink_lock);
-  store_on = on;
-  pthread_mutex_unlock(&sink_lock);
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-PP_EXPORT void pp_store_set_capacity(size_t records) {
-  pthread_mutex_lock(&sink_lock);
-  store_cap = records;
-  drop_reported = 0;
-  pthread_mutex_unlock(&sink_lock);
+static void abs_time(struct timespec *ts, uint64_t mono_deadline) {
+  ts->tv_sec = (time_t)(mono_deadline / 1000000000ull);
+  ts->tv_nsec = (long)(mono_deadline % 1000000000ull);
 }
 
-PP_EXPORT size_t pp_store_capacity(void) { return store_cap; }
-
-PP_EXPORT size_t pp_store_count(void) {
-  pthread_mutex_lock(&sink_lock);
-  size_t n = store_n;
-  pthread_mutex_unlock(&sink_lock);
-  return n;
+static void cond_init(pthread_cond_t *c) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(c, &a);
+  pthread_condattr_destroy(&a);
 }
 
-PP_EXPORT uint64_t pp_store_dropped(void) {
-  pthread_mutex_lock(&sink_lock);
-  uint64_t d = store_dropped;
-  pthread_mutex_unlock(&sink_lock);
-  return d;
+static void after_fork_child(void);
+
+static void init_once(void) {
+  cond_init(&q_cond);
+  cond_init(&done_cond);
+  pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-PP_EXPORT int pp_store_get(size_t i, pp_record *out) {
-  pthread_mutex_lock(&sink_lock);
-  if (i >= store_n) {
-    pthread_mutex_unlock(&sink_lock);
+static inline void tb_lock(tbuf *t) {
+  while (__atomic_exchange_n(&t->flag, 1, __ATOMIC_ACQUIRE)) {
+    for (int i = 0; i < 64 && __atomic_load_n(&t->flag, __ATOMIC_RELAXED); i++) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (__atomic_load_n(&t->flag, __ATOMIC_RELAXED))
+      sched_yield();
+  }
+}
+
+static inline void tb_unlock(tbuf *t) {
+  __atomic_store_n(&t->flag, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- the module's own lifetime ------------------------------------------- */
+/* Keeps this module mapped for the rest of the process: a thread of ours
+ * that cannot be joined must never run unmapped code. */
+static void pin_module(void) {
+  Dl_info di;
+  if (dladdr((void *)&pin_module, &di) && di.dli_fname)
+    (void)dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+/* Starts a thread of ours with every signal blocked: it never runs a
+ * handler of the program's, and SIGPIPE can only be pending on it. */
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(t, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+/* ---- targets ------------------------------------------------------------- */
+static void set_name_fd(sinkobj *s, int fd) {
+  const char *what = fd == 2 ? " (stderr)" : fd == 1 ? " (stdout)" : "";
+  snprintf(s->name, sizeof s->name, "fd %d%s", fd, what);
+}
+
+/* Our own descriptor for fd: 0, or -1 with errno. */
+static int own_from_fd(int fd, sinkobj *s) {
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0)
+    return -1;
+  if (S_ISSOCK(st.st_mode)) {
+    s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    s->kind = K_SOCK;
+  } else if (S_ISFIFO(st.st_mode) || (S_ISCHR(st.st_mode) && isatty(fd))) {
+    /* A description of our own, so O_NONBLOCK is ours alone. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    s->fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    s->kind = K_STREAM;
+    if (s->fd < 0) {
+      /* no /proc, or no reader: the same description; only the writer
+       * thread can then wait on it */
+      s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      s->kind = K_BLOCKING;
+    }
+  } else {
+    s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    s->kind = K_FILE;
+  }
+  return s->fd < 0 ? -1 : 0;
+}
+
+typedef struct {
+  char *path;
+  int fd, err, done, abandoned;
+} open_job;
+
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t open_cond;
+static pthread_once_t open_once = PTHREAD_ONCE_INIT;
+static void open_init(void) { cond_init(&open_cond); }
+
+static void *open_main(void *p) {
+  open_job *j = p;
+  int fd = open(j->path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK |
+                             O_CLOEXEC | O_NOCTTY,
+                0644);
+  int e = errno;
+  pthread_mutex_lock(&open_lock);
+  if (j->abandoned) {
+    pthread_mutex_unlock(&open_lock);
+    if (fd >= 0)
+      close(fd);
+    free(j->path);
+    free(j);
+    return NULL;
+  }
+  j->fd = fd;
+  j->err = e;
+  j->done = 1;
+  pthread_cond_broadcast(&open_cond);
+  pthread_mutex_unlock(&open_lock);
+  return NULL;
+}
+
+/* open() in a thread of ours, waited for at most timeout_ms: a FIFO with no
+ * reader fails at once (O_NONBLOCK); a stalled file system fails with
+ * ETIMEDOUT instead of holding the caller. */
+static int open_bounded(const char *path, unsigned timeout_ms) {
+  pthread_once(&open_once, open_init);
+  open_job *j = calloc(1, sizeof *j);
+  if (!j || !(j->path = strdup(path))) {
+    free(j);
+    errno = ENOMEM;
     return -1;
   }
-  const stored_rec *sr = store[i];
-  out->schema = sr->schema;
-  memcpy(out->values, sr->values, sizeof(uint64_t) * sr->schema->nfields);
-  out->tags[0] = 0;
-  if (sr->tags)
-    snprintf(out->tags, sizeof out->tags, "%s", sr->tags);
-  pthread_mutex_unlock(&sink_lock);
+  pthread_t t;
+  if (start_thread(&t, open_main, j) != 0) {
+    free(j->path);
+    free(j);
+    errno = EAGAIN;
+    return -1;
+  }
+  struct timespec ts;
+  abs_time(&ts, mono_ns() + (uint64_t)timeout_ms * 1000000ull);
+  pthread_mutex_lock(&open_lock);
+  while (!j->done)
+    if (pthread_cond_timedwait(&open_cond, &open_lock, &ts) == ETIMEDOUT)
+      break;
+  if (!j->done) {
+    j->abandoned = 1; /* the thread closes what it opens, and frees j */
+    pthread_mutex_unlock(&open_lock);
+    pthread_detach(t);
+    pin_module();
+    errno = ETIMEDOUT;
+    return -1;
+  }
+  pthread_mutex_unlock(&open_lock);
+  pthread_join(t, NULL);
+  int fd = j->fd, e = j->err;
+  free(j->path);
+  free(j);
+  errno = e;
+  return fd;
+}
+
+static int own_from_path(const char *path, sinkobj *s) {
+  int fd = open_bounded(path, OPEN_TIMEOUT_MS);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  s->fd = fd;
+  s->kind = S_ISREG(st.st_mode) ? K_FILE
+            : S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ? K_STREAM
+                                                          : K_FILE;
+  snprintf(s->name, sizeof s->name, "%s", path);
   return 0;
 }
 
-PP_EXPORT void pp_store_clear(void) {
-  pthread_mutex_lock(&sink_lock);
-  for (size_t i = 0; i < store_n; i++) {
-    free(store[i]->tags);
-    free(store[i]);
+static ssize_t sink_write(const sinkobj *s, const char *p, size_t n) {
+  if (s->kind == K_SOCK)
+    return send(s->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return write(s->fd, p, n);
+}
+
+/* A message on stderr, from the writer thread: non-blocking, one attempt
+ * (and one short wait), never a signal. */
+static void say(const char *msg) {
+  sinkobj t = {.fd = -1};
+  if (own_from_fd(2, &t) != 0)
+    return;
+  size_t n = strlen(msg), off = 0;
+  for (int tries = 0; off < n && tries < 3; tries++) {
+    ssize_t w = sink_write(&t, msg + off, n - off);
+    if (w > 0) {
+      off += (size_t)w;
+    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd pf = {t.fd, POLLOUT, 0};
+      poll(&pf, 1, SLICE_MS);
+    } else if (!(w < 0 && errno == EINTR)) {
+      break;
+    }
   }
-  store_n = 0;
-  store_dropped = 0;
-  drop_reported = 0;
-  pthread_mutex_unlock(&sink_lock);
+  close(t.fd);
 }
 
-/* The module can be unloaded (lua_close dlcloses it): release the store so
- * nothing it allocated outlives the code that owns it. */
-__attribute__((destructor)) static void store_fini(void) {
-  pp_store_clear();
-  free(store);
-  store = NULL;
-  store_alloc = 0;
+/* ---- the writer ----------------------------------------------------------- */
+static size_t count_lines(const char *p, size_t n) {
+  size_t k = 0;
+  const char *end = p + n;
+  while (p < end && (p = memchr(p, '\n', (size_t)(end - p)))) {
+    k++;
+    p++;
+  }
+  return k;
 }
 
-/* Called with sink_lock held. */
-static void store_add(const pp_record *r) {
-  if (store_n >= store_cap) {
-    store_dropped++;
-    if (!drop_reported) {
-      drop_reported = 1;
-      char msg[160];
-      int m = snprintf(msg, sizeof msg,
-                       "phaseprobe: record store full (%zu records); further "
-                       "records are dropped and counted\n",
-                       store_cap);
-      if (m > 0) {
-        ssize_t ignored = write(2, msg, (size_t)m);
-        (void)ignored;
+static void say_trouble(sinkobj *s, const char *what, int err) {
+  if (__atomic_exchange_n(&s->said, 1, __ATOMIC_ACQ_REL))
+    return;
+  char msg[640];
+  snprintf(msg, sizeof msg,
+           "phaseprobe: record lines to %s %s%s%s; lines that cannot be "
+           "written are counted in pp.stats() (lines_dropped, "
+           "line_failures), not reported again\n",
+           s->name, what, err ? ": " : "", err ? strerror(err) : "");
+  say(msg);
+}
+
+static void post_notice(const char *msg);
+
+/* The rest of the chunk will not be written: counted as failed or dropped. */
+static void give_up_rest(chunk *c, int failed, int err) {
+  size_t off = __atomic_load_n(&c->off, __ATOMIC_RELAXED);
+  uint64_t k = count_lines(c->data + off, c->len - off);
+  __atomic_fetch_add(failed ? &n_failed : &n_dropped, k, __ATOMIC_RELAXED);
+  if (failed)
+    __atomic_store_n(&last_err, err, __ATOMIC_RELAXED);
+  __atomic_store_n(&c->off, c->len, __ATOMIC_RELEASE);
+  if (k)
+    say_trouble(c->s, failed ? "could not be written"
+                             : "were not taken in time and were dropped",
+                failed ? err : 0);
+}
+
+/* The next piece to write from off: one line for a per-record sink; to a
+ * pipe, whole lines of at most PIPE_BUF bytes (a line longer than that
+ * alone); elsewhere, the rest. */
+static size_t piece(const sinkobj *s, const chunk *c, size_t off) {
+  size_t rest = c->len - off;
+  if (s->kind != K_STREAM && s->kind != K_BLOCKING && !s->per_record)
+    return rest;
+  const char *p = c->data + off;
+  const char *nl = memchr(p, '\n', rest);
+  size_t n = nl ? (size_t)(nl - p) + 1 : rest;
+  if (s->per_record)
+    return n; /* one line a write */
+  while (n < rest) {
+    nl = memchr(p + n, '\n', rest - n);
+    size_t m = nl ? (size_t)(nl - p) + 1 : rest;
+    if (m > PIPE_BUF)
+      break;
+    n = m;
+  }
+  return n;
+}
+
+/* Writes what is left of c. 1: done with it (written, failed or dropped);
+ * 0: the target takes nothing for now (the caller looks at its other work
+ * and comes back). Called without q_lock; `retired` and `grace_until` are
+ * the sink's, read under q_lock when the chunk was taken. */
+static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
+  sinkobj *s = c->s;
+  if (s->lazy && s->fd < 0 && own_from_fd(2, s) != 0) {
+    give_up_rest(c, 1, errno);
+    return 1;
+  }
+  if (__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE)) {
+    give_up_rest(c, 1, __atomic_load_n(&last_err, __ATOMIC_RELAXED));
+    return 1;
+  }
+  size_t off = __atomic_load_n(&c->off, __ATOMIC_RELAXED);
+  while (off < c->len) {
+    size_t n = piece(s, c, off);
+    /* Given up at a stop, or when the sink was replaced and its grace is
+     * over; but a line the target has taken part of (a stream socket) gets
+     * FINISH_MS more, alone, so its reader is not left half a line. */
+    uint64_t until = UINT64_MAX;
+    if (__atomic_load_n(&stop_req, __ATOMIC_ACQUIRE))
+      until = __atomic_load_n(&stop_deadline, __ATOMIC_RELAXED);
+    if (retired_now && grace_until < until)
+      until = grace_until;
+    if (until != UINT64_MAX) {
+      uint64_t now = mono_ns();
+      int mid = off > 0 && c->data[off - 1] != '\n';
+      if (now >= until + (mid ? (uint64_t)FINISH_MS * 1000000ull : 0)) {
+        give_up_rest(c, 0, 0);
+        return 1;
+      }
+      if (now >= until) {
+        const char *nl = memchr(c->data + off, '\n', c->len - off);
+        n = nl ? (size_t)(nl - (c->data + off)) + 1 : c->len - off;
       }
     }
+    ssize_t w = sink_write(s, c->data + off, n);
+    if (w > 0) {
+      __atomic_fetch_add(&n_written, count_lines(c->data + off, (size_t)w),
+                         __ATOMIC_RELAXED);
+      off += (size_t)w;
+      __atomic_store_n(&c->off, off, __ATOMIC_RELEASE);
+      continue;
+    }
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd pf = {s->fd, POLLOUT, 0};
+      if (poll(&pf, 1, SLICE_MS) == 0)
+        return 0;
+      continue;
+    }
+    int e = w < 0 ? errno : EIO;
+    if (e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == EBADF ||
+        e == EINVAL || e == EDESTADDRREQ)
+      __atomic_store_n(&s->dead, 1, __ATOMIC_RELEASE);
+    give_up_rest(c, 1, e);
+    return 1;
+  }
+  return 1;
+}
+
+/* q_lock held. */
+static void chunk_release_locked(chunk *c) {
+  sinkobj *s = c->s;
+  c->s = NULL;
+  c->next = free_chunks;
+  free_chunks = c;
+  n_free++;
+  if (s)
+    s->refs--;
+}
+
+/* q_lock held. */
+static void queue_push_locked(chunk *c) {
+  c->next = NULL;
+  if (q_tail)
+    q_tail->next = c;
+  else
+    q_head = c;
+  q_tail = c;
+}
+
+/* q_lock held: how long lines may wait in thread buffers (not at all for
+ * a per-record sink). */
+static unsigned cur_interval_ms(void) {
+  return !cur ? DEFAULT_INTERVAL_MS : cur->per_record ? 0 : cur->interval_ms;
+}
+
+/* Takes every thread's chunk (each handed to the queue under its owner's
+ * flag, so one thread's lines stay in order) and frees the buffers of
+ * threads that have exited. Called without q_lock. */
+static void collect_all(void) {
+  tbuf *gone = NULL;
+  pthread_mutex_lock(&reg_lock);
+  for (tbuf **pp = &reg; *pp;) {
+    tbuf *t = *pp;
+    tb_lock(t);
+    chunk *c = t->c;
+    t->c = NULL;
+    int dead = t->dead;
+    if (c) {
+      pthread_mutex_lock(&q_lock);
+      if (c->len)
+        queue_push_locked(c);
+      else
+        chunk_release_locked(c);
+      pthread_mutex_unlock(&q_lock);
+    }
+    tb_unlock(t);
+    if (dead) {
+      *pp = t->next;
+      t->next = gone;
+      gone = t;
+    } else {
+      pp = &t->next;
+    }
+  }
+  pthread_mutex_unlock(&reg_lock);
+  while (gone) {
+    tbuf *n = gone->next;
+    free(gone);
+    gone = n;
+  }
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "phaseprobe-sink");
+  uint64_t armed_at = 0, collected_for = 0;
+  int stop_collected = 0;
+  pthread_mutex_lock(&q_lock);
+  for (;;) {
+    uint64_t now = mono_ns();
+    int stopping = __atomic_load_n(&stop_req, __ATOMIC_ACQUIRE);
+    uint64_t req = flush_req;
+    int collect;
+    if (stopping) {
+      collect = !stop_collected; /* a stop collects once, then drains */
+    } else {
+      collect = req != collected_for;
+      if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE)) {
+        if (!armed_at)
+          armed_at = now;
+        if (now >= armed_at + (uint64_t)cur_interval_ms() * 1000000ull)
+          collect = 1;
+      }
+    }
+    if (collect) {
+      __atomic_store_n(&armed, 0, __ATOMIC_RELEASE);
+      armed_at = 0;
+      pthread_mutex_unlock(&q_lock);
+      collect_all();
+      pthread_mutex_lock(&q_lock);
+      collected_for = req;
+      stop_collected = stopping;
+      continue;
+    }
+    if (notice_len) {
+      char msg[sizeof notice];
+      memcpy(msg, notice, notice_len + 1);
+      notice_len = 0;
+      pthread_mutex_unlock(&q_lock);
+      say(msg);
+      pthread_mutex_lock(&q_lock);
+      continue;
+    }
+    if (q_head) {
+      chunk *c = q_head;
+      int was_retired = c->s->retired;
+      uint64_t grace = c->s->grace_until;
+      pthread_mutex_unlock(&q_lock);
+      int done = write_chunk(c, was_retired, grace);
+      pthread_mutex_lock(&q_lock);
+      if (done) {
+        q_head = c->next;
+        if (!q_head)
+          q_tail = NULL;
+        chunk_release_locked(c);
+      }
+      continue;
+    }
+    /* nothing queued: close replaced sinks that nothing refers to */
+    sinkobj **rp = &retired;
+    while (*rp && (*rp)->refs)
+      rp = &(*rp)->next_retired;
+    if (*rp) {
+      sinkobj *s = *rp;
+      *rp = s->next_retired;
+      pthread_mutex_unlock(&q_lock);
+      if (s->fd >= 0)
+        close(s->fd);
+      if (s != &default_sink)
+        free(s);
+      else
+        s->fd = -1;
+      pthread_mutex_lock(&q_lock);
+      continue;
+    }
+    if (flush_done < collected_for) {
+      flush_done = collected_for;
+      pthread_cond_broadcast(&done_cond);
+    }
+    if (stopping)
+      break;
+    if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE)) {
+      if (!armed_at)
+        armed_at = now;
+      struct timespec ts;
+      abs_time(&ts, armed_at + (uint64_t)cur_interval_ms() * 1000000ull);
+      pthread_cond_timedwait(&q_cond, &q_lock, &ts);
+    } else if (flush_req == collected_for) {
+      pthread_cond_wait(&q_cond, &q_lock);
+    }
+  }
+  writer_finished = 1;
+  if (writer_detached) {
+    writer_state = 0;
+    writer_detached = 0;
+  }
+  pthread_mutex_unlock(&q_lock);
+  return NULL;
+}
+
+/* q_lock held. */
+static void start_writer_locked(void) {
+  if (writer_state != 0 || __atomic_load_n(&shut, __ATOMIC_ACQUIRE))
+    return;
+  __atomic_store_n(&stop_req, 0, __ATOMIC_RELEASE);
+  writer_finished = 0;
+  writer_detached = 0;
+  if (start_thread(&writer, writer_main, NULL) == 0)
+    writer_state = 1;
+}
+
+/* Stops the writer after a flush of at most timeout_ms, and joins it within
+ * STOP_MS more. 0: no writer thread remains. */
+static int writer_stop(unsigned timeout_ms) {
+  pp_flush(timeout_ms);
+  pthread_mutex_lock(&q_lock);
+  if (writer_state != 1) {
+    int none = writer_state == 0;
+    pthread_mutex_unlock(&q_lock);
+    return none ? 0 : -1;
+  }
+  writer_state = 2;
+  uint64_t deadline = mono_ns() + (uint64_t)STOP_MS * 1000000ull;
+  __atomic_store_n(&stop_deadline, deadline, __ATOMIC_RELAXED);
+  __atomic_store_n(&stop_req, 1, __ATOMIC_RELEASE);
+  pthread_cond_signal(&q_cond);
+  pthread_mutex_unlock(&q_lock);
+  /* pthread_timedjoin_np takes a CLOCK_REALTIME deadline */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t rt = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+                (uint64_t)(STOP_MS + FINISH_MS + 200) * 1000000ull;
+  abs_time(&ts, rt);
+  if (pthread_timedjoin_np(writer, NULL, &ts) == 0) {
+    pthread_mutex_lock(&q_lock);
+    writer_state = 0;
+    __atomic_store_n(&stop_req, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&q_lock);
+    return 0;
+  }
+  /* Held in a write that does not return (a stalled disk): it goes when
+   * the write returns; until then the module stays mapped. */
+  pin_module();
+  pthread_mutex_lock(&q_lock);
+  pthread_detach(writer);
+  if (writer_finished) {
+    writer_state = 0;
+  } else {
+    writer_detached = 1;
+  }
+  pthread_mutex_unlock(&q_lock);
+  return -1;
+}
+
+/* ---- the emit path -------------------------------------------------------- */
+/* The owner thread exits: its buffer is marked, and the writer (if one
+ * runs) collects its lines and frees it. No writer is started from here. */
+static void tb_thread_exit(void *p) {
+  tbuf *t = p;
+  tb_lock(t);
+  t->dead = 1;
+  tb_unlock(t);
+  tls_tb = NULL;
+  pthread_mutex_lock(&q_lock);
+  if (writer_state == 1) {
+    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
+    pthread_cond_signal(&q_cond);
+  }
+  pthread_mutex_unlock(&q_lock);
+}
+
+static tbuf *tb_new(void) {
+  pthread_once(&once, init_once);
+  if (__atomic_load_n(&shut, __ATOMIC_ACQUIRE))
+    return NULL;
+  tbuf *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  if (__cxa_thread_atexit_impl(tb_thread_exit, t, &__dso_handle) != 0) {
+    free(t);
+    return NULL;
+  }
+  pthread_mutex_lock(&reg_lock);
+  t->next = reg;
+  reg = t;
+  pthread_mutex_unlock(&reg_lock);
+  tls_tb = t;
+  return t;
+}
+
+/* The most bytes r's line can take (cached per schema on the thread). */
+static size_t line_bound(tbuf *t, const pp_record *r) {
+  const pp_schema *s = r->schema;
+  if (t->bound_for != s) {
+    size_t n = strlen(s->prefix) + PP_TAGS_MAX + 2;
+    for (size_t i = 0; i < s->nfields; i++)
+      n += strlen(s->field[i]) + 2 + 20;
+    t->bound = n;
+    t->bound_for = s;
+  }
+  return t->bound;
+}
+
+/* Under t's flag: hands t's chunk to the queue (an empty one back to the
+ * free list) and takes a fresh one for s, within s's buffer. NULL: none
+ * free (the target is not keeping up). */
+static chunk *tb_refill(tbuf *t, sinkobj *s) {
+  chunk *c = NULL;
+  pthread_mutex_lock(&q_lock);
+  unsigned budget = (unsigned)(s->buffer / CHUNK_BYTES);
+  if (t->c) {
+    if (t->c->len) {
+      /* The writer comes within the interval anyway (this thread armed it
+       * with its first line); it is woken early, at the cost of a system
+       * call here, only when half the buffer is in use. */
+      queue_push_locked(t->c);
+      if (2 * (n_chunks - n_free) >= budget)
+        pthread_cond_signal(&q_cond);
+    } else {
+      chunk_release_locked(t->c);
+    }
+    t->c = NULL;
+  }
+  chunk *extra = NULL;
+  if (n_chunks - n_free < budget) {
+    if (free_chunks) {
+      c = free_chunks;
+      free_chunks = c->next;
+      n_free--;
+    } else {
+      n_chunks++; /* allocated outside the lock */
+      pthread_mutex_unlock(&q_lock);
+      c = malloc(sizeof *c);
+      pthread_mutex_lock(&q_lock);
+      if (!c)
+        n_chunks--;
+    }
+  }
+  /* over this sink's budget (smaller than a former one's): free chunks go */
+  while (free_chunks && n_chunks > budget) {
+    chunk *f = free_chunks;
+    free_chunks = f->next;
+    n_free--;
+    n_chunks--;
+    f->next = extra;
+    extra = f;
+  }
+  if (c) {
+    c->next = NULL;
+    c->s = s;
+    c->len = 0;
+    __atomic_store_n(&c->off, 0, __ATOMIC_RELAXED);
+    s->refs++;
+  }
+  if (writer_state == 0)
+    start_writer_locked();
+  pthread_mutex_unlock(&q_lock);
+  while (extra) {
+    chunk *n = extra->next;
+    free(extra);
+    extra = n;
+  }
+  return c;
+}
+
+static void arm(void) {
+  if (__atomic_exchange_n(&armed, 1, __ATOMIC_ACQ_REL))
+    return;
+  pthread_mutex_lock(&q_lock);
+  start_writer_locked();
+  pthread_cond_signal(&q_cond);
+  pthread_mutex_unlock(&q_lock);
+}
+
+static void line_dropped(sinkobj *s) {
+  __atomic_fetch_add(&n_dropped, 1, __ATOMIC_RELAXED);
+  if (!__atomic_load_n(&s->said, __ATOMIC_RELAXED) &&
+      !__atomic_exchange_n(&s->said, 1, __ATOMIC_ACQ_REL)) {
+    char msg[640];
+    snprintf(msg, sizeof msg,
+             "phaseprobe: record lines to %s are not being taken (a reader "
+             "that stopped reading, a stalled disk?): its %zu KiB buffer is "
+             "full; lines that cannot be written are counted in pp.stats() "
+             "(lines_dropped, line_failures), not reported again\n",
+             s->name, s->buffer >> 10);
+    post_notice(msg);
+  }
+}
+
+static void line_add(const pp_record *r) {
+  tbuf *t = tls_tb;
+  if (!t && !(t = tb_new())) {
+    __atomic_fetch_add(&n_dropped, 1, __ATOMIC_RELAXED);
     return;
   }
-  if (store_n == store_alloc) {
-    size_t na = store_alloc ? store_alloc * 2 : 1024;
-    stored_rec **ns = realloc(store, na * sizeof *ns);
-    if (!ns) {
-      store_dropped++;
+  tb_lock(t);
+  /* read under the flag: a sink switch waits for every flag once after
+   * publishing, so no line can be tagged with a replaced sink later */
+  sinkobj *s = __atomic_load_n(&cur_pub, __ATOMIC_ACQUIRE);
+  if (!s) {
+    tb_unlock(t);
+    return;
+  }
+  if (__atomic_load_n(&s->dead, __ATOMIC_RELAXED)) {
+    tb_unlock(t);
+    __atomic_fetch_add(&n_failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  chunk *c = t->c;
+  if (!c || c->s != s || CHUNK_BYTES - c->len < line_bound(t, r)) {
+    c = tb_refill(t, s);
+    if (!c) {
+      tb_unlock(t);
+      line_dropped(s);
       return;
     }
-    store = ns;
-    store_alloc = na;
+    t->c = c;
   }
-  size_t nf = r->schema->nfields;
-  stored_rec *sr = malloc(sizeof *sr + nf * sizeof(uint64_t));
-  if (!sr) {
-    store_dropped++;
-    return;
+  size_t n = format_into(r, c->data + c->len);
+  c->data[c->len + n] = '\n';
+  c->len += n + 1;
+  int per_record = s->per_record;
+  tb_unlock(t);
+  if (per_record) {
+    /* the reference's one write per record: the writer is woken for each
+     * line (it writes them one by one), and the emitting thread goes on */
+    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&q_lock);
+    if (writer_state == 0)
+      start_writer_locked();
+    pthread_cond_signal(&q_cond);
+    pthread_mutex_unlock(&q_lock);
+  } else if (!__atomic_load_n(&armed, __ATOMIC_RELAXED)) {
+    arm();
   }
-  sr->schema = r->schema;
-  memcpy(sr->values, r->values, nf * sizeof(uint64_t));
-  sr->tags = r->tags[0] ? strdup(r->tags) : NULL;
-  store[store_n++] = sr;
 }
 
 void pp_sinks_deliver(const pp_record *r) {
-  char line[PP_PREFIX_MAX + PP_MAX_FIELDS * (PP_LABEL_MAX + 22) + PP_TAGS_MAX + 2];
-  size_t len = 0;
-  int fd;
-  __atomic_load(&line_fd, &fd, __ATOMIC_RELAXED);
-  if (fd >= 0) {
-    len = pp_format_line(r, line, sizeof line - 1);
-    line[len++] = '\n';
+  __atomic_fetch_add(&n_emitted, 1, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&cur_pub, __ATOMIC_RELAXED))
+    line_add(r);
+  pp_store_add(r);
+  if (__builtin_expect(__atomic_load_n(&hook_set, __ATOMIC_ACQUIRE), 0)) {
+    pthread_mutex_lock(&hook_lock);
+    pp_record_hook h = hook;
+    void *ud = hook_ud;
+    pthread_mutex_unlock(&hook_lock);
+    if (h)
+      h(r, ud);
   }
-  pthread_mutex_lock(&sink_lock);
-  emitted++;
-  if (len)
-    write_line(line, len);
-  if (store_on)
-    store_add(r);
-  pp_record_hook h = hook;
-  void *ud = hook_ud;
-  pthread_mutex_unlock(&sink_lock);
-  if (h)
-    h(r, ud);
 }
 
 PP_EXPORT void pp_set_record_hook(pp_record_hook fn, void *ud) {
-  pthread_mutex_lock(&sink_lock);
+  pthread_mutex_lock(&hook_lock);
   hook = fn;
   hook_ud = ud;
-  pthread_mutex_unlock(&sink_lock);
+  __atomic_store_n(&hook_set, fn != NULL, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&hook_lock);
 }
 
+/* ---- configuration ---------------------------------------------------------- */
+static void post_notice(const char *msg) {
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&q_lock);
+  if (!notice_len) {
+    snprintf(notice, sizeof notice, "%s", msg);
+    notice_len = strlen(notice);
+    start_writer_locked();
+    pthread_cond_signal(&q_cond);
+  }
+  pthread_mutex_unlock(&q_lock);
+}
+
+void pp_sink_notice(const char *msg) { post_notice(msg); }
+
+/* Makes s current (NULL: no line sink); what the replaced sink still holds
+ * is written within GRACE_MS, then dropped and counted. */
+static void sink_switch(sinkobj *s) {
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&q_lock);
+  sinkobj *old = cur;
+  cur = s;
+  __atomic_store_n(&cur_pub, s, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&q_lock);
+  /* every emit that might still hold the old sink finishes before this */
+  pthread_mutex_lock(&reg_lock);
+  for (tbuf *t = reg; t; t = t->next) {
+    tb_lock(t);
+    tb_unlock(t);
+  }
+  pthread_mutex_unlock(&reg_lock);
+  if (old) {
+    pthread_mutex_lock(&q_lock);
+    old->refs--; /* its reference as the current sink */
+    old->retired = 1;
+    old->grace_until = mono_ns() + (uint64_t)GRACE_MS * 1000000ull;
+    old->next_retired = retired;
+    retired = old;
+    start_writer_locked();
+    pthread_mutex_unlock(&q_lock);
+    /* written (or given up) and closed before the caller goes on */
+    pp_flush(GRACE_MS + STOP_MS);
+  }
+}
+
+static sinkobj *sink_new(const pp_sink_opts *o) {
+  sinkobj *s = calloc(1, sizeof *s);
+  if (!s) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  s->fd = -1;
+  s->refs = 1;
+  s->buffer = o && o->buffer ? o->buffer : DEFAULT_BUFFER;
+  if (s->buffer < MIN_BUFFER)
+    s->buffer = MIN_BUFFER;
+  if (s->buffer > MAX_BUFFER)
+    s->buffer = MAX_BUFFER;
+  s->interval_ms = o && o->interval_ms ? o->interval_ms : DEFAULT_INTERVAL_MS;
+  if (s->interval_ms > MAX_INTERVAL_MS)
+    s->interval_ms = MAX_INTERVAL_MS;
+  s->per_record = o && o->per_record;
+  return s;
+}
+
+PP_EXPORT int pp_sink_fd_with(int fd, const pp_sink_opts *o) {
+  if (fd < 0) {
+    sink_switch(NULL);
+    return 0;
+  }
+  sinkobj *s = sink_new(o);
+  if (!s)
+    return -1;
+  if (own_from_fd(fd, s) != 0) {
+    int e = errno;
+    free(s);
+    errno = e;
+    return -1;
+  }
+  set_name_fd(s, fd);
+  sink_switch(s);
+  return 0;
+}
+
+PP_EXPORT int pp_sink_file_with(const char *path, const pp_sink_opts *o) {
+  if (!path) {
+    errno = EINVAL;
+    return -1;
+  }
+  sinkobj *s = sink_new(o);
+  if (!s)
+    return -1;
+  if (own_from_path(path, s) != 0) {
+    int e = errno;
+    free(s);
+    errno = e;
+    return -1;
+  }
+  sink_switch(s);
+  return 0;
+}
+
+PP_EXPORT int pp_sink_fd(int fd) { return pp_sink_fd_with(fd, NULL); }
+
+PP_EXPORT int pp_sink_file(const char *path) {
+  return pp_sink_file_with(path, NULL);
+}
+
+PP_EXPORT int pp_flush(unsigned timeout_ms) {
+  pthread_once(&once, init_once);
+  uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+  pthread_mutex_lock(&q_lock);
+  if (writer_state == 0 && n_free == n_chunks && !retired && !notice_len) {
+    pthread_mutex_unlock(&q_lock); /* nothing held anywhere */
+    return 0;
+  }
+  uint64_t req = ++flush_req;
+  start_writer_locked();
+  pthread_cond_signal(&q_cond);
+  struct timespec ts;
+  abs_time(&ts, deadline);
+  while (flush_done < req && writer_state == 1)
+    if (pthread_cond_timedwait(&done_cond, &q_lock, &ts) == ETIMEDOUT)
+      break;
+  int ok = flush_done >= req;
+  pthread_mutex_unlock(&q_lock);
+  if (!ok)
+    errno = ETIMEDOUT;
+  return ok ? 0 : -1;
+}
+
+/* ---- Lua states and the module's end ----------------------------------------- */
+void pp_sink_state_open(void) {
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&q_lock);
+  lua_states++;
+  pthread_mutex_unlock(&q_lock);
+}
+
+/* A Lua state that loaded the module closes: its lines are flushed; the
+ * last one stops the writer before lua_close dlcloses the module. */
+void pp_sink_state_close(void) {
+  pthread_mutex_lock(&q_lock);
+  int last = --lua_states == 0;
+  pthread_mutex_unlock(&q_lock);
+  if (last)
+    writer_stop(GRACE_MS);
+  else
+    pp_flush(GRACE_MS);
+}
+
+static void free_chunk_list(chunk *c) {
+  while (c) {
+    chunk *n = c->next;
+    free(c);
+    c = n;
+  }
+}
+
+/* Runs at dlclose and at exit: lines still buffered are written (at most
+ * GRACE_MS), the writer is joined, and what it allocated is freed, unless
+ * it is stuck, in which case the module is pinned and nothing is freed. */
+__attribute__((destructor)) static void sink_fini(void) {
+  if (writer_stop(GRACE_MS) != 0) {
+    __atomic_store_n(&shut, 1, __ATOMIC_RELEASE);
+    return;
+  }
+  __atomic_store_n(&shut, 1, __ATOMIC_RELEASE);
+  /* no line sink from here; an emit already past that check finishes
+   * before anything is freed (the flags below) */
+  __atomic_store_n(&cur_pub, NULL, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&reg_lock);
+  for (tbuf **pp = &reg; *pp;) {
+    tbuf *t = *pp;
+    tb_lock(t);
+    chunk *c = t->c;
+    t->c = NULL;
+    int gone = t->dead; /* its thread has exited */
+    tb_unlock(t);
+    free(c);
+    if (gone) {
+      *pp = t->next;
+      free(t);
+    } else {
+      pp = &t->next; /* a live thread's: its exit callback still uses it */
+    }
+  }
+  pthread_mutex_unlock(&reg_lock);
+  pthread_mutex_lock(&q_lock);
+  free_chunk_list(q_head);
+  free_chunk_list(free_chunks);
+  q_head = q_tail = free_chunks = NULL;
+  n_chunks = n_free = 0;
+  sinkobj *r = retired;
+  retired = NULL;
+  sinkobj *c = cur;
+  pthread_mutex_unlock(&q_lock);
+  while (r) {
+    sinkobj *n = r->next_retired;
+    if (r->fd >= 0)
+      close(r->fd);
+    if (r != &default_sink)
+      free(r);
+    r = n;
+  }
+  if (c && c->fd >= 0) {
+    close(c->fd);
+    c->fd = -1;
+  }
+  if (c && c != &default_sink)
+    free(c);
+  cur = NULL;
+}
+
+/* After fork() in the child: no writer thread exists there, and locks may
+ * have been held by threads that do not. Lines buffered before the fork
+ * belong to the parent, which writes them: the child forgets them. */
+static void after_fork_child(void) {
+  pthread_mutex_init(&q_lock, NULL);
+  pthread_mutex_init(&reg_lock, NULL);
+  pthread_mutex_init(&hook_lock, NULL);
+  cond_init(&q_cond);
+  cond_init(&done_cond);
+  for (tbuf *t = reg; t; t = t->next) {
+    t->flag = 0;
+    t->c = NULL;
+  }
+  q_head = q_tail = free_chunks = NULL;
+  n_chunks = n_free = 0;
+  writer_state = 0;
+  writer_finished = writer_detached = 0;
+  stop_req = 0;
+  armed = 0;
+  flush_done = flush_req;
+  notice_len = 0;
+  for (sinkobj *s = retired; s; s = s->next_retired)
+    s->refs = 0;
+  if (cur)
+    cur->refs = 1;
+  pp_store_after_fork();
+}
+
+/* ---- statistics --------------------------------------------------------------- */
 PP_EXPORT void pp_stats(pp_stats_t *out) {
-  pthread_mutex_lock(&sink_lock);
-  out->emitted = emitted;
-  out->stored = store_n;
-  out->dropped = store_dropped;
-  out->line_failures = line_failures;
-  out->last_errno = line_errno;
-  pthread_mutex_unlock(&sink_lock);
+  memset(out, 0, sizeof *out);
+  out->emitted = __atomic_load_n(&n_emitted, __ATOMIC_RELAXED);
+  pp_store_stats(&out->stored, &out->dropped);
+  uint64_t pending = 0;
+  pthread_mutex_lock(&reg_lock);
+  for (tbuf *t = reg; t; t = t->next) {
+    tb_lock(t);
+    if (t->c)
+      pending += count_lines(t->c->data, t->c->len);
+    tb_unlock(t);
+  }
+  pthread_mutex_unlock(&reg_lock);
+  pthread_mutex_lock(&q_lock);
+  for (chunk *c = q_head; c; c = c->next) {
+    size_t off = __atomic_load_n(&c->off, __ATOMIC_ACQUIRE);
+    pending += count_lines(c->data + off, c->len - off);
+  }
+  snprintf(out->sink, sizeof out->sink, "%s", cur ? cur->name : "none");
+  pthread_mutex_unlock(&q_lock);
+  out->lines_pending = pending;
+  out->lines_written = __atomic_load_n(&n_written, __ATOMIC_RELAXED);
+  out->lines_dropped = __atomic_load_n(&n_dropped, __ATOMIC_RELAXED);
+  out->line_failures = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
+  out->last_errno = __atomic_load_n(&last_err, __ATOMIC_RELAXED);
 }

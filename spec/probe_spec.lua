@@ -1,5 +1,7 @@
 -- The probe core through the Lua module: the reference's invariants and ours.
 local pp = require "phaseprobe"
+-- the interpreter for child processes (make tsan runs them in its own)
+local LUA = os.getenv("PHASEPROBE_LUA") or "lua5.4"
 
 local REFERENCE_FIELDS = {
   "seq", "nodes", "ptx_bytes", "buffers", "bindings", "fixpoint", "grid_blocks",
@@ -23,6 +25,7 @@ local function fresh()
   pp.sink("none")
   pp.store.enable(true)
   pp.store.capacity(100000)
+  pp.store.keep("first")
   pp.store.clear()
   pp.tag("shape", nil)
 end
@@ -275,7 +278,7 @@ describe("disabled", function()
 
   it("reads PHASEPROBE and the reference's variable from the environment", function()
     local function run(env)
-      local p = io.popen(env .. " lua5.4 -e 'package.cpath=\"./?.so;\"..package.cpath; print(require(\"phaseprobe\").enabled())'")
+      local p = io.popen(env .. " " .. LUA .. " -e 'package.cpath=\"./?.so;\"..package.cpath; print(require(\"phaseprobe\").enabled())'")
       local out = p:read("a")
       p:close()
       return out:match("%a+")
@@ -361,6 +364,74 @@ describe("the store", function()
     assert.are.equal(st.stored + st.dropped, st.emitted - before)
     -- the first ten are kept, nothing reordered
     assert.are.equal(10, pp.store.get(10).seq)
+  end)
+
+  it("keeps the first N by default; keep('last') keeps the last N; both count what they let go", function()
+    assert.equal("first", pp.store.keep())
+    pp.store.capacity(10)
+    local before = pp.stats().emitted
+    for i = 1, 25 do pp.begin(); pp.emit { seq = i } end
+    assert.equal(1, pp.store.get(1).seq)
+    assert.equal(10, pp.store.get(10).seq)
+    pp.store.clear()
+    assert.equal("last", pp.store.keep("last"))
+    for i = 1, 25 do pp.begin(); pp.emit { seq = i } end
+    assert.equal(10, pp.store.count())
+    assert.equal(15, pp.store.dropped())
+    local recs = pp.store.records()
+    for i = 1, 10 do assert.equal(15 + i, recs[i].seq) end
+    local st = pp.stats()
+    assert.equal(50, st.emitted - before)
+    assert.equal(25, st.stored + st.dropped)
+    pp.store.keep("first")
+  end)
+
+  it("lowering the capacity lets records go as the mode would have, counted", function()
+    for _, mode in ipairs { "first", "last" } do
+      pp.store.clear()
+      pp.store.keep(mode)
+      for i = 1, 20 do pp.begin(); pp.emit { seq = i } end
+      pp.store.capacity(5)
+      assert.equal(5, pp.store.count())
+      assert.equal(15, pp.store.dropped())
+      assert.equal(mode == "first" and 1 or 16, pp.store.get(1).seq)
+      assert.equal(mode == "first" and 5 or 20, pp.store.get(5).seq)
+      pp.store.capacity(100000)
+    end
+    pp.store.keep("first")
+  end)
+
+  it("'last' over many blocks: every kept record exact, schemas and tag lengths mixed", function()
+    local wide = pp.schema { prefix = "wide", phases = { "a", "b", "c", "d", "e", "f", "g", "h" },
+                             counts = { "n1", "n2", "n3" }, use = false }
+    pp.store.keep("last")
+    pp.store.capacity(700)
+    for i = 1, 5000 do
+      if i % 3 == 0 then pp.use(wide) else pp.use(pp.default_schema()) end
+      if i % 7 == 0 then pp.tag("shape", nil) else pp.tag("shape", "s" .. ("x"):rep(i % 50)) end
+      pp.begin()
+      pp.count(i % 3 == 0 and "n2" or "nodes", i)
+      pp.emit { seq = i }
+    end
+    pp.use(pp.default_schema())
+    pp.tag("shape", nil)
+    assert.equal(700, pp.store.count())
+    assert.equal(4300, pp.store.dropped())
+    for k, r in ipairs(pp.store.records()) do
+      local i = 4300 + k
+      assert.equal(i, r.seq)
+      assert.equal(i, i % 3 == 0 and r.n2 or r.nodes)
+      assert.equal(i % 3 == 0 and "wide" or "vyre-cuda-dispatch-phase", r._prefix)
+      if i % 7 == 0 then assert.is_nil(r.shape) else assert.equal("s" .. ("x"):rep(i % 50), r.shape) end
+    end
+    pp.store.keep("first")
+  end)
+
+  it("refuses an unknown mode, naming the valid ones", function()
+    local ok, err = pcall(pp.store.keep, "sideways")
+    assert.is_false(ok)
+    assert.truthy(err:find("invalid option 'sideways'", 1, true), err)
+    assert.equal("first", pp.store.keep())
   end)
 
   it("carries tags into records and the line, sorted by key", function()
@@ -463,7 +534,7 @@ end)
 describe("running from the checkout", function()
   it("finds the Lua side beside the module without LUA_PATH", function()
     local root = io.popen("pwd"):read("l")
-    local p = io.popen("cd /tmp && env -u LUA_PATH -u LUA_PATH_5_4 lua5.4 -e 'package.cpath=\""
+    local p = io.popen("cd /tmp && env -u LUA_PATH -u LUA_PATH_5_4 " .. LUA .. " -e 'package.cpath=\""
       .. root .. "/?.so;\"..package.cpath; local pp = require(\"phaseprobe\");"
       .. " print(type(pp.records), type(pp.analyze))' 2>&1")
     local out = p:read("a")
@@ -474,7 +545,7 @@ end)
 
 describe("examples/phases.lua", function()
   it("prints the reference's fields in order and a partition that adds up to wall_ns", function()
-    local p = io.popen("lua5.4 examples/phases.lua 2>&1")
+    local p = io.popen(LUA .. " examples/phases.lua 2>&1")
     local line = p:read("l")
     local sum = p:read("l")
     local ok = p:close()

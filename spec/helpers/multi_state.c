@@ -5,6 +5,12 @@
  * are printed as "thread <i>: <values>". Exits 1 if any script failed.
  *
  *   multi_state N script.lua
+ *
+ * With MULTI_STATE_LINGER_MS set, the process lives that long after every
+ * state was closed (and the module unloaded), so that a thread the module
+ * left running would be caught executing unmapped code. With
+ * MULTI_STATE_CLOSE_IN_MAIN set, the threads leave their states open and
+ * exit; the main thread, which never ran a script, closes them.
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -14,10 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
   int index, n;
   const char *script;
+  lua_State *L;
   char out[4096];
   int failed;
 } job;
@@ -48,7 +56,10 @@ static void *run(void *p) {
       lua_pop(L, 1);
     }
   }
-  lua_close(L);
+  if (getenv("MULTI_STATE_CLOSE_IN_MAIN"))
+    j->L = L;
+  else
+    lua_close(L);
   return NULL;
 }
 
@@ -76,6 +87,18 @@ int main(int argc, char **argv) {
     pthread_join(th[i], NULL);
     printf("thread %d: %s\n", i, jobs[i].out);
     failed |= jobs[i].failed;
+  }
+  for (int i = 0; i < n; i++)
+    if (jobs[i].L)
+      lua_close(jobs[i].L);
+  fflush(stdout);
+  const char *linger = getenv("MULTI_STATE_LINGER_MS");
+  if (linger) {
+    long ms = atol(linger);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+      ;
+    printf("lingered %ld ms\n", ms);
   }
   return failed;
 }

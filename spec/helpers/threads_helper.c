@@ -3,8 +3,9 @@
  * charges values derived from its own index, so a record holding another
  * thread's charge, or a lost/duplicated record, is detected exactly.
  *
- *   threads_helper THREADS DISPATCHES [STORE_CAPACITY]
- * prints "ok threads=.. records=.. stored=.. dropped=.. emitted=.." or
+ *   threads_helper THREADS DISPATCHES [STORE_CAPACITY] [first|last]
+ * With "last" the store keeps the last records: each thread's stored
+ * records must then be the end of its own sequence, contiguous. Prints "ok threads=.. records=.. stored=.. dropped=.. emitted=.." or
  * "FAIL ..." and exits non-zero.
  */
 #include "phaseprobe.h"
@@ -51,9 +52,11 @@ int main(int argc, char **argv) {
   int nthreads = argc > 1 ? atoi(argv[1]) : 8;
   long dispatches = argc > 2 ? atol(argv[2]) : 1000;
   size_t cap = argc > 3 ? strtoull(argv[3], NULL, 10) : 100000;
+  int last = argc > 4 && strcmp(argv[4], "last") == 0;
   pp_set_enabled(1);
   pp_sink_fd(-1);
   pp_store_set_capacity(cap);
+  pp_store_set_keep(last ? PP_KEEP_LAST : PP_KEEP_FIRST);
   pthread_t th[64];
   worker w[64];
   if (nthreads > 64)
@@ -69,6 +72,9 @@ int main(int argc, char **argv) {
   }
   /* every stored record must belong to a thread and be that thread's */
   long per[65] = {0};
+  long next_d[65]; /* "last": the dispatch number each thread must show next */
+  for (int i = 0; i < 65; i++)
+    next_d[i] = -1;
   pp_record r;
   size_t n = pp_store_count();
   for (size_t i = 0; i < n; i++) {
@@ -82,7 +88,15 @@ int main(int argc, char **argv) {
       continue;
     }
     per[idx]++;
+    long d = (long)pp_record_get(&r, "grid_blocks", NULL);
+    if (last && next_d[idx] >= 0 && d != next_d[idx])
+      bad++;
+    next_d[idx] = d + 1;
   }
+  if (last)
+    for (int i = 1; i <= nthreads; i++)
+      if (per[i] && next_d[i] != dispatches)
+        bad++; /* a thread's kept records must end with its last one */
   pp_stats_t st;
   pp_stats(&st);
   uint64_t expect = (uint64_t)nthreads * (uint64_t)dispatches;

@@ -1,0 +1,61 @@
+-- What pp.emit costs from Lua, per sink, against a bare Lua-to-C call and
+-- pp.begin alone, in alternating rounds (bench/rounds.lua). pp.emit's
+-- result (a table of every field) is built whether the caller uses it or
+-- not; the C part with sink "none" and the store off is the pp_emit row of
+-- build/bench_emit_cost.
+--   lua5.4 bench/emit_cost.lua [records-per-round] [rounds]   (make bench runs it)
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+package.cpath = here .. "/../?.so;" .. package.cpath
+local pp = require "phaseprobe"
+local rounds = require "rounds"
+
+local N = math.tointeger(tonumber(arg[1] or "")) or 200000
+local R = math.tointeger(tonumber(arg[2] or "")) or 9
+local path = os.tmpname()
+
+local p = io.popen("build/bench_emit_cost 20000 9")
+io.write(p:read("a"))
+assert(p:close(), "build/bench_emit_cost failed (run make first)")
+print()
+print(rounds.clock_note(pp))
+
+pp.enable()
+pp.use(pp.default_schema())
+pp.tag("device", "0")
+local begin, emit, abs = pp.begin, pp.emit, math.abs
+local big = { buffer = 256 << 20 }
+
+local function sink(target, store)
+  return function()
+    if target == "file" then
+      io.open(path, "w"):close()
+      assert(pp.sink(path, big))
+    else
+      pp.sink("none")
+    end
+    pp.store.clear()
+    pp.store.capacity(N)
+    pp.store.enable(store)
+  end
+end
+local function drain() assert(pp.flush(10000)) end
+
+local variants = rounds.run({
+  { name = "bare Lua-to-C call math.abs(1)", run = function(n) for _ = 1, n do abs(1) end end },
+  { name = "pp.begin() alone", setup = sink("none", false), after = drain,
+    run = function(n) for _ = 1, n do begin() end end },
+  { name = "pp.begin(); pp.emit(), sink none, store off", setup = sink("none", false), after = drain,
+    run = function(n) for _ = 1, n do begin(); emit() end end },
+  { name = "pp.begin(); pp.emit(), file, store off", setup = sink("file", false), after = drain,
+    run = function(n) for _ = 1, n do begin(); emit() end end },
+  { name = "pp.begin(); pp.emit(), file, store on", setup = sink("file", true), after = drain,
+    run = function(n) for _ = 1, n do begin(); emit() end end },
+}, R, N, pp.now)
+pp.sink("none")
+os.remove(path)
+local st = pp.stats()
+print(("%d calls a round, %d rounds"):format(N, R))
+rounds.print("ns per iteration (Lua)", variants, 1)
+print(("lines written %d, dropped %d%s"):format(st.lines_written, st.lines_dropped,
+  st.lines_dropped > 0 and ": DROPS, the file rows are not valid" or ""))
