@@ -16,7 +16,7 @@
 --     (collectgarbage("count") delta per record).
 -- Prints figures and ratios; asserts nothing about time.
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.path = here .. "/../lua/?.lua;" .. package.path
+package.path = here .. "/../lua/?.lua;" .. here .. "/../lua/?/init.lua;" .. package.path
 package.cpath = here .. "/../?.so;" .. package.cpath
 local pp = require "phaseprobe"
 
@@ -40,7 +40,7 @@ if arg[1] == "--child" then
   local t1 = now()
   local groups = set:group("shape")
   local t2 = now()
-  local s = pp.analyze.scaling(set)
+  local s = require("phaseprobe.analysis.analyze").scaling(set)
   local t3 = now()
   local n = set:count()
   local hwm = hwm_kib()
