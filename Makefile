@@ -25,7 +25,10 @@ WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= $(OPT) -g
 # Flags the build needs whatever CFLAGS a caller (luarocks) passes.
 PP_CFLAGS := $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -fno-semantic-interposition -pthread
-CPPFLAGS += -Icsrc -I$(LUA_INCDIR)
+# Sources live in one folder per area of the data flow (csrc/<area>/); every
+# folder is on the include path, so an #include names the header alone.
+CSRC_AREAS := include probe record parse stats ptx cuda lua
+CPPFLAGS += $(addprefix -Icsrc/,$(CSRC_AREAS)) -I$(LUA_INCDIR)
 # Headers that Debian installs beside Lua's (xxhash.h) are found through the
 # parent of LUA_INCDIR, so an unpacked package tree works as well as /usr.
 LUA_INCPARENT := $(dir $(patsubst %/,%,$(LUA_INCDIR)))
@@ -47,12 +50,15 @@ else
 endif
 
 BUILD    := build
-CORE_SRC := $(filter-out csrc/lua_%.c,$(wildcard csrc/*.c))
-LUA_SRC  := $(wildcard csrc/lua_*.c)
-HDRS     := $(wildcard csrc/*.h)
+CORE_SRC := $(wildcard $(addsuffix /*.c,$(addprefix csrc/,$(filter-out include lua,$(CSRC_AREAS)))))
+LUA_SRC  := $(wildcard csrc/lua/*.c)
+HDRS     := $(wildcard csrc/*/*.h)
 
 CORE_OBJ := $(CORE_SRC:csrc/%.c=$(BUILD)/%.o)
 LUA_OBJ  := $(LUA_SRC:csrc/%.c=$(BUILD)/%.o)
+
+# The Lua side: lua/phaseprobe/*.lua and one folder per area.
+LUA_SUBDIRS := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard lua/phaseprobe/*/*.lua)))))
 
 MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
@@ -71,7 +77,9 @@ all: $(MODULE) $(STATIC) $(C_EXAMPLE) $(HELPERS)
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-$(BUILD)/%.o: csrc/%.c $(HDRS) | $(BUILD)
+# Objects mirror the source tree: csrc/probe/clock.c -> build/probe/clock.o.
+$(BUILD)/%.o: csrc/%.c $(HDRS)
+	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -c $< -o $@
 
 $(MODULE): $(CORE_OBJ) $(LUA_OBJ)
@@ -80,14 +88,14 @@ $(MODULE): $(CORE_OBJ) $(LUA_OBJ)
 $(STATIC): $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
-$(C_EXAMPLE): examples/c_dispatch.c $(STATIC) csrc/phaseprobe.h
+$(C_EXAMPLE): examples/c_dispatch.c $(STATIC) csrc/include/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
-$(BUILD)/threads_helper: spec/helpers/threads_helper.c $(STATIC) csrc/phaseprobe.h
+$(BUILD)/threads_helper: spec/helpers/threads_helper.c $(STATIC) csrc/include/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # The line sink against readers that exit, stall or read slowly (sink_spec).
-$(BUILD)/sink_helper: spec/helpers/sink_helper.c $(STATIC) csrc/phaseprobe.h
+$(BUILD)/sink_helper: spec/helpers/sink_helper.c $(STATIC) csrc/include/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # A stalled disk for the sink specs: write/open that sleep (LD_PRELOAD).
@@ -171,6 +179,10 @@ install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LUADIR)/phaseprobe $(DESTDIR)$(BINDIR)
 	install -m 755 $(MODULE) $(DESTDIR)$(LIBDIR)/
 	install -m 644 lua/phaseprobe/*.lua $(DESTDIR)$(LUADIR)/phaseprobe/
+	for d in $(LUA_SUBDIRS); do \
+	  install -d $(DESTDIR)$(LUADIR)/phaseprobe/$$d && \
+	  install -m 644 lua/phaseprobe/$$d/*.lua $(DESTDIR)$(LUADIR)/phaseprobe/$$d/ || exit 1; \
+	done
 	install -m 755 bin/phaseprobe $(DESTDIR)$(BINDIR)/
 
 uninstall:
@@ -187,11 +199,11 @@ examples/kernels/%.ptx: examples/kernels/%.cu
 clean:
 	rm -rf $(BUILD) $(MODULE)
 
-$(BUILD)/bench_%: bench/%.c bench/rounds.h $(STATIC) csrc/phaseprobe.h
+$(BUILD)/bench_%: bench/%.c bench/rounds.h $(STATIC) csrc/include/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 all: $(BUILD)/bench_probe_cost $(BUILD)/bench_emit_cost
 
-# ---- dispatcher and demo (lua/phaseprobe/dispatch.lua, demo.lua) ----------
+# ---- dispatcher and demo (lua/phaseprobe/dispatch/) -------------------------
 # The demo through examples/demo.lua, which needs no bin/phaseprobe:
 #   make demo-example [DEMO_ARGS="--rounds 10 --log demo.log"]
 .PHONY: demo-example demo-record demo-fixture
@@ -245,7 +257,7 @@ truth: all
 	$(LUA) tools/truth.lua
 
 # ---- CUPTI source: a scripted fake libcupti and the program that drives
-# csrc/cupti.c against it (spec/truth_spec.lua). Built without the sanitizer
+# csrc/cuda/cupti.c against it (spec/truth_spec.lua). Built without the sanitizer
 # flags (it is loaded into sanitized processes, not checked itself).
 ifneq ($(filter -DPP_HAVE_CUPTI_H,$(CPPFLAGS)),)
 FAKECUPTI := $(BUILD)/libfakecupti.so

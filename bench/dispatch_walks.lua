@@ -5,14 +5,14 @@
 -- run: a ratio near 1 means the walk is linear in nodes.
 --
 --   lua5.4 bench/dispatch_walks.lua          (from the repository root)
-package.path = "lua/?.lua;" .. package.path
+package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
 local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
 print(rounds.clock_note(pp))
-local P = require "phaseprobe.program"
+local P = require "phaseprobe.dispatch.program"
 local D = require "phaseprobe.dispatch"
-local lower = require "phaseprobe.lower"
+local lower = require "phaseprobe.dispatch.lower"
 
 local function best_ns(reps, fn)
   local best = math.huge

@@ -1,13 +1,13 @@
 -- Cost of the exports per record, against writing the same records as their
 -- own lines (tostring) to a file, measured in the same run.
 --   lua5.4 bench/export_cost.lua        (make bench runs it)
-package.path = "./lua/?.lua;./spec/?.lua;" .. package.path
+package.path = "./lua/?.lua;./lua/?/init.lua;./spec/?.lua;" .. package.path
 package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
 local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
 print(rounds.clock_note(pp))
-local export = require "phaseprobe.export"
-local html = require "phaseprobe.html"
+local export = require "phaseprobe.output.export"
+local html = require "phaseprobe.output.html"
 local gen = require "helpers.records"
 
 local N = 20000

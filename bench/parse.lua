@@ -23,7 +23,7 @@
 -- page cache warm for every side. Prints figures and ratios; asserts
 -- nothing about time.
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.path = here .. "/../lua/?.lua;" .. here .. "/?.lua;" .. package.path
+package.path = here .. "/../lua/?.lua;" .. here .. "/../lua/?/init.lua;" .. here .. "/?.lua;" .. package.path
 package.cpath = here .. "/../?.so;" .. package.cpath
 local pp = require "phaseprobe"
 local rounds = require "rounds"
@@ -48,7 +48,7 @@ if arg[1] == "--child" then
   local t1 = now()
   local groups = set:group("shape")
   local t2 = now()
-  local s = pp.analyze.scaling(set)
+  local s = require("phaseprobe.analysis.analyze").scaling(set)
   local t3 = now()
   local n = set:count()
   local hwm = hwm_kib()

@@ -1,8 +1,8 @@
 /*
  * parse_fuzz.c: libFuzzer target for the record-line parser.
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Icsrc fuzz/parse_fuzz.c \
- *     $(ls csrc/[!l]*.c) -lm -ldl -lpthread -o parse_fuzz
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined $(find csrc -mindepth 1 -type d -printf '-I%p ') fuzz/parse_fuzz.c \
+ *     $(find csrc -name '*.c' ! -name 'lua_*') -lm -ldl -lpthread -o parse_fuzz
  *   ./parse_fuzz fuzz-out/parse fuzz/corpus/parse
  *
  * Input: one mode byte, then log text. Mode bit 0: list mode (prefixes

@@ -1,9 +1,9 @@
 -- Phase derivation, starvation and residue, comparisons and what-if
 -- projections, against hand-computed figures.
 local records = require "phaseprobe.records"
-local analyze = require "phaseprobe.analyze"
-local compare = require "phaseprobe.compare"
-local whatif = require "phaseprobe.whatif"
+local analyze = require "phaseprobe.analysis.analyze"
+local compare = require "phaseprobe.analysis.compare"
+local whatif = require "phaseprobe.analysis.whatif"
 
 local function near(a, b, tol)
   assert.is_true(math.abs(a - b) <= (tol or 1e-9), string.format("%.12g vs %.12g", a, b))

@@ -179,20 +179,20 @@ describe("phaseprobe subcommands", function()
   end)
 
   it("runs the demo module's main with the arguments, or says it is absent", function()
-    local saved_path, saved_loaded = package.path, package.loaded["phaseprobe.demo"]
-    package.loaded["phaseprobe.demo"] = nil
+    local saved_path, saved_loaded = package.path, package.loaded["phaseprobe.dispatch.demo"]
+    package.loaded["phaseprobe.dispatch.demo"] = nil
     package.path = "/nonexistent/?.lua"
     local rc, _, err = run("demo")
     package.path = saved_path
     assert.are.equal(1, rc)
     assert.matches("the demo module %(phaseprobe.demo%) is not installed", err)
     local seen
-    package.preload["phaseprobe.demo"] = function()
+    package.preload["phaseprobe.dispatch.demo"] = function()
       return { main = function(args) seen = args; return 3 end }
     end
     local rc2 = run("demo", "--fast", "x")
-    package.preload["phaseprobe.demo"] = nil
-    package.loaded["phaseprobe.demo"] = saved_loaded
+    package.preload["phaseprobe.dispatch.demo"] = nil
+    package.loaded["phaseprobe.dispatch.demo"] = saved_loaded
     assert.are.equal(3, rc2)
     assert.are.same({ "--fast", "x" }, seen)
   end)
@@ -214,8 +214,8 @@ describe("bin/phaseprobe", function()
   it("takes subcommands from cmd_<name> modules on the Lua path", function()
     local dir = os.tmpname()
     os.remove(dir)
-    assert(os.execute("mkdir -p " .. q(dir .. "/phaseprobe")))
-    local f = assert(io.open(dir .. "/phaseprobe/cmd_hello.lua", "w"))
+    assert(os.execute("mkdir -p " .. q(dir .. "/phaseprobe/cli")))
+    local f = assert(io.open(dir .. "/phaseprobe/cli/cmd_hello.lua", "w"))
     f:write([[return { summary = "says hello", usage = "usage: phaseprobe hello NAME",
       run = function(args, ctx)
         if not args[1] then ctx.usage("who?") end
@@ -241,7 +241,8 @@ describe("bin/phaseprobe", function()
     os.remove(dest)
     local rc = sh("make -s install DESTDIR=" .. q(dest) .. " PREFIX=/usr/local >/dev/null")
     assert.are.equal(0, rc)
-    local env = "LUA_PATH=" .. q(dest .. "/usr/local/share/lua/5.4/?.lua;;")
+    local lua_dir = dest .. "/usr/local/share/lua/5.4"
+    local env = "LUA_PATH=" .. q(lua_dir .. "/?.lua;" .. lua_dir .. "/?/init.lua;;")
       .. " LUA_CPATH=" .. q(dest .. "/usr/local/lib/lua/5.4/?.so;;") .. " "
     local rc2, out2 = sh("cd /tmp && " .. env .. q(dest .. "/usr/local/bin/phaseprobe")
       .. " fit --lenient " .. q(ROOT .. "/" .. FIXTURE))

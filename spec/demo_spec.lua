@@ -1,9 +1,9 @@
--- phaseprobe.demo without a GPU: the record-log loader, the report, the
+-- phaseprobe.dispatch.demo without a GPU: the record-log loader, the report, the
 -- no-GPU fallback, and a live run against the CPU test double (which runs no
 -- kernels: its figures are host clock readings and say nothing about a GPU).
 local pp = require "phaseprobe"
 local D = require "phaseprobe.dispatch"
-local demo = require "phaseprobe.demo"
+local demo = require "phaseprobe.dispatch.demo"
 local cpu_device = require "helpers.cpu_device"
 
 local FIXTURE = "spec/fixtures/demo-cpu-double.log"
@@ -51,7 +51,7 @@ local function synthetic()
   return recs
 end
 
-describe("phaseprobe.demo", function()
+describe("phaseprobe.dispatch.demo", function()
   it("reports a recorded log, stating where and when it was recorded", function()
     local lines, out = collect()
     assert.equal(0, demo.main({ "--replay", FIXTURE }, out, false))

@@ -4,7 +4,7 @@
 -- a few programs of at most 2,500 nodes (PTX JIT is slow for large modules)
 -- plus one short run of the demo, which loads the 10,000-node module once.
 local pp = require "phaseprobe"
-local P = require "phaseprobe.program"
+local P = require "phaseprobe.dispatch.program"
 local D = require "phaseprobe.dispatch"
 
 local dev, why
@@ -162,7 +162,7 @@ describe("phaseprobe.dispatch on the GPU #gpu", function()
   end)
 
   it("runs the demo end to end with every check passing", function()
-    local demo = require "phaseprobe.demo"
+    local demo = require "phaseprobe.dispatch.demo"
     local lines = {}
     local path = os.tmpname()
     local code = demo.live(device(), { rounds = 1, log = path }, function(l) lines[#lines + 1] = l end, false)

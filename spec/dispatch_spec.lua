@@ -3,7 +3,7 @@
 -- double runs no kernels, so nothing here says the GPU path works; that is
 -- spec/dispatch_gpu_spec.lua's job.
 local pp = require "phaseprobe"
-local P = require "phaseprobe.program"
+local P = require "phaseprobe.dispatch.program"
 local D = require "phaseprobe.dispatch"
 local cpu_device = require "helpers.cpu_device"
 
@@ -276,7 +276,7 @@ describe("phaseprobe.dispatch with the CPU double", function()
 
   it("refuses a barrier program whose PTX carries no marker", function()
     local d = fresh()
-    d.lower = function(_, prog) return (require("phaseprobe.lower").ptx(prog):gsub("grid%.sync barrier #", "sync #")) end
+    d.lower = function(_, prog) return (require("phaseprobe.dispatch.lower").ptx(prog):gsub("grid%.sync barrier #", "sync #")) end
     local ok, err = pcall(run, d, barred)
     assert.is_false(ok)
     assert.matches("lease: the program has grid barriers but its PTX carries no 'grid.sync barrier #' marker", err)

@@ -86,7 +86,7 @@ describe("the export subcommands in the command framework", function()
   end)
 
   it("answer --help through cli.run as through the dispatcher", function()
-    local cmd = require "phaseprobe.cmd_plot"
+    local cmd = require "phaseprobe.cli.cmd_plot"
     local out, err = io.tmpfile(), io.tmpfile()
     assert.are.equal(0, cli.run(cmd, "plot", { "--help" }, out, err))
     assert.are.equal("", text_of(err))

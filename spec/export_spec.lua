@@ -1,7 +1,7 @@
 -- Exports: the Chrome trace-event timeline, CSV and JSON lines, and the
 -- subcommands that write them.
 local pp = require "phaseprobe"
-local export = require "phaseprobe.export"
+local export = require "phaseprobe.output.export"
 local recview = require "phaseprobe.recview"
 local gen = require "helpers.records"
 local lines = require "helpers.lines"
@@ -498,8 +498,8 @@ describe("CSV", function()
 end)
 
 describe("the export and trace commands", function()
-  local cmd_export = require "phaseprobe.cmd_export"
-  local cmd_trace = require "phaseprobe.cmd_trace"
+  local cmd_export = require "phaseprobe.cli.cmd_export"
+  local cmd_trace = require "phaseprobe.cli.cmd_trace"
   local said
   local real_stderr
   before_each(function()
@@ -511,7 +511,7 @@ describe("the export and trace commands", function()
 
   it("are modules the command can load: summary, usage, run", function()
     for _, name in ipairs { "export", "trace", "html", "plot" } do
-      local m = require("phaseprobe.cmd_" .. name)
+      local m = require("phaseprobe.cli.cmd_" .. name)
       assert.are.equal("string", type(m.summary))
       assert.is_nil(m.summary:find("\n"))
       assert.matches("^usage: phaseprobe " .. name, m.usage)

@@ -1,6 +1,6 @@
 -- Line fits (least squares beside Theil-Sen) and scaling verdicts, on
 -- constructed data with known answers.
-local fit = require "phaseprobe.fit"
+local fit = require "phaseprobe.analysis.fit"
 local records = require "phaseprobe.records"
 
 local function near(a, b, tol)

@@ -1,6 +1,6 @@
--- phaseprobe.lower: the PTX text, its shape, and ptxas's verdict on it.
-local P = require "phaseprobe.program"
-local lower = require "phaseprobe.lower"
+-- phaseprobe.dispatch.lower: the PTX text, its shape, and ptxas's verdict on it.
+local P = require "phaseprobe.dispatch.program"
+local lower = require "phaseprobe.dispatch.lower"
 
 local CUDA_HOME = os.getenv("CUDA_HOME") or "/usr/local/cuda"
 local PTXAS = CUDA_HOME .. "/bin/ptxas"
@@ -49,7 +49,7 @@ local function lines_after(ptx, marker_line, k)
   return out
 end
 
-describe("phaseprobe.lower", function()
+describe("phaseprobe.dispatch.lower", function()
   local plain = P.generate{ nodes = 40, barriers = 0, seed = 3 }
   local barred = P.generate{ nodes = 300, barriers = 3, seed = 3 }
 
@@ -108,7 +108,7 @@ describe("phaseprobe.lower", function()
   end)
 
   it("keeps every demo shape's PTX within the 300 KB JIT budget", function()
-    for _, sh in ipairs(require("phaseprobe.demo").SHAPES) do
+    for _, sh in ipairs(require("phaseprobe.dispatch.demo").SHAPES) do
       local ptx = lower.ptx(P.generate{ nodes = sh.nodes, barriers = sh.barriers, seed = sh.seed })
       assert.is_true(#ptx <= 300000, sh.name .. ": " .. #ptx .. " bytes")
       assert.equal(sh.barriers, count(ptx, "grid.sync barrier #"))
@@ -139,7 +139,7 @@ describe("phaseprobe.lower", function()
       end },
     }
     -- the demo's programs, exactly as it generates them
-    for _, sh in ipairs(require("phaseprobe.demo").SHAPES) do
+    for _, sh in ipairs(require("phaseprobe.dispatch.demo").SHAPES) do
       cases[#cases + 1] = { string.format("the demo's %s shape (%d nodes, %d barriers)", sh.name, sh.nodes, sh.barriers),
         function()
           return P.generate{ nodes = sh.nodes, barriers = sh.barriers, seed = sh.seed, name = sh.name,

@@ -536,10 +536,11 @@ describe("running from the checkout", function()
     local root = io.popen("pwd"):read("l")
     local p = io.popen("cd /tmp && env -u LUA_PATH -u LUA_PATH_5_4 " .. LUA .. " -e 'package.cpath=\""
       .. root .. "/?.so;\"..package.cpath; local pp = require(\"phaseprobe\");"
-      .. " print(type(pp.records), type(pp.analyze))' 2>&1")
+      .. " print(type(pp.records), type(require(\"phaseprobe.analysis.analyze\")),"
+      .. " type(require(\"phaseprobe.cli\")))' 2>&1")
     local out = p:read("a")
     p:close()
-    assert.are.equal("table\ttable\n", out)
+    assert.are.equal("table\ttable\ttable\n", out)
   end)
 end)
 

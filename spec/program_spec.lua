@@ -1,6 +1,6 @@
--- phaseprobe.program: construction, validation, the generator and the CPU
+-- phaseprobe.dispatch.program: construction, validation, the generator and the CPU
 -- evaluation.
-local P = require "phaseprobe.program"
+local P = require "phaseprobe.dispatch.program"
 
 local function buffers(list)
   local out = {}
@@ -23,7 +23,7 @@ local function iota(n, f)
   return t
 end
 
-describe("phaseprobe.program construction", function()
+describe("phaseprobe.dispatch.program construction", function()
   it("flattens the body into post-order nodes and counts every node", function()
     -- store(y, add(load x, 3)): load, const, add, store
     local p = prog{ P.store("y", P.add(P.load("x"), 3)) }
@@ -112,7 +112,7 @@ describe("phaseprobe.program construction", function()
   end)
 end)
 
-describe("phaseprobe.program validation", function()
+describe("phaseprobe.dispatch.program validation", function()
   it("refuses a shifted load of a buffer stored in the same stage, naming stage and nodes", function()
     local ok, err = pcall(prog, {
       P.store("y", P.load("x")),
@@ -142,7 +142,7 @@ describe("phaseprobe.program validation", function()
   end)
 end)
 
-describe("phaseprobe.program evaluation", function()
+describe("phaseprobe.dispatch.program evaluation", function()
   it("wraps u32 arithmetic modulo 2^32", function()
     local p = prog({
       P.store("a", P.add(P.load("x"), 1)),
@@ -232,7 +232,7 @@ describe("phaseprobe.program evaluation", function()
   end)
 end)
 
-describe("phaseprobe.program.compare", function()
+describe("phaseprobe.dispatch.program.compare", function()
   local p = prog({ P.store("y", P.load("x")) }, { "x:f32:input", "y:f32:output" })
   local q = prog{ P.store("y", P.load("x")) }
 
@@ -256,7 +256,7 @@ describe("phaseprobe.program.compare", function()
   end)
 end)
 
-describe("phaseprobe.program.generate", function()
+describe("phaseprobe.dispatch.program.generate", function()
   it("makes programs of exactly the requested size, from a few nodes to 10,000", function()
     for _, b in ipairs{ 0, 1, 3 } do
       local lo = 4 * (b + 1) + 4 + b

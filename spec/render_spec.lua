@@ -4,9 +4,9 @@
 --
 -- PHASEPROBE_CHROMIUM names the browser (default: chromium on the PATH);
 -- PHASEPROBE_RENDER_DIR keeps the pages and screenshots for looking at.
-local export = require "phaseprobe.export"
-local html = require "phaseprobe.html"
-local svg = require "phaseprobe.svg"
+local export = require "phaseprobe.output.export"
+local html = require "phaseprobe.output.html"
+local svg = require "phaseprobe.output.svg"
 local gen = require "helpers.records"
 local png = require "helpers.png"
 
@@ -271,7 +271,7 @@ describe("rendered in headless Chromium", function()
     assert(export.csv(records, tmp("plot.csv")))
     local stderr = io.stderr
     io.stderr = { write = function() end }
-    local code = require("phaseprobe.cmd_plot").run { tmp("plot.csv"), "--phase", "ptx_ns", "--by", "nodes",
+    local code = require("phaseprobe.cli.cmd_plot").run { tmp("plot.csv"), "--phase", "ptx_ns", "--by", "nodes",
       "-o", tmp("ptx.svg") }
     io.stderr = stderr
     assert.are.equal(0, code)
@@ -291,7 +291,7 @@ describe("rendered in headless Chromium", function()
   it("the stacked bars written alone by `phaseprobe plot --bars`", function()
     if not need_chromium() then return end
     assert(export.jsonl(records, tmp("bars.jsonl")))
-    assert.are.equal(0, require("phaseprobe.cmd_plot").run { tmp("bars.jsonl"), "--bars", "-o", tmp("bars.svg") })
+    assert.are.equal(0, require("phaseprobe.cli.cmd_plot").run { tmp("bars.jsonl"), "--bars", "-o", tmp("bars.svg") })
     local img = screenshot(chromium, tmp("bars.svg"), tmp("bars.png"), 950, 400)
     -- every phase wide enough to see (1% of the longest bar: several pixels)
     -- shows its colour inside the bars, beyond its legend swatch (14x14)
@@ -316,12 +316,12 @@ end)
 
 describe("with the analysis module", function()
   it("plots its verdicts and Theil-Sen fits instead of the fallback", function()
-    local ok = pcall(require, "phaseprobe.analyze")
+    local ok = pcall(require, "phaseprobe.analysis.analyze")
     if not ok then
-      pending("phaseprobe.analyze is not in this build: the report's fallback fit is used")
+      pending("phaseprobe.analysis.analyze is not in this build: the report's fallback fit is used")
       return
     end
-    local cli = require "phaseprobe.cliutil"
+    local cli = require "phaseprobe.cli.cliutil"
     local records = gen.generate()
     local fits = assert(cli.analysis_fits(records))
     assert.matches("^scales with", fits.ptx_ns.verdict)

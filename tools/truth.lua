@@ -25,7 +25,7 @@
 -- which length was measured). Exit status 0 when the harness ran (whatever
 -- the verdicts), 1 when it could not.
 package.cpath = "./?.so;" .. package.cpath
-package.path = "./lua/?.lua;" .. package.path
+package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
 local pp = require "phaseprobe"
 local cu = pp.cuda
 local truth = pp.truth
@@ -449,7 +449,7 @@ end
 -- finds out whether CUPTI collection starts here).
 local function part4b()
   local okD, D = pcall(require, "phaseprobe.dispatch")
-  local okP, P = pcall(require, "phaseprobe.program")
+  local okP, P = pcall(require, "phaseprobe.dispatch.program")
   if not (okD and okP) then
     row("4b", "reference dispatcher", "not run: phaseprobe.dispatch is not installed in this tree", "", "", "info")
     return

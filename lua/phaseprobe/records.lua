@@ -13,7 +13,7 @@
 -- Field names are the line's names ("ptx_ns", "nodes", tags such as
 -- "shape"); "@file" and "@line" name each record's source and line.
 local pp = require "phaseprobe"
-local report = require "phaseprobe.report"
+local report = require "phaseprobe.output.report"
 
 local M = {}
 
@@ -399,7 +399,7 @@ function Set:distinct(name, limit)
   return self._cols:distinct(name, self._sel, limit)
 end
 
---- Line fit of y against x (least squares and Theil-Sen), see phaseprobe.fit.
+--- Line fit of y against x (least squares and Theil-Sen), see phaseprobe.analysis.fit.
 function Set:fit(x, y)
   check_field(self, x, "fit")
   check_field(self, y, "fit")
@@ -426,7 +426,7 @@ end
 function Set:view(fields, limit)
   fields = fields or self._view
   if not fields then
-    local analyze = require "phaseprobe.analyze"
+    local analyze = require "phaseprobe.analysis.analyze"
     local info = analyze.schema(self)
     fields = {}
     for _, f in ipairs({ "seq", "wall_ns" }) do

@@ -1,5 +1,5 @@
 /*
- * cupti_helper.c: drives csrc/cupti.c (pp_cupti.h) against the scripted
+ * cupti_helper.c: drives csrc/cuda/cupti.c (pp_cupti.h) against the scripted
  * fake CUPTI (build/libfakecupti.so, via PHASEPROBE_LIBCUPTI) for
  * spec/truth_spec.lua. Prints "ok <case>" or "FAIL <case>: <why>" per case
  * and exits 1 if any failed. Checks the matching logic only; the real

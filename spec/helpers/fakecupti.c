@@ -2,12 +2,12 @@
  * fakecupti.c: a scripted stand-in for libcupti, for the non-GPU specs.
  *
  * Built as build/libfakecupti.so and selected with PHASEPROBE_LIBCUPTI. It
- * exports the CUPTI entry points csrc/cupti.c resolves and imitates the
+ * exports the CUPTI entry points csrc/cuda/cupti.c resolves and imitates the
  * activity API's buffer protocol; "launches" are made by the test through
  * fakecupti_launch(), which writes what CUPTI would: an external correlation
  * record per external kind with an id pushed (its innermost id, when that
  * activity kind is enabled) and a kernel record with the same correlation
- * id. It drives the matching logic of csrc/cupti.c in
+ * id. It drives the matching logic of csrc/cuda/cupti.c in
  * CI and is never evidence that CUPTI works on a GPU.
  *
  * Imitated behaviour: a plain flush withholds everything while any record is

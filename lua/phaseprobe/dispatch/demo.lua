@@ -1,6 +1,6 @@
--- phaseprobe.demo: the nine-phase decomposition of real dispatches.
+-- phaseprobe.dispatch.demo: the nine-phase decomposition of real dispatches.
 --
---   require("phaseprobe.demo").main{ "--log", "demo.log" }   -> exit code
+--   require("phaseprobe.dispatch.demo").main{ "--log", "demo.log" }   -> exit code
 --
 -- On a GPU it dispatches three generated programs that mirror the
 -- reference's investigation (a small program with few dispatches per round,
@@ -19,7 +19,7 @@
 --   --data PATH     the recorded log to fall back to without a GPU
 --   -h, --help
 local pp = require "phaseprobe"
-local P = require "phaseprobe.program"
+local P = require "phaseprobe.dispatch.program"
 local D = require "phaseprobe.dispatch"
 
 local M = {}
@@ -80,10 +80,10 @@ local function own_slope(xs, ys)
   return sxx > 0 and sxy / sxx or 0
 end
 
--- phaseprobe.fit, when it is installed and answers fit.linear(xs, ys) with
+-- phaseprobe.analysis.fit, when it is installed and answers fit.linear(xs, ys) with
 -- a slope; our own least squares otherwise.
 local function slope(xs, ys)
-  local ok, fit = pcall(require, "phaseprobe.fit")
+  local ok, fit = pcall(require, "phaseprobe.analysis.fit")
   if ok and type(fit) == "table" and type(fit.linear) == "function" then
     local called, res = pcall(fit.linear, xs, ys)
     if called and type(res) == "table" and type(res.slope) == "number" then
@@ -542,9 +542,9 @@ local function parse_args(args)
 end
 
 local function default_data()
-  local here = package.searchpath("phaseprobe.demo", package.path)
+  local here = package.searchpath("phaseprobe.dispatch.demo", package.path)
   if here then
-    local root = here:gsub("[^/]*$", ""):gsub("lua/phaseprobe/$", "")
+    local root = here:gsub("[^/]*$", ""):gsub("lua/phaseprobe/dispatch/$", "")
     local p = (root ~= "" and root or "./") .. M.DATA_FILE
     local f = io.open(p, "r")
     if f then

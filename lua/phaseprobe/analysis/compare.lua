@@ -1,8 +1,8 @@
---- phaseprobe.compare: two groups of dispatches side by side (two shapes,
+--- phaseprobe.analysis.compare: two groups of dispatches side by side (two shapes,
 -- two files, two runs), and which phases explain the difference in
 -- per-dispatch cost.
 --
---   local compare = require "phaseprobe.compare"
+--   local compare = require "phaseprobe.analysis.compare"
 --   local r = compare.by(set, "shape", "prose", "cjk")
 --   local r = compare.sets(set_a, set_b, { labels = { "before", "after" } })
 --   -- r.diff: mean wall_ns per dispatch of b minus a
@@ -20,7 +20,7 @@
 -- cost per dispatch, and its difference splits exactly into
 --   more dispatches   = (d_b - d_a) * m_a
 --   costlier ones     = d_b * (m_b - m_a).
-local analyze = require "phaseprobe.analyze"
+local analyze = require "phaseprobe.analysis.analyze"
 
 local M = {}
 

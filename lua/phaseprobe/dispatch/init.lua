@@ -3,7 +3,7 @@
 --
 --   local pp = require "phaseprobe"
 --   local D  = require "phaseprobe.dispatch"
---   local P  = require "phaseprobe.program"
+--   local P  = require "phaseprobe.dispatch.program"
 --   pp.enable()
 --   local dev = assert(D.cuda_device(0))
 --   local d = D.new{ device = dev, knobs = { memo_digest = true } }
@@ -69,8 +69,8 @@
 --                              w:close(), w:collect() -> device_window_ns, kernel_ns
 --   dev:close()
 local pp = require "phaseprobe"
-local P = require "phaseprobe.program"
-local lower = require "phaseprobe.lower"
+local P = require "phaseprobe.dispatch.program"
+local lower = require "phaseprobe.dispatch.lower"
 
 local M = {}
 

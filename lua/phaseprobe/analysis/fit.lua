@@ -1,7 +1,7 @@
---- phaseprobe.fit: line fits of a phase's time against a counted quantity,
+--- phaseprobe.analysis.fit: line fits of a phase's time against a counted quantity,
 -- and the scaling verdict built on them.
 --
---   local fit = require "phaseprobe.fit"
+--   local fit = require "phaseprobe.analysis.fit"
 --   local f = fit.line({1, 2, 3}, {12, 14, 16})      -- plain arrays
 --   -- f.ls  = {intercept=10, slope=2, r2=1}          least squares
 --   -- f.ts  = {intercept=10, slope=2, quality=1, r2=1, pairs=3, sampled=false}

@@ -1,8 +1,8 @@
---- phaseprobe.whatif: projected wall and enqueue time per dispatch and per
+--- phaseprobe.analysis.whatif: projected wall and enqueue time per dispatch and per
 -- encode under scenarios, beside what was measured; and, when the variant
 -- was also run, the projection's error.
 --
---   local whatif = require "phaseprobe.whatif"
+--   local whatif = require "phaseprobe.analysis.whatif"
 --   local r = whatif.project(set, { remove = { "ptx_digest" } })
 --   local r = whatif.project(set, { scale = { ptx = 0.5 }, hits = { "ptx" }, dispatches = 4 })
 --   local base, variant = whatif.split(set, "knob", "memo_digest")
@@ -25,7 +25,7 @@
 -- side) unless opts.wait_phases names others.
 -- Per encode needs dispatches per encode: from an `encode` field (distinct
 -- values) or opts.dispatches_per_encode.
-local analyze = require "phaseprobe.analyze"
+local analyze = require "phaseprobe.analysis.analyze"
 
 local M = {}
 

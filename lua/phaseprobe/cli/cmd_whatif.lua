@@ -1,7 +1,7 @@
 --- phaseprobe whatif: projections beside measurements.
 local cli = require "phaseprobe.cli"
-local whatif = require "phaseprobe.whatif"
-local report = require "phaseprobe.report"
+local whatif = require "phaseprobe.analysis.whatif"
+local report = require "phaseprobe.output.report"
 
 local C = {
   summary = "project wall and enqueue time under a change; check it against a measured variant",

@@ -1,4 +1,4 @@
--- phaseprobe.html: one self-contained HTML report (no scripts, no network:
+-- phaseprobe.output.html: one self-contained HTML report (no scripts, no network:
 -- the page's own Content-Security-Policy forbids both).
 --
 --   html.describe(set, opts) -> desc      the report as plain data
@@ -22,7 +22,7 @@
 --   row = { name=, kind = "phase"|"nested"|"residue"|"total"|"device", parent=,
 --           mean=, median=, min=, max=, share= (of mean wall, 0..1, or nil) }
 local recview = require "phaseprobe.recview"
-local svg = require "phaseprobe.svg"
+local svg = require "phaseprobe.output.svg"
 
 local M = {}
 local esc = svg.esc
@@ -298,7 +298,7 @@ function M.describe(set, opts)
   end
 
   if opts.fits then
-    desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis module (phaseprobe.analyze): "
+    desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis module (phaseprobe.analysis.analyze): "
       .. "each phase against every counted quantity; the plot shows the quantity of the verdict."
   else
     desc.notes[#desc.notes + 1] = "Fits here are the report's fallback: ordinary least squares of each "

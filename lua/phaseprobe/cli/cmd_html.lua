@@ -1,6 +1,6 @@
 -- phaseprobe html: a self-contained HTML report with SVG plots.
-local util = require "phaseprobe.cliutil"
-local html = require "phaseprobe.html"
+local util = require "phaseprobe.cli.cliutil"
+local html = require "phaseprobe.output.html"
 
 local USAGE = [[
 usage: phaseprobe html [-o OUT.html] [--group TAG] [--by QUANTITY] [--title TEXT] LOG...

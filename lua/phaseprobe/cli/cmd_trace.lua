@@ -1,6 +1,6 @@
 -- phaseprobe trace: records as a Chrome trace-event JSON timeline.
-local util = require "phaseprobe.cliutil"
-local export = require "phaseprobe.export"
+local util = require "phaseprobe.cli.cliutil"
+local export = require "phaseprobe.output.export"
 
 local USAGE = [[
 usage: phaseprobe trace [-o OUT.json] LOG...

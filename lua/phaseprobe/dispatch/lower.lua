@@ -1,6 +1,6 @@
--- phaseprobe.lower: a program (phaseprobe.program) to PTX text.
+-- phaseprobe.dispatch.lower: a program (phaseprobe.dispatch.program) to PTX text.
 --
---   local ptx = require("phaseprobe.lower").ptx(prog)
+--   local ptx = require("phaseprobe.dispatch.lower").ptx(prog)
 --
 -- The module has the shape of the reference's output: one entry `main` with
 -- one .u64 parameter per buffer (declaration order) and a last one for the
@@ -18,7 +18,7 @@
 -- (all blocks co-resident) or the spin never ends.
 --
 -- Threads with gid >= n skip every stage but still arrive at every barrier.
-local P = require "phaseprobe.program"
+local P = require "phaseprobe.dispatch.program"
 
 local M = {}
 

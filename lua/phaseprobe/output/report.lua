@@ -1,7 +1,7 @@
---- phaseprobe.report: aligned text tables and number formats, for the REPL
+--- phaseprobe.output.report: aligned text tables and number formats, for the REPL
 -- and the terminal.
 --
---   local report = require "phaseprobe.report"
+--   local report = require "phaseprobe.output.report"
 --   print(report.table(rows, {
 --     { key = "name", title = "phase" },
 --     { key = "median", title = "median", fmt = report.ns },

@@ -1,8 +1,8 @@
---- phaseprobe.analyze: what a record set's fields mean, and the per-phase
+--- phaseprobe.analysis.analyze: what a record set's fields mean, and the per-phase
 -- answers: where the time goes, what each phase scales with, how much of
 -- the device window is host starvation, and what is left unattributed.
 --
---   local analyze = require "phaseprobe.analyze"
+--   local analyze = require "phaseprobe.analysis.analyze"
 --   local info = analyze.schema(set)      -- phases, nested, quantities, caches
 --   local s = analyze.scaling(set)        -- verdict per phase and nested region
 --   local st = analyze.starvation(set)    -- window - kernel, residue, probe cost
@@ -22,7 +22,7 @@
 -- seq or tid, and not cache hit counters: nodes, ptx_bytes, buffers,
 -- bindings, fixpoint, grid_blocks, user counters, numeric tags, and
 -- <cache>_cache_misses.
-local fit = require "phaseprobe.fit"
+local fit = require "phaseprobe.analysis.fit"
 
 local M = {}
 
@@ -141,7 +141,7 @@ function M.phases(set, info)
 end
 
 --- Scaling verdicts for every phase and nested region:
--- {quantities={...}, phases={verdicts}, nested={verdicts}} (see phaseprobe.fit).
+-- {quantities={...}, phases={verdicts}, nested={verdicts}} (see phaseprobe.analysis.fit).
 function M.scaling(set, opts)
   local info = M.schema(set, opts)
   local out = { quantities = info.quantities, phases = {}, nested = {}, rule = info.rule }

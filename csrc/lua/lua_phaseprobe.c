@@ -868,7 +868,7 @@ static int l_thread_id(lua_State *L) {
 }
 
 /* ---- lazily loaded Lua submodules ------------------------------------------ */
-/* pp.analyze -> require "phaseprobe.analyze", when such a file exists. */
+/* pp.records -> require "phaseprobe.records", when such a file exists. */
 static int lazy_index(lua_State *L) {
   const char *k = lua_tostring(L, 2);
   if (!k || strlen(k) > 64)
@@ -971,7 +971,8 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
 }
 
 /* Run from a checkout (./phaseprobe.so beside lua/), the Lua side is found
- * without setting LUA_PATH: <dir>/lua/?.lua is appended to package.path
+ * without setting LUA_PATH: <dir>/lua/?.lua and <dir>/lua/?/init.lua are
+ * appended to package.path
  * when that directory holds our Lua modules. An installed module, whose Lua
  * side is on package.path already, is not affected (appended, not
  * prepended). */
@@ -984,7 +985,7 @@ static void add_checkout_path(lua_State *L, const char *sofile) {
   char probe[4096];
   if (dirlen + 40 >= sizeof probe)
     return;
-  snprintf(probe, sizeof probe, "%.*s/lua/phaseprobe/cli.lua", (int)dirlen, dir);
+  snprintf(probe, sizeof probe, "%.*s/lua/phaseprobe/cli/init.lua", (int)dirlen, dir);
   FILE *f = fopen(probe, "r");
   if (!f)
     return;
@@ -994,6 +995,9 @@ static void add_checkout_path(lua_State *L, const char *sofile) {
   const char *path = lua_tostring(L, -1);
   snprintf(probe, sizeof probe, "%.*s/lua/?.lua", (int)dirlen, dir);
   lua_pushfstring(L, "%s;%s", path ? path : "", probe);
+  snprintf(probe, sizeof probe, "%.*s/lua/?/init.lua", (int)dirlen, dir);
+  lua_pushfstring(L, ";%s", probe);
+  lua_concat(L, 2);
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
 }

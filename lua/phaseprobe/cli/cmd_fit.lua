@@ -1,8 +1,8 @@
 --- phaseprobe fit: scaling verdicts per phase, with the fits behind them.
 local cli = require "phaseprobe.cli"
-local analyze = require "phaseprobe.analyze"
-local fit = require "phaseprobe.fit"
-local report = require "phaseprobe.report"
+local analyze = require "phaseprobe.analysis.analyze"
+local fit = require "phaseprobe.analysis.fit"
+local report = require "phaseprobe.output.report"
 
 local C = {
   summary = "fit each phase against each counted quantity: fixed, scales with Q, or inconclusive",

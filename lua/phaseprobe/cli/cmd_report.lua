@@ -1,7 +1,7 @@
 --- phaseprobe report: the summary of a log of record lines.
 local cli = require "phaseprobe.cli"
-local analyze = require "phaseprobe.analyze"
-local report = require "phaseprobe.report"
+local analyze = require "phaseprobe.analysis.analyze"
+local report = require "phaseprobe.output.report"
 
 local C = {
   summary = "time per phase, scaling verdicts, starvation, residue and probe overhead",

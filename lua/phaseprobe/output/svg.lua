@@ -1,4 +1,4 @@
--- phaseprobe.svg: the two plots the report needs, as SVG text.
+-- phaseprobe.output.svg: the two plots the report needs, as SVG text.
 --
 --   svg.scatter{ title=, subtitle=, x = {label=, unit=}, y = {label=, unit=},
 --                series = { {name=, points = {{x, y}, ...}}, ... } | points = {...},

@@ -3,8 +3,8 @@
 -- 2 usage error.
 --
 -- Subcommands are modules. `phaseprobe NAME ...` runs the module
--- phaseprobe.cmd_NAME (dashes in NAME become underscores), found on
--- package.path like any module; adding lua/phaseprobe/cmd_NAME.lua adds
+-- phaseprobe.cli.cmd_NAME (dashes in NAME become underscores), found on
+-- package.path like any module; adding lua/phaseprobe/cli/cmd_NAME.lua adds
 -- the command, and `phaseprobe help` lists it. A command module returns
 --
 --   return {
@@ -33,7 +33,7 @@
 local M = {}
 
 --- The commands of this package, in the order help lists them (others,
--- found as cmd_*.lua on package.path, follow in name order).
+-- found as phaseprobe/cli/cmd_*.lua on package.path, follow in name order).
 M.BUILTIN = { "report", "compare", "fit", "whatif", "ptx", "demo" }
 
 local UsageError = { __name = "phaseprobe.usage_error" }
@@ -141,7 +141,7 @@ end
 
 --- Reads the files into a set and applies --where: set, report.
 function M.load(ctx, opts, files)
-  if opts.raw then require("phaseprobe.report").raw = true end
+  if opts.raw then require("phaseprobe.output.report").raw = true end
   local set, rep = ctx.read(files, { prefix = opts.prefix, numeric = opts.numeric,
     lenient = opts.lenient })
   for _, w in ipairs(opts.where or {}) do
@@ -165,7 +165,7 @@ end
 -- ---- commands ---------------------------------------------------------------
 
 local function module_name(name)
-  return "phaseprobe.cmd_" .. name:gsub("%-", "_")
+  return "phaseprobe.cli.cmd_" .. name:gsub("%-", "_")
 end
 
 --- Loads a command module: module, or nil when there is no such command.
@@ -200,8 +200,8 @@ local function list_dir(dir)
   return out
 end
 
---- Names of every command: the built-ins, then cmd_*.lua modules found on
--- package.path.
+--- Names of every command: the built-ins, then phaseprobe/cli/cmd_*.lua
+-- modules found on package.path.
 function M.commands()
   local seen, out = {}, {}
   for _, n in ipairs(M.BUILTIN) do seen[n] = true; out[#out + 1] = n end
@@ -209,7 +209,7 @@ function M.commands()
   for template in package.path:gmatch("[^;]+") do
     local dir = template:match("^(.*)%?%.lua$")
     if dir then
-      for _, f in ipairs(list_dir(dir .. "phaseprobe")) do
+      for _, f in ipairs(list_dir(dir .. "phaseprobe/cli")) do
         local name = f:match("^cmd_([%w_]+)%.lua$")
         if name and not seen[name] then seen[name] = true; extra[#extra + 1] = name end
       end

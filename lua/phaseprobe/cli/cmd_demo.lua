@@ -9,10 +9,10 @@ is one, else the recorded log.]],
 }
 
 function C.run(args, ctx)
-  if not package.searchpath("phaseprobe.demo", package.path) and not package.preload["phaseprobe.demo"] then
+  if not package.searchpath("phaseprobe.dispatch.demo", package.path) and not package.preload["phaseprobe.dispatch.demo"] then
     ctx.fail("the demo module (phaseprobe.demo) is not installed")
   end
-  local demo = require "phaseprobe.demo"
+  local demo = require "phaseprobe.dispatch.demo"
   if type(demo) ~= "table" or type(demo.main) ~= "function" then
     ctx.fail("phaseprobe.demo has no main function")
   end

@@ -1,8 +1,8 @@
 -- phaseprobe plot: one SVG plot.
-local util = require "phaseprobe.cliutil"
-local html = require "phaseprobe.html"
+local util = require "phaseprobe.cli.cliutil"
+local html = require "phaseprobe.output.html"
 local recview = require "phaseprobe.recview"
-local svg = require "phaseprobe.svg"
+local svg = require "phaseprobe.output.svg"
 
 local USAGE = [[
 usage: phaseprobe plot --phase PHASE [--by QUANTITY] [--group TAG] [-o OUT.svg] LOG...

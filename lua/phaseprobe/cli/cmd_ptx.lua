@@ -1,6 +1,6 @@
 --- phaseprobe ptx: what the PTX scanner finds in PTX files.
 local cli = require "phaseprobe.cli"
-local report = require "phaseprobe.report"
+local report = require "phaseprobe.output.report"
 
 local C = {
   summary = "scan PTX files (pp.ptx.scan): barriers, globals, entry points, size",

@@ -1,6 +1,6 @@
 -- phaseprobe export: records as CSV or JSON lines.
-local util = require "phaseprobe.cliutil"
-local export = require "phaseprobe.export"
+local util = require "phaseprobe.cli.cliutil"
+local export = require "phaseprobe.output.export"
 
 local USAGE = [[
 usage: phaseprobe export (--csv | --jsonl) [-o OUT] LOG...

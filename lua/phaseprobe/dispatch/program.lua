@@ -1,7 +1,7 @@
--- phaseprobe.program: small element-wise GPU programs, their validation,
+-- phaseprobe.dispatch.program: small element-wise GPU programs, their validation,
 -- a generator of programs of a given size, and a CPU evaluation.
 --
---   local P = require "phaseprobe.program"
+--   local P = require "phaseprobe.dispatch.program"
 --   local prog = P.new{
 --     name = "saxpy",
 --     buffers = {

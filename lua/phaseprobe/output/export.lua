@@ -1,4 +1,4 @@
--- phaseprobe.export: records out of Lua, into tools people already use.
+-- phaseprobe.output.export: records out of Lua, into tools people already use.
 --
 --   export.trace(set, path [, opts])   Chrome trace-event JSON (Perfetto UI,
 --                                      chrome://tracing); opts.name: process name

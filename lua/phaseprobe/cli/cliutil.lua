@@ -1,4 +1,4 @@
--- phaseprobe.cliutil: what the export, trace, html and plot subcommands
+-- phaseprobe.cli.cliutil: what the export, trace, html and plot subcommands
 -- share beyond the command framework (phaseprobe.cli, whose ctx, option
 -- parser and log reading they use): a module whose run also works called
 -- directly, inputs that may be .csv / .jsonl exports as well as logs, one
@@ -7,7 +7,7 @@
 -- Exit codes (those of phaseprobe.cli): 0 done, 1 bad or unreadable input
 -- (the message names the file and line), 2 usage error (the usage follows).
 local cli = require "phaseprobe.cli"
-local export = require "phaseprobe.export"
+local export = require "phaseprobe.output.export"
 local recview = require "phaseprobe.recview"
 
 local M = {}
@@ -101,7 +101,7 @@ function M.need_fields(ctx, records, opts, names)
   end
 end
 
--- Fits from the analysis module (phaseprobe.analyze.scaling: Theil-Sen
+-- Fits from the analysis module (phaseprobe.analysis.analyze.scaling: Theil-Sen
 -- fits and verdicts against every counted quantity), as the plain data the
 -- report and plots take: { [label] = {intercept=, slope=, verdict=, note=,
 -- quantity=, r2=, method=} }. nil when that module is not installed or
@@ -112,7 +112,7 @@ end
 -- verdicts without one: fixed, inconclusive), so the plots show what was asked.
 function M.analysis_fits(records, by)
   local ok1, recmod = pcall(require, "phaseprobe.records")
-  local ok2, analyze = pcall(require, "phaseprobe.analyze")
+  local ok2, analyze = pcall(require, "phaseprobe.analysis.analyze")
   if not (ok1 and ok2 and type(recmod) == "table" and type(analyze) == "table"
         and type(recmod.from_list) == "function" and type(analyze.scaling) == "function") then
     return nil

@@ -1,7 +1,7 @@
 --- phaseprobe compare: two groups side by side.
 local cli = require "phaseprobe.cli"
-local compare = require "phaseprobe.compare"
-local report = require "phaseprobe.report"
+local compare = require "phaseprobe.analysis.compare"
+local report = require "phaseprobe.output.report"
 
 local C = {
   summary = "two groups (files, shapes, runs) side by side: which phases explain the difference",
