@@ -56,7 +56,7 @@ LUA_OBJ  := $(LUA_SRC:csrc/%.c=$(BUILD)/%.o)
 MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
-HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state
+HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/schema_threads
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 
 BUSTED   ?= $(LUA) spec/run.lua
@@ -82,6 +82,10 @@ $(C_EXAMPLE): examples/c_dispatch.c $(STATIC) csrc/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 $(BUILD)/threads_helper: spec/helpers/threads_helper.c $(STATIC) csrc/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# Threads that each choose a schema: dispatches open under their own.
+$(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
