@@ -454,6 +454,22 @@ PP_EXPORT int pp_cupti_active(void) {
   return __atomic_load_n(&active_flag, __ATOMIC_ACQUIRE);
 }
 
+/* On unload with no collection on (nothing can call back into the tables
+ * any more): the match table and the kept buffers go with the library
+ * instead of staying behind, unreachable. */
+__attribute__((destructor)) static void cupti_fini(void) {
+  pthread_mutex_lock(&ctl_lock);
+  if (starts == 0) {
+    pthread_mutex_lock(&tab_lock);
+    free(corr_tab);
+    corr_tab = NULL;
+    while (nbuf_free > 0)
+      free(buf_free[--nbuf_free]);
+    pthread_mutex_unlock(&tab_lock);
+  }
+  pthread_mutex_unlock(&ctl_lock);
+}
+
 /* ---- spans ----------------------------------------------------------------- */
 PP_EXPORT uint64_t pp_cupti_span_begin(void) {
   if (!pp_cupti_active())
