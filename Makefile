@@ -220,12 +220,17 @@ $(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
 all: $(FAKECUPTI) $(BUILD)/cupti_helper
 endif
-# Fuzzing with clang's libFuzzer under ASan + UBSan: every fuzz/<name>_fuzz.c
-# is linked with the core sources and run for FUZZ_SECONDS seconds (or
-# FUZZ_RUNS executions, -1 for no limit). Seeds: the directories listed in
-# fuzz/<name>.seeds; dictionary: fuzz/<name>.dict; the growing corpus and any
-# crash land in fuzz-out/<name>/. FUZZ_ARGS passes more libFuzzer flags
-# (e.g. FUZZ_ARGS=-fork=2).
+# Fuzzing under ASan + UBSan, `make fuzz`:
+#  - every fuzz/<name>_fuzz.c is a libFuzzer target (clang), linked with the
+#    core sources and run for FUZZ_SECONDS seconds (or FUZZ_RUNS executions,
+#    -1 for no limit). Seeds: fuzz/corpus/<name>/ when it exists and the
+#    directories listed in fuzz/<name>_fuzz.seeds; dictionary:
+#    fuzz/<name>_fuzz.dict; the growing corpus and any crash land in
+#    fuzz-out/<name>_fuzz/. FUZZ_ARGS passes more libFuzzer flags.
+#  - fuzz/lua_api_fuzz.lua drives the whole Lua API (fuzz/lua_api_fuzz.sh):
+#    a module built with the sanitizers into build/asan/ (pp.cuda on the
+#    fake driver built there too), one process per seed from
+#    FUZZ_LUA_SEED, FUZZ_LUA_CALLS calls each, for FUZZ_SECONDS seconds.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?= -1
@@ -233,18 +238,36 @@ FUZZ_ARGS    ?=
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SRC     := $(wildcard fuzz/*_fuzz.c)
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_LUA_SEED  ?= 1
+FUZZ_LUA_CALLS ?= 100000
+SAN_BUILD    := $(BUILD)/asan
+SAN_OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 $(BUILD)/fuzz/%: fuzz/%.c $(CORE_SRC) $(HDRS)
 	@mkdir -p $(BUILD)/fuzz
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(CORE_SRC) -o $@ $(LDLIBS)
 
-fuzz: $(FUZZ_BIN)
+.PHONY: fuzz fuzz-c fuzz-lua san-module
+# The module and the fake driver built with ASan + UBSan, beside the plain
+# build (for the Lua API fuzzer; load it with LD_PRELOAD of the runtimes).
+san-module:
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) MODULE=$(SAN_BUILD)/phaseprobe.so \
+	  OPT="$(SAN_OPT)" LDFLAGS="-fsanitize=address,undefined" \
+	  $(SAN_BUILD)/phaseprobe.so $(if $(FAKECUDA),$(SAN_BUILD)/libfakecuda.so)
+
+fuzz: fuzz-c fuzz-lua
+
+fuzz-c: $(FUZZ_BIN)
 	@set -e; for b in $(FUZZ_BIN); do \
 	  n=$$(basename $$b); out=fuzz-out/$$n; mkdir -p $$out/corpus $$out/crashes; \
-	  seeds=""; [ -f fuzz/$$n.seeds ] && seeds=$$(cat fuzz/$$n.seeds); \
+	  seeds=""; c=fuzz/corpus/$${n%_fuzz}; [ -d $$c ] && seeds=$$c; \
+	  [ -f fuzz/$$n.seeds ] && seeds="$$seeds $$(cat fuzz/$$n.seeds)"; \
 	  dict=""; [ -f fuzz/$$n.dict ] && dict=-dict=fuzz/$$n.dict; \
 	  echo "== $$n: $(FUZZ_SECONDS) s, runs $(FUZZ_RUNS), seeds: $$seeds"; \
 	  $$b $$dict -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) \
 	    -artifact_prefix=$$out/crashes/ -print_final_stats=1 $(FUZZ_ARGS) \
 	    $$out/corpus $$seeds; \
 	done
+
+fuzz-lua: san-module
+	@fuzz/lua_api_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_LUA_SEED) $(FUZZ_LUA_CALLS)

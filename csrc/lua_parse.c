@@ -451,8 +451,7 @@ static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
       break;
     }
     size_t len;
-    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len)
-                                                   : NULL;
+    const char *s = lua_tolstring(L, -1, &len); /* a number: its text */
     if (!s)
       return luaL_error(L, "phaseprobe.parse.lines: the iterator returned a %s, "
                            "not a string",
