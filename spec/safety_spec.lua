@@ -505,3 +505,86 @@ describe("reading is bounded (#12 defect 16)", function()
     assert.matches("^nil | pp%.ptx%.scan_file: .*No such file", r.missing)
   end)
 end)
+
+-- Beyond the listed defects: what the sweep over the bindings found.
+describe("CUDA launch descriptions read through __index (#12 sweep)", function()
+  local sub_cuda = require "helpers.cuda_sub"
+  local ready = sub_cuda.fake_ready()
+  local PTX = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry noargs()\n{\n  ret;\n}\n"
+  it("a description that closes the module, the stream or the window is refused after reading", function()
+    if not ready then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local r = clean(sub(([[
+      local ctx = assert(pp.cuda.context(0))
+      local function fn() return ctx:load(%q):func("noargs") end
+      local f1 = fn()
+      try("module", f1.launch, f1, setmetatable({ grid = 1, block = 1 }, { __index = function(_, k)
+        if k == "args" then f1.module:close() end
+      end }))
+      local s = ctx:stream()
+      local t = { grid = 1, block = 1, stream = s }
+      setmetatable(t, { __index = function(_, k)
+        if k == "args" and s then t.stream = nil; s:close(); s = nil; collectgarbage(); collectgarbage() end
+      end })
+      local f2 = fn()
+      try("stream", f2.launch, f2, t)
+      local w = ctx.stream:window()
+      local f3 = fn()
+      try("window", w.launch_loop, w, setmetatable({ fn = f3, grid = 1, block = 1 }, { __index = function(_, k)
+        if k == "args" then w:discard() end
+      end }))
+      local st = ctx:stream()
+      try("timed", st.timed, st, setmetatable({ fn = f3, grid = 1, block = 1 }, { __index = function(_, k)
+        if k == "args" then st:close() end
+      end }))
+      try("fine", f3.launch, f3, { grid = 1, block = 1 })
+    ]]):format(PTX), { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    assert.matches("error: .*closed module", r.module)
+    assert.matches("error: .*closed stream", r.stream)
+    assert.matches("error: .*closed window", r.window)
+    assert.matches("error: .*closed stream", r.timed)
+    assert.are.equal("ok", r.fine)
+  end)
+
+  it("ctx:load_file is bounded like every whole-file read", function()
+    if not ready then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local r = clean(sub([[
+      local ctx = assert(pp.cuda.context(0))
+      report("zero", ctx:load_file("/dev/zero", { max_bytes = 1 << 20 }))
+      report("dir", ctx:load_file("/tmp"))
+    ]], { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    assert.matches("^nil | ctx:load_file: '/dev/zero' is larger than 1048576 bytes", r.zero)
+    assert.matches("^nil | ctx:load_file: cannot read '/tmp': Is a directory", r.dir)
+  end)
+end)
+
+describe("other readers are bounded too (#12 sweep)", function()
+  it("export.read_csv and read_jsonl stop at max_bytes with nil, message", function()
+    local export = require "phaseprobe.export"
+    assert.is_true(export.MAX_BYTES >= 8 * 2^30)
+    local r = clean(sub [[
+      local export = require "phaseprobe.export"
+      report("csv", export.read_csv("/dev/zero", { max_bytes = 1 << 20 }))
+      report("jsonl", export.read_jsonl("/tmp"))
+    ]])
+    assert.matches("^nil | export%.read_csv: '/dev/zero' is larger than 1048576 bytes", r.csv)
+    assert.matches("^nil | export%.read_jsonl: cannot read '/tmp': Is a directory", r.jsonl)
+  end)
+end)
+
+describe("records print any value without calling into it (#12 sweep)", function()
+  it("floats, booleans and tables in a record print plainly, __tostring is not called", function()
+    local c = pp.parse.string("p a=1\n")
+    local r = c:row(1)
+    r.f = 1.5
+    r.g = 3.0
+    r.h = true
+    r.t = setmetatable({}, { __tostring = function() error("called") end })
+    assert.are.equal("p a=1 f=1.5 g=3.0 h=true t=table", tostring(r))
+  end)
+end)
