@@ -229,7 +229,8 @@ endif
 #    fuzz-out/<name>_fuzz/. FUZZ_ARGS passes more libFuzzer flags.
 #  - fuzz/lua_api_fuzz.lua drives the whole Lua API (fuzz/lua_api_fuzz.sh):
 #    a module built with the sanitizers into build/asan/ (pp.cuda on the
-#    fake driver built there too), one process per seed from
+#    fake driver and the CUPTI source on the fake libcupti built there too),
+#    one process per seed from
 #    FUZZ_LUA_SEED, FUZZ_LUA_CALLS calls each, for FUZZ_SECONDS seconds.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
@@ -253,7 +254,8 @@ $(BUILD)/fuzz/%: fuzz/%.c $(CORE_SRC) $(HDRS)
 san-module:
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) MODULE=$(SAN_BUILD)/phaseprobe.so \
 	  OPT="$(SAN_OPT)" LDFLAGS="-fsanitize=address,undefined" \
-	  $(SAN_BUILD)/phaseprobe.so $(if $(FAKECUDA),$(SAN_BUILD)/libfakecuda.so)
+	  $(SAN_BUILD)/phaseprobe.so $(if $(FAKECUDA),$(SAN_BUILD)/libfakecuda.so) \
+	  $(if $(FAKECUPTI),$(SAN_BUILD)/libfakecupti.so)
 
 fuzz: fuzz-c fuzz-lua
 

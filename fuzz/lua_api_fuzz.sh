@@ -1,7 +1,7 @@
 #!/bin/sh
 # lua_api_fuzz.sh: runs fuzz/lua_api_fuzz.lua against the sanitized build
-# (build/asan/phaseprobe.so, pp.cuda on build/asan/libfakecuda.so) for a
-# time budget: one process per seed, SEED, SEED+1, ..., each making up to
+# (build/asan/phaseprobe.so, pp.cuda on build/asan/libfakecuda.so, CUPTI on
+# build/asan/libfakecupti.so when the headers were there) for a time budget: one process per seed, SEED, SEED+1, ..., each making up to
 # CALLS calls, until SECONDS have passed. Called by `make fuzz`.
 #
 #   fuzz/lua_api_fuzz.sh SECONDS SEED CALLS
@@ -23,6 +23,20 @@ mkdir -p "$out/scratch/cwd"
 cc=${CC:-cc}
 asan=$($cc -print-file-name=libasan.so)
 ubsan=$($cc -print-file-name=libubsan.so)
+fakecupti=
+[ -f build/asan/libfakecupti.so ] && fakecupti="$root/build/asan/libfakecupti.so"
+# One run of the seed in $seed, output in $log.
+run_seed() {
+  env LD_PRELOAD="$asan $ubsan" \
+    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:exitcode=86 \
+    LSAN_OPTIONS=suppressions="$root/fuzz/lua_api_fuzz.lsan" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    PHASEPROBE_LIBCUDA="$root/build/asan/libfakecuda.so" PHASEPROBE_LIBCUPTI="$fakecupti" \
+    LUA_CPATH="$root/build/asan/?.so;;" LUA_PATH="$root/lua/?.lua;;" \
+    sh -c "cd '$out/scratch/cwd' && exec timeout $((left + 120)) lua5.4 '$root/fuzz/lua_api_fuzz.lua' \
+      --root '$root' --seed $seed --calls $calls --seconds $left --scratch '$out/scratch' $quiet" \
+      < /dev/null > "$log" 2>&1
+}
 start=$(date +%s)
 end=$((start + seconds))
 total=0
@@ -35,16 +49,17 @@ while :; do
   log="$out/seed-$seed.log"
   quiet=--quiet
   [ $first = 1 ] && quiet=
-  env LD_PRELOAD="$asan $ubsan" \
-    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:exitcode=86 \
-    LSAN_OPTIONS=suppressions="$root/fuzz/lua_api_fuzz.lsan" \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    PHASEPROBE_LIBCUDA="$root/build/asan/libfakecuda.so" \
-    LUA_CPATH="$root/build/asan/?.so;;" LUA_PATH="$root/lua/?.lua;;" \
-    sh -c "cd '$out/scratch/cwd' && exec timeout $((left + 120)) lua5.4 '$root/fuzz/lua_api_fuzz.lua' \
-      --root '$root' --seed $seed --calls $calls --seconds $left --scratch '$out/scratch' $quiet" \
-      < /dev/null > "$log" 2>&1
+  run_seed
   rc=$?
+  # LeakSanitizer's own tracer can fail to stop the threads at exit ("has
+  # encountered a fatal error", no report): that is no finding; run the
+  # seed once more.
+  if [ $rc != 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$log" &&
+     ! grep -q -e "ERROR: AddressSanitizer" -e "runtime error" -e "detected memory leaks" "$log"; then
+    echo "== lua_api_fuzz: seed $seed: LeakSanitizer's tracer failed at exit (no report); running it again"
+    run_seed
+    rc=$?
+  fi
   if [ $rc != 0 ]; then
     echo "== lua_api_fuzz: seed $seed FAILED (exit $rc); the end of $log:"
     tail -n 60 "$log"
@@ -55,7 +70,7 @@ while :; do
       ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:exitcode=86 \
       LSAN_OPTIONS=suppressions="$root/fuzz/lua_api_fuzz.lsan" \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      PHASEPROBE_LIBCUDA="$root/build/asan/libfakecuda.so" \
+      PHASEPROBE_LIBCUDA="$root/build/asan/libfakecuda.so" PHASEPROBE_LIBCUPTI="$fakecupti" \
       LUA_CPATH="$root/build/asan/?.so;;" LUA_PATH="$root/lua/?.lua;;" \
       sh -c "cd '$out/scratch/cwd' && exec timeout 600 lua5.4 '$root/fuzz/lua_api_fuzz.lua' \
         --root '$root' --seed $seed --calls $calls --scratch '$out/scratch' --trace-from 1 --quiet" \
