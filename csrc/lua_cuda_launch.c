@@ -163,6 +163,10 @@ static int count_error(lua_State *L, const char *what, const lcu_fn *fn,
                     lua_tostring(L, -1), got);
 }
 
+/* The largest parameter block packed: CUDA allows 32 KiB of kernel
+ * parameters; anything far past that is a driver's answer gone wrong. */
+#define PACK_MAX (1 << 20)
+
 /* Packs the list at args_idx (or none) into a userdata left on the stack:
  * kernelParams pointers followed by the parameter bytes. */
 static void **pack_args(lua_State *L, const char *what, int fn_idx,
@@ -181,6 +185,9 @@ static void **pack_args(lua_State *L, const char *what, int fn_idx,
   if (got != fn->nparams)
     count_error(L, what, fn, got);
   size_t np = (size_t)fn->nparams;
+  if (fn->param_bytes > PACK_MAX) /* offsets as a driver reported them */
+    luaL_error(L, "%s: '%s' has a parameter block of %I bytes (at most %d)",
+               what, fn->name, (lua_Integer)fn->param_bytes, PACK_MAX);
   size_t head = (np * sizeof(void *) + 15) & ~(size_t)15;
   unsigned char *mem = lua_newuserdatauv(L, head + fn->param_bytes + 16, 0);
   void **ptrs = (void **)mem;
