@@ -230,8 +230,8 @@ endif
 #  - fuzz/lua_api_fuzz.lua drives the whole Lua API (fuzz/lua_api_fuzz.sh):
 #    a module built with the sanitizers into build/asan/ (pp.cuda on the
 #    fake driver and the CUPTI source on the fake libcupti built there too),
-#    one process per seed from
-#    FUZZ_LUA_SEED, FUZZ_LUA_CALLS calls each, for FUZZ_SECONDS seconds.
+#    one process per seed from FUZZ_LUA_SEED, FUZZ_LUA_CALLS calls each, for
+#    FUZZ_SECONDS seconds.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?= -1
@@ -272,4 +272,4 @@ fuzz-c: $(FUZZ_BIN)
 	done
 
 fuzz-lua: san-module
-	@fuzz/lua_api_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_LUA_SEED) $(FUZZ_LUA_CALLS)
+	@CC="$(CC)" fuzz/lua_api_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_LUA_SEED) $(FUZZ_LUA_CALLS)
