@@ -23,6 +23,25 @@ typedef struct {
 } lmasks;
 
 #ifdef PP_SSE2
+/* C_WORD by nibbles: byte b is a word byte ([0-9A-Za-z_$%.]) exactly when
+ * WLO[b & 15] & WHI[b >> 4] != 0, two table lookups (one shuffle each) for
+ * 32 bytes. Read the ASCII table as rows (high nibble h) of 16 columns (low
+ * nibble l); S(h) is the set of columns of row h that hold word bytes:
+ *
+ *   row 2: $ % .   columns 4, 5, E         bit 1
+ *   row 3: 0-9     columns 0-9             bit 2
+ *   row 4: A-O     columns 1-F             bit 4   (row 6, a-o: the same)
+ *   row 5: P-Z _   columns 0-A, F          bit 8
+ *   row 7: p-z     columns 0-A             bit 16
+ *
+ * Each distinct S(h) has one bit; WHI[h] is the bit of S(h) (0 for rows
+ * without word bytes, 8-F among them); WLO[l] is the or of the bits of the
+ * sets that contain l. So WLO[l] & WHI[h] != 0 exactly when l is in S(h).
+ * tools/ptx_nibbles.lua builds these two lines and checks them on all 256
+ * bytes; spec/ptx_nibbles_spec.lua checks that they are the lines here. */
+#define WLO 26, 30, 30, 30, 31, 31, 30, 30, 30, 30, 28, 4, 4, 4, 5, 12
+#define WHI 0, 0, 1, 2, 4, 8, 4, 16, 0, 0, 0, 0, 0, 0, 0, 0
+
 /* The masks of the 32 bytes at p + at (at 0 or 32), or'ed into m. Signed
  * compare: bytes from 0x80 up are below ' ', so odd. */
 __attribute__((target("avx2"))) static inline __attribute__((always_inline))
@@ -36,11 +55,7 @@ void lm_avx2(const char *p, int at, lmasks *m) {
                    OR(EQ(0x7f), _mm256_andnot_si256(
                                     OR(tab, nl), _mm256_cmpgt_epi8(
                                                      _mm256_set1_epi8(' '), x))));
-  /* C_WORD by nibbles: a byte is a word byte when the bits its low nibble
-   * picks from WLO and its high nibble from WHI meet, each bit one block
-   * of the ASCII table: [0-9P-Yp-y], [A-Oa-o], [Zz], [_], [$%.]. */
-#define WLO 1, 3, 3, 3, 19, 19, 3, 3, 3, 3, 6, 2, 2, 2, 18, 10
-#define WHI 0, 0, 16, 1, 2, 13, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0
+  /* C_WORD by nibbles (see WLO, WHI above). */
   __m256i nib = _mm256_set1_epi8(0x0f);
   __m256i bits = _mm256_and_si256(
       _mm256_shuffle_epi8(_mm256_setr_epi8(WLO, WLO),
@@ -48,8 +63,6 @@ void lm_avx2(const char *p, int at, lmasks *m) {
       _mm256_shuffle_epi8(_mm256_setr_epi8(WHI, WHI),
                           _mm256_and_si256(_mm256_srli_epi16(x, 4), nib)));
   __m256i nonword = _mm256_cmpeq_epi8(bits, _mm256_setzero_si256());
-#undef WLO
-#undef WHI
   m->nl |= MOVE(nl);
   m->odd |= MOVE(odd);
   m->semi |= MOVE(EQ(';'));
