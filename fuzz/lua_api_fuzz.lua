@@ -707,8 +707,8 @@ H["pp.parse.string"] = function() return log_text(), parse_opts() end
 H["pp.parse.lines"] = function() return lines_iter(), parse_opts() end
 H["pp.parse.new"] = function() return parse_opts() end
 H["pp.parse.store"] = function() return parse_opts() end
-H["pp.parse.summarize"] = function() return opts(number_list(R(200))) end
-H["pp.parse.fit_line"] = function()
+H["pp.numeric.summary"] = function() return opts(number_list(R(200))) end
+H["pp.numeric.fit"] = function()
   local n = R(100)
   return opts(number_list(n)), opts(number_list(chance(0.9) and n or R(100)))
 end

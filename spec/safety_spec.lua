@@ -115,13 +115,13 @@ describe("records print as their line, however long (#12 defect 1)", function()
 end)
 
 describe("lengths from Lua never size an allocation through __len (#12 defect 2)", function()
-  it("summarize, fit_line, cols:select and cols:row use the raw length", function()
+  it("numeric.summary, numeric.fit, cols:select and cols:row use the raw length", function()
     local r = clean(sub [[
       local function liar(t) return setmetatable(t, { __len = function() return 2^61 + 4 end }) end
       local xs, ys = {}, {}
       for i = 1, 100000 do xs[i] = i; ys[i] = 2 * i end
-      try("summarize", function() return pp.parse.summarize(liar(xs)).count end)
-      try("fit", function() return pp.parse.fit_line(liar(xs), liar(ys)).n end)
+      try("summarize", function() return pp.numeric.summary(liar(xs)).count end)
+      try("fit", function() return pp.numeric.fit(liar(xs), liar(ys)).n end)
       local c = pp.parse.string("p a=1 b=2\np a=3 b=4\n")
       try("select", function() return #c:select(liar({ 2, 1, 2 })) end)
       try("row", function() return tostring(c:row(2, liar({ "b" }))) end)

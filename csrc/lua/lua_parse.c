@@ -832,45 +832,6 @@ static int cols_values(lua_State *L) {
   return 1;
 }
 
-static void set_num(lua_State *L, const char *k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-/* An exact integer, or a float when it does not fit a Lua integer as the
- * unsigned value it is. */
-static void set_exact(lua_State *L, const char *k, int64_t v, int uns) {
-  if (uns && v < 0)
-    lua_pushnumber(L, (double)(uint64_t)v);
-  else
-    lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
-static void push_summary(lua_State *L, const pp_summary *s, int uns) {
-  lua_createtable(L, 0, 9);
-  lua_pushinteger(L, (lua_Integer)s->count);
-  lua_setfield(L, -2, "count");
-  if (s->count == 0)
-    return;
-  if (s->exact) {
-    set_exact(L, "min", s->imin, uns);
-    set_exact(L, "max", s->imax, uns);
-    if (s->isum_fits)
-      set_exact(L, "sum", s->isum, 0);
-    else
-      set_num(L, "sum", s->sum);
-  } else {
-    set_num(L, "min", s->min);
-    set_num(L, "max", s->max);
-    set_num(L, "sum", s->sum);
-  }
-  set_num(L, "mean", s->mean);
-  set_num(L, "median", s->median);
-  set_num(L, "p90", s->p90);
-  set_num(L, "p99", s->p99);
-}
-
 /* cols:summary(name [, sel]) -> {count, min, median, mean, p90, p99, max, sum} */
 static int cols_summary(lua_State *L) {
   pp_cols *c = check_cols(L, 1);
@@ -881,38 +842,8 @@ static int cols_summary(lua_State *L) {
   memset(&s, 0, sizeof s);
   if (col >= 0 && pp_cols_summary(c, (size_t)col, sel, nsel, &s) != 0)
     return luaL_error(L, "phaseprobe.columns: out of memory");
-  push_summary(L, &s, col >= 0 && pp_cols_unsigned(c, (size_t)col));
+  pp_lua_push_summary(L, &s, col >= 0 && pp_cols_unsigned(c, (size_t)col));
   return 1;
-}
-
-static void push_fit(lua_State *L, const pp_fit *f) {
-  lua_createtable(L, 0, 10);
-  lua_pushinteger(L, (lua_Integer)f->n);
-  lua_setfield(L, -2, "n");
-  lua_pushinteger(L, (lua_Integer)f->distinct_x);
-  lua_setfield(L, -2, "distinct_x");
-  lua_pushboolean(L, f->ok);
-  lua_setfield(L, -2, "ok");
-  if (f->n == 0)
-    return;
-  set_num(L, "xmin", f->xmin);
-  set_num(L, "xmax", f->xmax);
-  set_num(L, "ymedian", f->ymedian);
-  lua_createtable(L, 0, 3);
-  set_num(L, "intercept", f->ls_intercept);
-  set_num(L, "slope", f->ls_slope);
-  set_num(L, "r2", f->ls_r2);
-  lua_setfield(L, -2, "ls");
-  lua_createtable(L, 0, 6);
-  set_num(L, "intercept", f->ts_intercept);
-  set_num(L, "slope", f->ts_slope);
-  set_num(L, "r2", f->ts_r2);
-  set_num(L, "quality", f->ts_quality);
-  lua_pushinteger(L, (lua_Integer)f->ts_pairs);
-  lua_setfield(L, -2, "pairs");
-  lua_pushboolean(L, f->ts_sampled);
-  lua_setfield(L, -2, "sampled");
-  lua_setfield(L, -2, "ts");
 }
 
 /* cols:fit(xname, yname [, sel]) -> fit table */
@@ -926,7 +857,7 @@ static int cols_fit(lua_State *L) {
   if (xc >= 0 && yc >= 0 &&
       pp_cols_fit(c, (size_t)xc, (size_t)yc, sel, nsel, &f) != 0)
     return luaL_error(L, "phaseprobe.columns: out of memory");
-  push_fit(L, &f);
+  pp_lua_push_fit(L, &f);
   return 1;
 }
 
@@ -971,9 +902,9 @@ static int cols_fits(lua_State *L) {
     lua_createtable(L, 0, (int)nx);
     for (size_t a = 0, ja = 0; a < nx; a++) {
       if (yi[b] >= 0 && xi[a] >= 0)
-        push_fit(L, &f[jb * kx + ja]);
+        pp_lua_push_fit(L, &f[jb * kx + ja]);
       else
-        push_fit(L, &empty);
+        pp_lua_push_fit(L, &empty);
       lua_rawgeti(L, 2, (lua_Integer)a + 1);
       lua_insert(L, -2);
       lua_rawset(L, -3);
@@ -1029,7 +960,7 @@ static int cols_lincomb(lua_State *L) {
     pp_summarize(out, m, &s);
     free(out);
   }
-  push_summary(L, &s, 0);
+  pp_lua_push_summary(L, &s, 0);
   return 1;
 }
 
@@ -1328,49 +1259,6 @@ static int cols_tostring(lua_State *L) {
   return 1;
 }
 
-/* ---- numeric kernels over plain Lua arrays ------------------------------- */
-static double *check_numbers(lua_State *L, int arg, size_t *n) {
-  luaL_checktype(L, arg, LUA_TTABLE);
-  lua_Integer len = (lua_Integer)lua_rawlen(L, arg);
-  luaL_argcheck(L, (lua_Unsigned)len <= SIZE_MAX / sizeof(double), arg,
-                "too many numbers");
-  double *a = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *a, 0);
-  for (lua_Integer i = 1; i <= len; i++) {
-    lua_rawgeti(L, arg, i);
-    int ok;
-    a[i - 1] = lua_tonumberx(L, -1, &ok);
-    if (!ok)
-      luaL_argerror(L, arg, lua_pushfstring(L, "element %d is %s, not a number",
-                                            (int)i, luaL_typename(L, -1)));
-    lua_pop(L, 1);
-  }
-  *n = (size_t)len;
-  return a;
-}
-
-/* parse.summarize({numbers}) -> summary */
-static int l_summarize(lua_State *L) {
-  size_t n;
-  double *a = check_numbers(L, 1, &n);
-  pp_summary s;
-  pp_summarize(a, n, &s);
-  push_summary(L, &s, 0);
-  return 1;
-}
-
-/* parse.fit_line({x}, {y}) -> fit table */
-static int l_fit_line(lua_State *L) {
-  size_t nx, ny;
-  double *x = check_numbers(L, 1, &nx);
-  double *y = check_numbers(L, 2, &ny);
-  luaL_argcheck(L, nx == ny, 2, "x and y differ in length");
-  pp_fit f;
-  if (pp_fit_line(x, y, nx, &f) != 0)
-    return luaL_error(L, "phaseprobe.parse.fit_line: out of memory");
-  push_fit(L, &f);
-  return 1;
-}
-
 /* ---- registration -------------------------------------------------------- */
 static const luaL_Reg parser_methods[] = {
     {"file", parser_file},     {"string", parser_string},
@@ -1419,8 +1307,7 @@ static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,
 static const luaL_Reg parse_fns[] = {
     {"new", l_new},           {"file", l_file},
     {"string", l_string},     {"lines", l_lines},
-    {"store", l_store},       {"summarize", l_summarize},
-    {"fit_line", l_fit_line}, {NULL, NULL}};
+    {"store", l_store},       {NULL, NULL}};
 
 int pp_lua_open_parse(lua_State *L) {
   luaL_newmetatable(L, GROUPS_MT);

@@ -1092,6 +1092,8 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lua_setfield(L, -2, "cuda");
   pp_lua_open_parse(L);
   lua_setfield(L, -2, "parse");
+  pp_lua_open_numeric(L);
+  lua_setfield(L, -2, "numeric");
   pp_lua_open_truth(L); /* pp.cuda.cupti_*, pp.truth */
 
   lua_pushliteral(L, PP_VERSION);

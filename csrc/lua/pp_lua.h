@@ -6,6 +6,7 @@
 #include <lua.h>
 
 #include "pp_internal.h"
+#include "pp_stats.h"
 
 int luaopen_phaseprobe(lua_State *L);
 
@@ -14,6 +15,7 @@ int luaopen_phaseprobe(lua_State *L);
 int pp_lua_open_ptx(lua_State *L);   /* pp.ptx     (lua_ptx.c)    */
 int pp_lua_open_cuda(lua_State *L);  /* pp.cuda    (lua_cuda.c)   */
 int pp_lua_open_parse(lua_State *L); /* pp.parse   (lua_parse.c)  */
+int pp_lua_open_numeric(lua_State *L); /* pp.numeric (lua_stats.c) */
 /* With the module table on top: adds pp.cuda.cupti_* and sets pp.truth
  * (lua_truth.c). */
 void pp_lua_open_truth(lua_State *L);
@@ -27,6 +29,11 @@ void pp_lua_push_record(lua_State *L, const pp_record *r);
  * (cached while some record holds it). */
 void pp_lua_push_record_mt(lua_State *L, const char *prefix,
                            const char *const *fields, size_t nfields);
+
+/* A summary and a line fit as the Lua tables of pp.numeric (lua_stats.c);
+ * with uns, an exact min and max are unsigned 64-bit values. */
+void pp_lua_push_summary(lua_State *L, const pp_summary *s, int uns);
+void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 
 /* Reads the whole file at path into a string pushed on the stack and
  * returns 0; or pushes "WHAT: ..." (cannot OPEN_VERB it, a directory,

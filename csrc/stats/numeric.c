@@ -1,13 +1,16 @@
 /*
  * numeric.c: summaries (count, min, median, mean, p90, p99, max, sum) and
- * line fits (least squares beside Theil-Sen) over arrays of doubles.
+ * line fits (least squares beside Theil-Sen) over arrays of doubles: the
+ * one statistics implementation (pp_stats.h). Its callers: the column
+ * store's queries (cols.c) and the Lua binding pp.numeric (lua_stats.c),
+ * through which the Lua analysis and reports take theirs.
  *
  * Quantiles are type 7 (linear between the closest ranks: the median of an
  * even count is the mean of the middle two), found by selection rather
  * than a full sort.
  */
-#include "pp_parse.h"
 #include "pp_internal.h"
+#include "pp_stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -40,7 +40,7 @@ M.defaults = {
 
 --- Fit of plain arrays: {n, distinct_x, xmin, xmax, ymedian, ok, ls={...}, ts={...}}.
 function M.line(xs, ys)
-  return pp.parse.fit_line(xs, ys)
+  return pp.numeric.fit(xs, ys)
 end
 
 --- Effect of a fit: Theil-Sen slope times the x range, over max(|median y|, 1).
