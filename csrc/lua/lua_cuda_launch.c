@@ -919,14 +919,13 @@ void lcu_open_launch(lua_State *L) {
       {"fence", window_fence},     {"close", window_close},
       {"collect", window_collect}, {"discard", window_discard},
       {NULL, NULL}};
-  lcu_class(L, LCU_STREAM_MT, stream_methods, stream_get, stream_gc,
-            stream_close, stream_tostring);
-  luaL_getmetatable(L, LCU_STREAM_MT);
-  lua_pushcfunction(L, stream_call);
-  lua_setfield(L, -2, "__call");
-  lua_pop(L, 1);
-  lcu_class(L, LCU_WINDOW_MT, window_methods, window_get, window_gc,
-            window_close, window_tostring);
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_STREAM_MT, .methods = stream_methods, .get = stream_get,
+      .gc = stream_gc, .close = stream_close, .tostring = stream_tostring,
+      .call = stream_call});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_WINDOW_MT, .methods = window_methods, .get = window_get,
+      .gc = window_gc, .close = window_close, .tostring = window_tostring});
 }
 
 #else

@@ -666,12 +666,15 @@ void lcu_open_module(lua_State *L) {
                                             {"write_u32", global_write_u32},
                                             {"close", global_close},
                                             {NULL, NULL}};
-  lcu_class(L, LCU_MOD_MT, mod_methods, mod_get, mod_gc, mod_close,
-            mod_tostring);
-  lcu_class(L, LCU_FN_MT, fn_methods, fn_get, no_gc, fn_close,
-            fn_tostring);
-  lcu_class(L, LCU_GLOBAL_MT, global_methods, global_get, no_gc,
-            global_close, global_tostring);
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_MOD_MT, .methods = mod_methods, .get = mod_get,
+      .gc = mod_gc, .close = mod_close, .tostring = mod_tostring});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_FN_MT, .methods = fn_methods, .get = fn_get,
+      .gc = no_gc, .close = fn_close, .tostring = fn_tostring});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_GLOBAL_MT, .methods = global_methods, .get = global_get,
+      .gc = no_gc, .close = global_close, .tostring = global_tostring});
 }
 
 #else

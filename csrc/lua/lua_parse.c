@@ -40,7 +40,6 @@
 #define PARSER_MT "phaseprobe.parser"
 #define COLS_MT "phaseprobe.columns"
 #define SEL_MT "phaseprobe.selection"
-#define SCHEMA_MT "phaseprobe.schema"
 
 #define MAX_OPT_LIST 64
 
@@ -125,12 +124,12 @@ static void read_opts(lua_State *L, int t, opts_buf *b) {
       luaL_error(L, "phaseprobe.parse: option 'schemas': at most %d", MAX_OPT_LIST);
     for (lua_Integer i = 1; i <= len; i++) {
       lua_rawgeti(L, -1, i);
-      const pp_schema **s = luaL_testudata(L, -1, SCHEMA_MT);
+      const pp_schema *s = pp_lua_test_schema(L, -1);
       if (!s)
         luaL_error(L, "phaseprobe.parse: option 'schemas'[%d] must be a "
                       "phaseprobe.schema, got %s",
                    (int)i, luaL_typename(L, -1));
-      b->schemas[b->o.nschemas++] = *s;
+      b->schemas[b->o.nschemas++] = s;
       lua_pop(L, 1);
     }
     b->o.schemas = b->schemas;
@@ -1282,41 +1281,22 @@ static const luaL_Reg cols_methods[] = {
 static const luaL_Reg sel_methods[] = {
     {"indices", sel_indices}, {"get", sel_get}, {NULL, NULL}};
 
-static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,
-                      lua_CFunction gc, lua_CFunction tostring,
-                      lua_CFunction len) {
-  luaL_newmetatable(L, name);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  if (gc) {
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__close");
-  }
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  if (len) {
-    lua_pushcfunction(L, len);
-    lua_setfield(L, -2, "__len");
-  }
-  lua_pop(L, 1);
-}
-
 static const luaL_Reg parse_fns[] = {
     {"new", l_new},           {"file", l_file},
     {"string", l_string},     {"lines", l_lines},
     {"store", l_store},       {NULL, NULL}};
 
 int pp_lua_open_parse(lua_State *L) {
-  luaL_newmetatable(L, GROUPS_MT);
-  lua_pushcfunction(L, groups_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  new_class(L, PARSER_MT, parser_methods, parser_close, parser_tostring, NULL);
-  new_class(L, COLS_MT, cols_methods, cols_close, cols_tostring, cols_count);
-  new_class(L, SEL_MT, sel_methods, NULL, sel_tostring, sel_len);
+  pp_lua_class_new(L, &(pp_lua_class){.name = GROUPS_MT, .gc = groups_gc});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = PARSER_MT, .methods = parser_methods, .gc = parser_close,
+      .close = parser_close, .tostring = parser_tostring});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = COLS_MT, .methods = cols_methods, .gc = cols_close,
+      .close = cols_close, .tostring = cols_tostring, .len = cols_count});
+  pp_lua_class_new(L, &(pp_lua_class){.name = SEL_MT, .methods = sel_methods,
+                                      .tostring = sel_tostring,
+                                      .len = sel_len});
   luaL_newlib(L, parse_fns);
   lua_pushinteger(L, PP_PARSE_MAX_TOKENS);
   lua_setfield(L, -2, "max_fields");

@@ -496,10 +496,17 @@ typedef struct {
   const pp_schema *s;
 } schema_ud;
 
-static void push_schema(lua_State *L, const pp_schema *s) {
+/* SCHEMA_MT's one owner: other binding files reach schema handles through
+ * pp_lua_push_schema and pp_lua_test_schema (pp_lua.h). */
+void pp_lua_push_schema(lua_State *L, const pp_schema *s) {
   schema_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->s = s;
   luaL_setmetatable(L, SCHEMA_MT);
+}
+
+const pp_schema *pp_lua_test_schema(lua_State *L, int idx) {
+  schema_ud *u = luaL_testudata(L, idx, SCHEMA_MT);
+  return u ? u->s : NULL;
 }
 
 static const pp_schema *check_schema(lua_State *L, int i) {
@@ -584,7 +591,7 @@ static size_t read_list(lua_State *L, int def, const char *name,
  * a new (validated) schema, made current unless use=false. */
 static int l_schema(lua_State *L) {
   if (lua_isnoneornil(L, 1)) {
-    push_schema(L, pp_schema_current());
+    pp_lua_push_schema(L, pp_schema_current());
     return 1;
   }
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -621,7 +628,7 @@ static int l_schema(lua_State *L) {
   lua_pop(L, 1);
   if (use)
     pp_schema_use(s);
-  push_schema(L, s);
+  pp_lua_push_schema(L, s);
   return 1;
 }
 
@@ -631,7 +638,7 @@ static int l_use(lua_State *L) {
 }
 
 static int l_default_schema(lua_State *L) {
-  push_schema(L, pp_schema_default());
+  pp_lua_push_schema(L, pp_schema_default());
   return 1;
 }
 
@@ -1050,14 +1057,9 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   add_checkout_path(L, lua_tostring(L, 2));
   add_sentinel(L);
 
-  luaL_newmetatable(L, SCHEMA_MT);
-  lua_pushcfunction(L, schema_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, schema_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, schema_eq);
-  lua_setfield(L, -2, "__eq");
-  lua_pop(L, 1);
+  pp_lua_class_new(L, &(pp_lua_class){.name = SCHEMA_MT, .get = schema_index,
+                                      .tostring = schema_tostring,
+                                      .eq = schema_eq});
 
   lua_newtable(L); /* the module */
 
@@ -1074,10 +1076,8 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lua_setmetatable(L, -2);
   (void)0;
 
-  luaL_newmetatable(L, TOKEN_MT);
-  lua_pushcfunction(L, token_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  pp_lua_class_new(L, &(pp_lua_class){.name = TOKEN_MT,
+                                      .tostring = token_tostring});
 
   luaL_setfuncs(L, state_fns, 1); /* pops the state: an upvalue now */
   luaL_setfuncs(L, plain_fns, 0);

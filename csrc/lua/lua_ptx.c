@@ -812,10 +812,7 @@ static const luaL_Reg fns[] = {{"count", l_count},
                                {NULL, NULL}};
 
 int pp_lua_open_ptx(lua_State *L) {
-  luaL_newmetatable(L, RESULT_MT);
-  lua_pushcfunction(L, job_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  pp_lua_class_new(L, &(pp_lua_class){.name = RESULT_MT, .gc = job_gc});
   luaL_newlib(L, fns);
   push_keys(L);
   lua_pushvalue(L, -NKEYS - 1); /* the module table, for parallel_min */

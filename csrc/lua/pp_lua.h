@@ -6,6 +6,7 @@
 #include <lua.h>
 
 #include "pp_internal.h"
+#include "pp_lua_class.h"
 #include "pp_stats.h"
 
 int luaopen_phaseprobe(lua_State *L);
@@ -30,6 +31,11 @@ void pp_lua_push_record(lua_State *L, const pp_record *r);
 void pp_lua_push_record_mt(lua_State *L, const char *prefix,
                            const char *const *fields, size_t nfields);
 
+/* Schema handles (phaseprobe.schema, owned by lua_phaseprobe.c): pushes one
+ * for s; the schema of the handle at idx, or NULL when it is none. */
+void pp_lua_push_schema(lua_State *L, const pp_schema *s);
+const pp_schema *pp_lua_test_schema(lua_State *L, int idx);
+
 /* A summary and a line fit as the Lua tables of pp.numeric (lua_stats.c);
  * with uns, an exact min and max are unsigned 64-bit values. */
 void pp_lua_push_summary(lua_State *L, const pp_summary *s, int uns);
@@ -42,7 +48,5 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
                      const char *what, const char *open_verb);
 
-/* luaL_Stream-like release pattern shared by handle types: see lfs. */
-#define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)
 
 #endif

@@ -101,11 +101,6 @@ void lcu_use(lua_State *L, lcu_ctx *c, const char *what);
 /* A child took / gave back driver resources of c. */
 void lcu_hold(lcu_ctx *c);
 void lcu_unhold(lcu_ctx *c);
-/* Creates a class: metatable `name` with __index looking up `methods`
- * first, then calling getter(ud, key); plus __gc, __close, __tostring. */
-void lcu_class(lua_State *L, const char *name, const luaL_Reg *methods,
-               lua_CFunction getter, lua_CFunction gc, lua_CFunction close,
-               lua_CFunction tostring);
 /* Raises "unknown field 'k' of <kind>" */
 int lcu_no_field(lua_State *L, const char *kind);
 /* The context of a context handle at idx (checked). */
