@@ -17,6 +17,12 @@ int pp_lua_open_ptx(lua_State *L);   /* pp.ptx     (lua_ptx.c)    */
 int pp_lua_open_cuda(lua_State *L);  /* pp.cuda    (lua_cuda.c)   */
 int pp_lua_open_parse(lua_State *L); /* pp.parse   (lua_parse.c)  */
 int pp_lua_open_numeric(lua_State *L); /* pp.numeric (lua_stats.c) */
+/* Registers the column store's classes (lua_cols.c); pp_lua_open_parse
+ * calls it. */
+void pp_lua_open_cols(lua_State *L);
+/* Pushes a phaseprobe.columns object that owns c (lua_cols.c). */
+struct pp_cols;
+void pp_lua_push_cols(lua_State *L, struct pp_cols *c);
 /* With the module table on top: adds pp.cuda.cupti_* and sets pp.truth
  * (lua_truth.c). */
 void pp_lua_open_truth(lua_State *L);
