@@ -337,3 +337,13 @@ $(BUILD)/gpu_anatomy: tools/gpu_anatomy.c $(STATIC) | $(BUILD)
 
 fuzz-lua: san-module
 	@CC="$(CC)" fuzz/lua_api_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_LUA_SEED) $(FUZZ_LUA_CALLS)
+
+# ---- the truth harness's helpers (tools/truth_module.c) --------------------
+# phaseprobe_truth: monotonic time, clock pairs, spins and sleeps for
+# tools/truth.lua and spec/truth_spec.lua, on the clock of the loaded
+# phaseprobe.so. A module of its own, never installed.
+TRUTH_MODULE := $(BUILD)/phaseprobe_truth.so
+$(TRUTH_MODULE): tools/truth_module.c | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -shared -o $@ $< $(LDFLAGS) -ldl
+all: $(TRUTH_MODULE)
+truth: $(TRUTH_MODULE)

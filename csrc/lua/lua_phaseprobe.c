@@ -1094,7 +1094,7 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lua_setfield(L, -2, "parse");
   pp_lua_open_numeric(L);
   lua_setfield(L, -2, "numeric");
-  pp_lua_open_truth(L); /* pp.cuda.cupti_*, pp.truth */
+  pp_lua_open_cupti(L); /* pp.cuda.cupti_* */
 
   lua_pushliteral(L, PP_VERSION);
   lua_setfield(L, -2, "version");

@@ -23,9 +23,8 @@ void pp_lua_open_cols(lua_State *L);
 /* Pushes a phaseprobe.columns object that owns c (lua_cols.c). */
 struct pp_cols;
 void pp_lua_push_cols(lua_State *L, struct pp_cols *c);
-/* With the module table on top: adds pp.cuda.cupti_* and sets pp.truth
- * (lua_truth.c). */
-void pp_lua_open_truth(lua_State *L);
+/* With the module table on top: adds pp.cuda.cupti_* (lua_cupti.c). */
+void pp_lua_open_cupti(lua_State *L);
 
 /* Records as Lua tables: name = value for every field (integers; strings for
  * kernel_src and tags), with a metatable whose __tostring prints the line.

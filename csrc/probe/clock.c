@@ -176,14 +176,14 @@ static void choose(void) {
   apply(pick);
 }
 
-void pp_clock_init(void) { pthread_once(&clock_once, choose); }
+PP_EXPORT void pp_clock_init(void) { pthread_once(&clock_once, choose); }
 
-const pp_clock_info *pp_clock(void) {
+PP_EXPORT const pp_clock_info *pp_clock(void) {
   pp_clock_init();
   return &info;
 }
 
-int pp_clock_select(pp_clock_kind kind) {
+PP_EXPORT int pp_clock_select(pp_clock_kind kind) {
   pp_clock_init();
   if ((int)kind < 0 || kind > PP_CLOCK_MONOTONIC_RAW)
     return -1;
@@ -204,13 +204,13 @@ pp_ticks pp_now_slow(void) {
   }
 }
 
-pp_ticks pp_now(void) { return pp_now_inline(); }
+PP_EXPORT pp_ticks pp_now(void) { return pp_now_inline(); }
 
-uint64_t pp_ticks_to_ns(pp_ticks from, pp_ticks to) {
+PP_EXPORT uint64_t pp_ticks_to_ns(pp_ticks from, pp_ticks to) {
   return pp_ticks_delta_ns(from, to);
 }
 
-uint64_t pp_now_ns(void) {
+PP_EXPORT uint64_t pp_now_ns(void) {
   pp_clock_init();
   pp_ticks t = pp_now_inline();
   return (uint64_t)(((unsigned __int128)t * pp_clk.mult) >> 32);

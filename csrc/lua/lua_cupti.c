@@ -1,6 +1,6 @@
 /*
- * lua_truth.c: the CUPTI source's Lua entry points (in pp.cuda) and
- * pp.truth, the helpers the ground-truth harness needs.
+ * lua_cupti.c: the Lua entry points of the CUPTI kernel-time source
+ * (csrc/cuda/cupti.c), in pp.cuda beside the driver's.
  *
  *   pp.cuda.cupti_available()   -> true | false, why
  *   pp.cuda.cupti_start()       -> true | nil, why   (process-wide, counted)
@@ -8,23 +8,11 @@
  *   pp.cuda.cupti_info()        -> {available=, why=, path=, version=,
  *                                   active=, records=, kernels=, ...}
  *   pp.cuda.built_with_cupti    -- the CUPTI headers were there at build
- *
- *   pp.truth.monotonic_ns()     -> clock_gettime(CLOCK_MONOTONIC) in ns
- *   pp.truth.clock_pair()       -> fast_ns, monotonic_ns, spread_ns
- *   pp.truth.spin_ns(ns)        -- busy-waits on the probe clock
- *   pp.truth.sleep_ns(ns)       -- sleeps (nanosleep, resumed after signals)
- *
- * clock_pair reads the monotonic clock, the probe's clock (pp.now) and the
- * monotonic clock again, keeps the tightest of a few such brackets and
- * returns the probe reading with the bracket's midpoint and width: the two
- * readings are simultaneous to within spread_ns / 2.
  */
 #include "pp_lua.h"
 #include "pp_cupti.h"
 
-#include <errno.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- pp.cuda.cupti_* --------------------------------------------------------- */
 static int l_cupti_available(lua_State *L) {
@@ -99,63 +87,9 @@ static const luaL_Reg cupti_fns[] = {{"cupti_available", l_cupti_available},
                                      {"cupti_info", l_cupti_info},
                                      {NULL, NULL}};
 
-/* ---- pp.truth ---------------------------------------------------------------- */
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int l_monotonic_ns(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)mono_ns());
-  return 1;
-}
-
-static int l_clock_pair(lua_State *L) {
-  uint64_t best_fast = 0, best_mid = 0, best_spread = UINT64_MAX;
-  for (int i = 0; i < 7; i++) {
-    uint64_t m0 = mono_ns();
-    uint64_t f = pp_now_ns();
-    uint64_t m1 = mono_ns();
-    if (m1 - m0 < best_spread) {
-      best_spread = m1 - m0;
-      best_fast = f;
-      best_mid = m0 + (m1 - m0) / 2;
-    }
-  }
-  lua_pushinteger(L, (lua_Integer)best_fast);
-  lua_pushinteger(L, (lua_Integer)best_mid);
-  lua_pushinteger(L, (lua_Integer)best_spread);
-  return 3;
-}
-
-static int l_spin_ns(lua_State *L) {
-  lua_Integer ns = luaL_checkinteger(L, 1);
-  luaL_argcheck(L, ns >= 0 && ns <= 60000000000LL, 1,
-                "nanoseconds must be 0..60e9");
-  pp_spin_ns((uint64_t)ns);
-  return 0;
-}
-
-static int l_sleep_ns(lua_State *L) {
-  lua_Integer ns = luaL_checkinteger(L, 1);
-  luaL_argcheck(L, ns >= 0 && ns <= 3600000000000LL, 1,
-                "nanoseconds must be 0..3600e9");
-  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-  return 0;
-}
-
-static const luaL_Reg truth_fns[] = {{"monotonic_ns", l_monotonic_ns},
-                                     {"clock_pair", l_clock_pair},
-                                     {"spin_ns", l_spin_ns},
-                                     {"sleep_ns", l_sleep_ns},
-                                     {NULL, NULL}};
-
 /* With the module table on top: adds the cupti_* functions to its 'cuda'
- * table and sets its 'truth' table. */
-void pp_lua_open_truth(lua_State *L) {
+ * table. */
+void pp_lua_open_cupti(lua_State *L) {
   if (lua_getfield(L, -1, "cuda") == LUA_TTABLE) {
     luaL_setfuncs(L, cupti_fns, 0);
 #if defined(PP_HAVE_CUPTI_H) && defined(PP_HAVE_CUDA_H)
@@ -166,6 +100,4 @@ void pp_lua_open_truth(lua_State *L) {
     lua_setfield(L, -2, "built_with_cupti");
   }
   lua_pop(L, 1);
-  luaL_newlib(L, truth_fns);
-  lua_setfield(L, -2, "truth");
 }
