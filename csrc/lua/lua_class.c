@@ -41,11 +41,13 @@ void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {
   } else {
     set_fn(L, "__index", c->get);
   }
-  set_fn(L, "__gc", c->gc);
-  set_fn(L, "__close", c->close);
-  set_fn(L, "__tostring", c->tostring);
-  set_fn(L, "__len", c->len);
-  set_fn(L, "__eq", c->eq);
-  set_fn(L, "__call", c->call);
+  const struct {
+    const char *event;
+    lua_CFunction f;
+  } meta[] = {
+      {"__gc", c->gc},   {"__close", c->close}, {"__tostring", c->tostring},
+      {"__len", c->len}, {"__eq", c->eq},       {"__call", c->call}};
+  for (size_t i = 0; i < sizeof meta / sizeof *meta; i++)
+    set_fn(L, meta[i].event, meta[i].f);
   lua_pop(L, 1);
 }

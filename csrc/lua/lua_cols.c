@@ -540,6 +540,25 @@ static int groups_gc(lua_State *L) {
   return 0;
 }
 
+/* With the group's selection on top and the list of groups below it: sets
+ * list[i] = {key = key | missing = true, n = n, sel = <the selection>}
+ * (key NULL or of kind PP_VAL_NONE: records lacking the field). */
+static void add_group(lua_State *L, const pp_value *key, size_t n,
+                      lua_Integer i) {
+  lua_createtable(L, 0, 4);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "sel");
+  if (!key || key->kind == PP_VAL_NONE) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "missing");
+  } else {
+    push_value(L, key);
+    lua_setfield(L, -2, "key");
+  }
+  pp_lua_set_int(L, "n", n);
+  lua_rawseti(L, -2, i);
+}
+
 /* cols:group(name [, sel]) -> { {key=, n=, sel=}, ... } in order of first
  * appearance; records lacking the field form a group with key nil and
  * missing = true */
@@ -553,11 +572,6 @@ static int cols_group(lua_State *L) {
     lua_createtable(L, 1, 0);
     if (n == 0)
       return 1;
-    lua_createtable(L, 0, 3);
-    lua_pushboolean(L, 1);
-    lua_setfield(L, -2, "missing");
-    lua_pushinteger(L, (lua_Integer)n);
-    lua_setfield(L, -2, "n");
     if (sel) {
       push_sel(L, 1, sel, nsel);
     } else {
@@ -565,8 +579,7 @@ static int cols_group(lua_State *L) {
       lua_pushvalue(L, 1);
       lua_call(L, 1, 1);
     }
-    lua_setfield(L, -2, "sel");
-    lua_rawseti(L, -2, 1);
+    add_group(L, NULL, n, 1);
     return 1;
   }
   /* the groups are freed by their guard's __gc if building the tables
@@ -581,19 +594,8 @@ static int cols_group(lua_State *L) {
   size_t ng = gg->n;
   lua_createtable(L, (int)ng, 0);
   for (size_t i = 0; i < ng; i++) {
-    lua_createtable(L, 0, 4);
-    if (g[i].key.kind == PP_VAL_NONE) {
-      lua_pushboolean(L, 1);
-      lua_setfield(L, -2, "missing");
-    } else {
-      push_value(L, &g[i].key);
-      lua_setfield(L, -2, "key");
-    }
-    lua_pushinteger(L, (lua_Integer)g[i].n);
-    lua_setfield(L, -2, "n");
     push_sel(L, 1, g[i].rows, g[i].n);
-    lua_setfield(L, -2, "sel");
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    add_group(L, &g[i].key, g[i].n, (lua_Integer)i + 1);
   }
   pp_groups_free(g, ng);
   gg->g = NULL;

@@ -44,11 +44,6 @@ static int l_cupti_stop(lua_State *L) {
   return 0;
 }
 
-static void set_int(lua_State *L, const char *k, uint64_t v) {
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 static int l_cupti_info(lua_State *L) {
   char why[512] = "";
   int ok = pp_cupti_available(why, sizeof why);
@@ -63,21 +58,21 @@ static int l_cupti_info(lua_State *L) {
   }
   lua_pushstring(L, pp_cupti_path());
   lua_setfield(L, -2, "path");
-  set_int(L, "version", pp_cupti_version());
+  pp_lua_set_int(L, "version", pp_cupti_version());
   lua_pushboolean(L, pp_cupti_active());
   lua_setfield(L, -2, "active");
-  set_int(L, "starts", st.starts);
-  set_int(L, "records", st.records);
-  set_int(L, "kernels", st.kernels);
-  set_int(L, "correlations", st.correlations);
-  set_int(L, "matched", st.matched);
-  set_int(L, "lost", st.lost);
-  set_int(L, "dropped", st.dropped);
-  set_int(L, "buffers", st.buffers);
-  set_int(L, "buffer_bytes", st.buffer_bytes);
-  set_int(L, "spans", st.spans);
-  set_int(L, "collects", st.collects);
-  set_int(L, "forced_flushes", st.forced_flushes);
+  pp_lua_set_int(L, "starts", st.starts);
+  pp_lua_set_int(L, "records", st.records);
+  pp_lua_set_int(L, "kernels", st.kernels);
+  pp_lua_set_int(L, "correlations", st.correlations);
+  pp_lua_set_int(L, "matched", st.matched);
+  pp_lua_set_int(L, "lost", st.lost);
+  pp_lua_set_int(L, "dropped", st.dropped);
+  pp_lua_set_int(L, "buffers", st.buffers);
+  pp_lua_set_int(L, "buffer_bytes", st.buffer_bytes);
+  pp_lua_set_int(L, "spans", st.spans);
+  pp_lua_set_int(L, "collects", st.collects);
+  pp_lua_set_int(L, "forced_flushes", st.forced_flushes);
   return 1;
 }
 

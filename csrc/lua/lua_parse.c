@@ -89,6 +89,22 @@ static size_t read_names(lua_State *L, int t, const char *field,
   return n;
 }
 
+/* Option `name` of the options table at t: 0 when absent, else a positive
+ * integer (raises otherwise; `note` follows the message). */
+static lua_Integer opt_positive(lua_State *L, int t, const char *name,
+                                const char *note) {
+  lua_Integer m = 0;
+  if (lua_getfield(L, t, name) != LUA_TNIL) {
+    m = lua_tointeger(L, -1);
+    if (!lua_isinteger(L, -1) || m < 1)
+      luaL_error(L, "phaseprobe.parse: option '%s' must be a positive "
+                    "integer%s",
+                 name, note);
+  }
+  lua_pop(L, 1);
+  return m;
+}
+
 /* Reads the options at t into b. Pushes the table anchoring the strings b
  * points at: the caller pops it once they are copied. */
 static void read_opts(lua_State *L, int t, opts_buf *b) {
@@ -125,24 +141,9 @@ static void read_opts(lua_State *L, int t, opts_buf *b) {
                luaL_typename(L, -1));
   }
   lua_pop(L, 1);
-  lua_getfield(L, t, "max_errors");
-  if (!lua_isnil(L, -1)) {
-    lua_Integer m = lua_tointeger(L, -1);
-    if (!lua_isinteger(L, -1) || m < 1)
-      luaL_error(L, "phaseprobe.parse: option 'max_errors' must be a positive "
-                    "integer");
-    b->o.max_errors = (size_t)m;
-  }
-  lua_pop(L, 1);
-  lua_getfield(L, t, "max_bytes");
-  if (!lua_isnil(L, -1)) {
-    lua_Integer m = lua_tointeger(L, -1);
-    if (!lua_isinteger(L, -1) || m < 1)
-      luaL_error(L, "phaseprobe.parse: option 'max_bytes' must be a positive "
-                    "integer (bytes one input may bring)");
-    b->o.max_bytes = (uint64_t)m;
-  }
-  lua_pop(L, 1);
+  b->o.max_errors = (size_t)opt_positive(L, t, "max_errors", "");
+  b->o.max_bytes = (uint64_t)opt_positive(L, t, "max_bytes",
+                                          " (bytes one input may bring)");
 }
 
 static pp_parser *new_parser(lua_State *L, int opts, uint64_t *max_bytes) {
@@ -158,19 +159,14 @@ static pp_parser *new_parser(lua_State *L, int opts, uint64_t *max_bytes) {
 }
 
 /* ---- the report ---------------------------------------------------------- */
-static void set_int(lua_State *L, const char *k, uint64_t v) {
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 static void push_stats(lua_State *L, const pp_parse_stats *st) {
-  set_int(L, "total", st->total);
-  set_int(L, "parsed", st->parsed);
-  set_int(L, "rejected", st->rejected);
-  set_int(L, "other", st->other);
-  set_int(L, "bytes", st->bytes);
+  pp_lua_set_int(L, "total", st->total);
+  pp_lua_set_int(L, "parsed", st->parsed);
+  pp_lua_set_int(L, "rejected", st->rejected);
+  pp_lua_set_int(L, "other", st->other);
+  pp_lua_set_int(L, "bytes", st->bytes);
   if (st->errors_dropped)
-    set_int(L, "errors_dropped", st->errors_dropped);
+    pp_lua_set_int(L, "errors_dropped", st->errors_dropped);
   lua_pushboolean(L, st->unterminated);
   lua_setfield(L, -2, "unterminated");
 }
@@ -185,8 +181,8 @@ static void push_report(lua_State *L, const pp_parser *p) {
     lua_createtable(L, 0, 4);
     lua_pushstring(L, e->source);
     lua_setfield(L, -2, "file");
-    set_int(L, "line", e->line);
-    set_int(L, "column", e->column);
+    pp_lua_set_int(L, "line", e->line);
+    pp_lua_set_int(L, "column", e->column);
     lua_pushstring(L, e->what);
     lua_setfield(L, -2, "what");
     lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -586,11 +582,8 @@ int pp_lua_open_parse(lua_State *L) {
       .name = PARSER_MT, .methods = parser_methods, .gc = parser_close,
       .close = parser_close, .tostring = parser_tostring});
   luaL_newlib(L, parse_fns);
-  lua_pushinteger(L, PP_PARSE_MAX_TOKENS);
-  lua_setfield(L, -2, "max_fields");
-  lua_pushinteger(L, (lua_Integer)PP_PARSE_MAX_BYTES);
-  lua_setfield(L, -2, "max_bytes");
-  lua_pushinteger(L, PP_PARSE_MAX_LINE);
-  lua_setfield(L, -2, "max_line");
+  pp_lua_set_int(L, "max_fields", PP_PARSE_MAX_TOKENS);
+  pp_lua_set_int(L, "max_bytes", PP_PARSE_MAX_BYTES);
+  pp_lua_set_int(L, "max_line", PP_PARSE_MAX_LINE);
   return 1;
 }

@@ -806,22 +806,17 @@ static int l_flush(lua_State *L) {
   return 2;
 }
 
-static void set_int(lua_State *L, const char *k, uint64_t v) {
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 static int l_stats(lua_State *L) {
   pp_stats_t s;
   pp_stats(&s);
   lua_createtable(L, 0, 10);
-  set_int(L, "emitted", s.emitted);
-  set_int(L, "stored", s.stored);
-  set_int(L, "dropped", s.dropped);
-  set_int(L, "line_failures", s.line_failures);
-  set_int(L, "lines_written", s.lines_written);
-  set_int(L, "lines_dropped", s.lines_dropped);
-  set_int(L, "lines_pending", s.lines_pending);
+  pp_lua_set_int(L, "emitted", s.emitted);
+  pp_lua_set_int(L, "stored", s.stored);
+  pp_lua_set_int(L, "dropped", s.dropped);
+  pp_lua_set_int(L, "line_failures", s.line_failures);
+  pp_lua_set_int(L, "lines_written", s.lines_written);
+  pp_lua_set_int(L, "lines_dropped", s.lines_dropped);
+  pp_lua_set_int(L, "lines_pending", s.lines_pending);
   lua_pushstring(L, s.sink);
   lua_setfield(L, -2, "sink");
   if (s.line_failures) {

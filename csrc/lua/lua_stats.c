@@ -35,11 +35,6 @@
 #include <stdint.h>
 #include <string.h>
 
-static void set_num(lua_State *L, const char *k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
 /* An exact integer, or a float when it does not fit a Lua integer as the
  * unsigned value it is. */
 static void set_exact(lua_State *L, const char *k, int64_t v, int uns) {
@@ -62,16 +57,16 @@ void pp_lua_push_summary(lua_State *L, const pp_summary *s, int uns) {
     if (s->isum_fits)
       set_exact(L, "sum", s->isum, 0);
     else
-      set_num(L, "sum", s->sum);
+      pp_lua_set_num(L, "sum", s->sum);
   } else {
-    set_num(L, "min", s->min);
-    set_num(L, "max", s->max);
-    set_num(L, "sum", s->sum);
+    pp_lua_set_num(L, "min", s->min);
+    pp_lua_set_num(L, "max", s->max);
+    pp_lua_set_num(L, "sum", s->sum);
   }
-  set_num(L, "mean", s->mean);
-  set_num(L, "median", s->median);
-  set_num(L, "p90", s->p90);
-  set_num(L, "p99", s->p99);
+  pp_lua_set_num(L, "mean", s->mean);
+  pp_lua_set_num(L, "median", s->median);
+  pp_lua_set_num(L, "p90", s->p90);
+  pp_lua_set_num(L, "p99", s->p99);
 }
 
 void pp_lua_push_fit(lua_State *L, const pp_fit *f) {
@@ -84,19 +79,19 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f) {
   lua_setfield(L, -2, "ok");
   if (f->n == 0)
     return;
-  set_num(L, "xmin", f->xmin);
-  set_num(L, "xmax", f->xmax);
-  set_num(L, "ymedian", f->ymedian);
+  pp_lua_set_num(L, "xmin", f->xmin);
+  pp_lua_set_num(L, "xmax", f->xmax);
+  pp_lua_set_num(L, "ymedian", f->ymedian);
   lua_createtable(L, 0, 3);
-  set_num(L, "intercept", f->ls_intercept);
-  set_num(L, "slope", f->ls_slope);
-  set_num(L, "r2", f->ls_r2);
+  pp_lua_set_num(L, "intercept", f->ls_intercept);
+  pp_lua_set_num(L, "slope", f->ls_slope);
+  pp_lua_set_num(L, "r2", f->ls_r2);
   lua_setfield(L, -2, "ls");
   lua_createtable(L, 0, 6);
-  set_num(L, "intercept", f->ts_intercept);
-  set_num(L, "slope", f->ts_slope);
-  set_num(L, "r2", f->ts_r2);
-  set_num(L, "quality", f->ts_quality);
+  pp_lua_set_num(L, "intercept", f->ts_intercept);
+  pp_lua_set_num(L, "slope", f->ts_slope);
+  pp_lua_set_num(L, "r2", f->ts_r2);
+  pp_lua_set_num(L, "quality", f->ts_quality);
   lua_pushinteger(L, (lua_Integer)f->ts_pairs);
   lua_setfield(L, -2, "pairs");
   lua_pushboolean(L, f->ts_sampled);

@@ -36,6 +36,17 @@ void pp_lua_push_record(lua_State *L, const pp_record *r);
 void pp_lua_push_record_mt(lua_State *L, const char *prefix,
                            const char *const *fields, size_t nfields);
 
+/* t[k] = v for the table on top of the stack. */
+static inline void pp_lua_set_int(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static inline void pp_lua_set_num(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
 /* Schema handles (phaseprobe.schema, owned by lua_phaseprobe.c): pushes one
  * for s; the schema of the handle at idx, or NULL when it is none. */
 void pp_lua_push_schema(lua_State *L, const pp_schema *s);

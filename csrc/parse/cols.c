@@ -103,30 +103,43 @@ PP_EXPORT void pp_cols_free(pp_cols *c) {
   free(c);
 }
 
-static int name_ht_rebuild(pp_cols *c, size_t size) {
-  int32_t *ht = pp_cols_calloc(c, size * sizeof *ht);
-  if (!ht)
+/* ---- the three indexes: names, strings, layouts ---------------------------
+ * Open addressing with linear probing in a power-of-two table; a slot holds
+ * an item's number + 1 (0: empty). Each grows to keep at most half its
+ * slots filled: index_grow places the n items already there again, item i
+ * at key_hash(c, i). */
+typedef uint64_t (*key_hash_fn)(const pp_cols *c, size_t i);
+
+static int index_grow(pp_cols *c, uint32_t **ht, size_t *size, size_t first,
+                      size_t n, key_hash_fn key_hash) {
+  size_t nsize = *size ? *size * 2 : first;
+  uint32_t *t = pp_cols_calloc(c, nsize * sizeof *t);
+  if (!t)
     return -1;
-  for (size_t i = 0; i < c->ncol; i++) {
-    size_t h = hash_bytes(c->col[i].name, c->col[i].len) & (size - 1);
-    while (ht[h])
-      h = (h + 1) & (size - 1);
-    ht[h] = (int32_t)i + 1;
+  for (size_t i = 0; i < n; i++) {
+    size_t h = key_hash(c, i) & (nsize - 1);
+    while (t[h])
+      h = (h + 1) & (nsize - 1);
+    t[h] = (uint32_t)i + 1;
   }
-  pp_cols_dealloc(c, c->name_ht, c->name_ht_size * sizeof *c->name_ht);
-  c->name_ht = ht;
-  c->name_ht_size = size;
+  pp_cols_dealloc(c, *ht, *size * sizeof *t);
+  *ht = t;
+  *size = nsize;
   return 0;
+}
+
+static uint64_t name_key(const pp_cols *c, size_t i) {
+  return hash_bytes(c->col[i].name, c->col[i].len);
 }
 
 int pp_cols_lookup(const pp_cols *c, const char *name, size_t len) {
   if (!c->name_ht_size)
     return -1;
   size_t m = c->name_ht_size - 1, h = hash_bytes(name, len) & m;
-  for (int32_t v; (v = c->name_ht[h]) != 0; h = (h + 1) & m) {
+  for (uint32_t v; (v = c->name_ht[h]) != 0; h = (h + 1) & m) {
     const pp_column *k = &c->col[v - 1];
     if (k->len == len && memcmp(k->name, name, len) == 0)
-      return v - 1;
+      return (int)(v - 1);
   }
   return -1;
 }
@@ -148,7 +161,7 @@ int pp_cols_add_column(pp_cols *c, const char *name, size_t len, int hidden,
     c->col_alloc = na;
   }
   if ((c->ncol + 1) * 2 > c->name_ht_size &&
-      name_ht_rebuild(c, c->name_ht_size ? c->name_ht_size * 2 : 128) != 0)
+      index_grow(c, &c->name_ht, &c->name_ht_size, 128, c->ncol, name_key))
     return -1;
   pp_column *k = &c->col[c->ncol];
   memset(k, 0, sizeof *k);
@@ -163,36 +176,24 @@ int pp_cols_add_column(pp_cols *c, const char *name, size_t len, int hidden,
   size_t m = c->name_ht_size - 1, h = hash_bytes(name, len) & m;
   while (c->name_ht[h])
     h = (h + 1) & m;
-  c->name_ht[h] = (int32_t)c->ncol + 1;
+  c->name_ht[h] = (uint32_t)c->ncol + 1;
   if (!hidden)
     c->vis[c->nvis++] = (uint32_t)c->ncol;
   return (int)c->ncol++;
 }
 
 /* ---- strings ------------------------------------------------------------- */
-static int str_ht_grow(pp_cols *c) {
-  size_t size = c->str_ht_size ? c->str_ht_size * 2 : 256;
-  uint32_t *ht = pp_cols_calloc(c, size * sizeof *ht);
-  if (!ht)
-    return -1;
-  for (size_t i = 0; i < c->nstr; i++) {
-    size_t len;
-    const char *s = pp_cols_str(c, (uint32_t)i, &len);
-    size_t h = hash_bytes(s, len) & (size - 1);
-    while (ht[h])
-      h = (h + 1) & (size - 1);
-    ht[h] = (uint32_t)i + 1;
-  }
-  pp_cols_dealloc(c, c->str_ht, c->str_ht_size * sizeof *ht);
-  c->str_ht = ht;
-  c->str_ht_size = size;
-  return 0;
+static uint64_t str_key(const pp_cols *c, size_t i) {
+  size_t len;
+  const char *s = pp_cols_str(c, (uint32_t)i, &len);
+  return hash_bytes(s, len);
 }
 
 uint32_t pp_cols_intern(pp_cols *c, const char *s, size_t len) {
   if (len >= 0xffffffffu)
     return UINT32_MAX;
-  if ((c->nstr + 1) * 2 > c->str_ht_size && str_ht_grow(c) != 0)
+  if ((c->nstr + 1) * 2 > c->str_ht_size &&
+      index_grow(c, &c->str_ht, &c->str_ht_size, 256, c->nstr, str_key))
     return UINT32_MAX;
   size_t m = c->str_ht_size - 1, h = hash_bytes(s, len) & m;
   for (uint32_t v; (v = c->str_ht[h]) != 0; h = (h + 1) & m) {
@@ -240,27 +241,15 @@ static uint64_t layout_hash(uint32_t prefix, const uint32_t *cols, size_t n) {
   return h;
 }
 
-static int lay_ht_grow(pp_cols *c) {
-  size_t size = c->lay_ht_size ? c->lay_ht_size * 2 : 64;
-  uint32_t *ht = pp_cols_calloc(c, size * sizeof *ht);
-  if (!ht)
-    return -1;
-  for (size_t i = 0; i < c->nlay; i++) {
-    size_t h = c->lay[i].hash & (size - 1);
-    while (ht[h])
-      h = (h + 1) & (size - 1);
-    ht[h] = (uint32_t)i + 1;
-  }
-  pp_cols_dealloc(c, c->lay_ht, c->lay_ht_size * sizeof *ht);
-  c->lay_ht = ht;
-  c->lay_ht_size = size;
-  return 0;
+static uint64_t layout_key(const pp_cols *c, size_t i) {
+  return c->lay[i].hash;
 }
 
 uint32_t pp_cols_layout_intern(pp_cols *c, uint32_t prefix,
                                const uint32_t *cols, size_t n) {
   uint64_t hash = layout_hash(prefix, cols, n);
-  if ((c->nlay + 1) * 2 > c->lay_ht_size && lay_ht_grow(c) != 0)
+  if ((c->nlay + 1) * 2 > c->lay_ht_size &&
+      index_grow(c, &c->lay_ht, &c->lay_ht_size, 64, c->nlay, layout_key))
     return UINT32_MAX;
   size_t m = c->lay_ht_size - 1, h = hash & m;
   for (uint32_t v; (v = c->lay_ht[h]) != 0; h = (h + 1) & m) {

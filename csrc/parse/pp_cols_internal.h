@@ -48,7 +48,7 @@ struct pp_cols {
   size_t n; /* records */
   pp_column *col;
   size_t ncol, col_alloc;
-  int32_t *name_ht; /* column index + 1; 0 empty */
+  uint32_t *name_ht; /* column index + 1; 0 empty */
   size_t name_ht_size;
   uint32_t *vis; /* visible columns in order of appearance */
   size_t nvis;

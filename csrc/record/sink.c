@@ -982,6 +982,19 @@ static sinkobj *sink_new(const pp_sink_opts *o) {
   return s;
 }
 
+/* A new sink s, whose target took (rc 0) or not: it becomes the current
+ * one, or goes, keeping the errno that says why. */
+static int sink_install(sinkobj *s, int rc) {
+  if (rc != 0) {
+    int e = errno;
+    free(s);
+    errno = e;
+    return -1;
+  }
+  sink_switch(s);
+  return 0;
+}
+
 PP_EXPORT int pp_sink_fd_with(int fd, const pp_sink_opts *o) {
   if (fd < 0) {
     sink_switch(NULL);
@@ -990,15 +1003,10 @@ PP_EXPORT int pp_sink_fd_with(int fd, const pp_sink_opts *o) {
   sinkobj *s = sink_new(o);
   if (!s)
     return -1;
-  if (own_from_fd(fd, s) != 0) {
-    int e = errno;
-    free(s);
-    errno = e;
-    return -1;
-  }
-  set_name_fd(s, fd);
-  sink_switch(s);
-  return 0;
+  int rc = own_from_fd(fd, s);
+  if (rc == 0)
+    set_name_fd(s, fd);
+  return sink_install(s, rc);
 }
 
 PP_EXPORT int pp_sink_file_with(const char *path, const pp_sink_opts *o) {
@@ -1009,14 +1017,7 @@ PP_EXPORT int pp_sink_file_with(const char *path, const pp_sink_opts *o) {
   sinkobj *s = sink_new(o);
   if (!s)
     return -1;
-  if (own_from_path(path, s) != 0) {
-    int e = errno;
-    free(s);
-    errno = e;
-    return -1;
-  }
-  sink_switch(s);
-  return 0;
+  return sink_install(s, own_from_path(path, s));
 }
 
 PP_EXPORT int pp_sink_fd(int fd) { return pp_sink_fd_with(fd, NULL); }
