@@ -266,20 +266,34 @@ static int cols_line(lua_State *L) {
   return 1;
 }
 
+/* The arguments of most queries, (columns, name [, sel]), checked in
+ * that order. */
+typedef struct {
+  pp_cols *c;
+  int col;             /* -1: no record has that field */
+  const uint32_t *sel; /* NULL: every record */
+  size_t nsel;
+} query;
+
+static query query_args(lua_State *L) {
+  query q;
+  q.c = check_cols(L, 1);
+  q.col = col_of(L, q.c, 2);
+  q.sel = opt_sel(L, 3, 1, &q.nsel);
+  return q;
+}
+
 /* cols:values(name [, sel]) -> {present values, in row order} */
 static int cols_values(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  int col = col_of(L, c, 2);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 3, 1, &nsel);
-  size_t n = nrows(c, sel, nsel);
-  lua_createtable(L, col < 0 ? 0 : (int)n, 0);
-  if (col < 0)
+  query q = query_args(L);
+  size_t n = nrows(q.c, q.sel, q.nsel);
+  lua_createtable(L, q.col < 0 ? 0 : (int)n, 0);
+  if (q.col < 0)
     return 1;
   lua_Integer out = 1;
   pp_value v;
   for (size_t i = 0; i < n; i++) {
-    pp_cols_get(c, (size_t)col, sel ? sel[i] : i, &v);
+    pp_cols_get(q.c, (size_t)q.col, q.sel ? q.sel[i] : i, &v);
     if (v.kind == PP_VAL_NONE)
       continue;
     push_value(L, &v);
@@ -290,15 +304,13 @@ static int cols_values(lua_State *L) {
 
 /* cols:summary(name [, sel]) -> {count, min, median, mean, p90, p99, max, sum} */
 static int cols_summary(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  int col = col_of(L, c, 2);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 3, 1, &nsel);
+  query q = query_args(L);
   pp_summary s;
   memset(&s, 0, sizeof s);
-  if (col >= 0 && pp_cols_summary(c, (size_t)col, sel, nsel, &s) != 0)
+  if (q.col >= 0 && pp_cols_summary(q.c, (size_t)q.col, q.sel, q.nsel, &s) != 0)
     return luaL_error(L, "phaseprobe.columns: out of memory");
-  pp_lua_push_summary(L, &s, col >= 0 && pp_cols_unsigned(c, (size_t)col));
+  pp_lua_push_summary(L, &s,
+                      q.col >= 0 && pp_cols_unsigned(q.c, (size_t)q.col));
   return 1;
 }
 
@@ -563,17 +575,14 @@ static void add_group(lua_State *L, const pp_value *key, size_t n,
  * appearance; records lacking the field form a group with key nil and
  * missing = true */
 static int cols_group(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  int col = col_of(L, c, 2);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 3, 1, &nsel);
-  if (col < 0) {
-    size_t n = nrows(c, sel, nsel);
+  query q = query_args(L);
+  if (q.col < 0) {
+    size_t n = nrows(q.c, q.sel, q.nsel);
     lua_createtable(L, 1, 0);
     if (n == 0)
       return 1;
-    if (sel) {
-      push_sel(L, 1, sel, nsel);
+    if (q.sel) {
+      push_sel(L, 1, q.sel, q.nsel);
     } else {
       lua_pushcfunction(L, cols_select);
       lua_pushvalue(L, 1);
@@ -588,7 +597,7 @@ static int cols_group(lua_State *L) {
   gg->g = NULL;
   gg->n = 0;
   luaL_setmetatable(L, GROUPS_MT);
-  if (pp_cols_group(c, (size_t)col, sel, nsel, &gg->g, &gg->n) != 0)
+  if (pp_cols_group(q.c, (size_t)q.col, q.sel, q.nsel, &gg->g, &gg->n) != 0)
     return luaL_error(L, "phaseprobe.columns: out of memory");
   pp_group *g = gg->g;
   size_t ng = gg->n;
@@ -605,15 +614,13 @@ static int cols_group(lua_State *L) {
 
 /* cols:distinct(name [, sel [, limit]]) -> count (up to limit, default 1000) */
 static int cols_distinct(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  int col = col_of(L, c, 2);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 3, 1, &nsel);
+  query q = query_args(L);
   lua_Integer limit = luaL_optinteger(L, 4, 1000);
   luaL_argcheck(L, limit >= 1, 4, "limit must be positive");
-  lua_pushinteger(L, col < 0 ? 0
-                             : (lua_Integer)pp_cols_distinct(c, (size_t)col, sel,
-                                                             nsel, (size_t)limit));
+  lua_pushinteger(
+      L, q.col < 0 ? 0
+                   : (lua_Integer)pp_cols_distinct(q.c, (size_t)q.col, q.sel,
+                                                   q.nsel, (size_t)limit));
   return 1;
 }
 

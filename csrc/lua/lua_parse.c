@@ -536,24 +536,27 @@ static int l_file(lua_State *L) {
   return finish(L, u->p);
 }
 
+/* The one-shot forms of a parser's string and lines: the input at 1, the
+ * options at 2, fed by feed(parser 4, input 1, source name 3). */
+static int one_shot(lua_State *L, const char *dflt,
+                    int (*feed)(lua_State *, int, int, int)) {
+  lua_settop(L, 2);
+  push_source(L, 2, dflt); /* 3 */
+  temp_parser(L, 2);       /* 4 */
+  feed(L, 4, 1, 3);
+  return finish(L, ((parser_ud *)lua_touserdata(L, 4))->p);
+}
+
 /* parse.string(s [, opts]) -> columns, report */
 static int l_string(lua_State *L) {
   luaL_checkstring(L, 1);
-  lua_settop(L, 2);
-  push_source(L, 2, "(string)"); /* 3 */
-  temp_parser(L, 2);             /* 4 */
-  feed_string(L, 4, 1, 3);
-  return finish(L, ((parser_ud *)lua_touserdata(L, 4))->p);
+  return one_shot(L, "(string)", feed_string);
 }
 
 /* parse.lines(iterator [, opts]) -> columns, report */
 static int l_lines(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  lua_settop(L, 2);
-  push_source(L, 2, "(lines)"); /* 3 */
-  temp_parser(L, 2);            /* 4 */
-  feed_lines(L, 4, 1, 3);
-  return finish(L, ((parser_ud *)lua_touserdata(L, 4))->p);
+  return one_shot(L, "(lines)", feed_lines);
 }
 
 /* parse.store([opts]) -> columns, report: the live store's records */

@@ -103,6 +103,19 @@ PP_EXPORT void pp_cols_free(pp_cols *c) {
   free(c);
 }
 
+/* Room for one more element in an array of *alloc (doubled; first
+ * elements at the start); -1, the array unchanged, without memory. */
+static int grow(pp_cols *c, void **a, size_t *alloc, size_t first,
+                size_t elem) {
+  size_t na = *alloc ? *alloc * 2 : first;
+  void *n = pp_cols_realloc(c, *a, *alloc * elem, na * elem);
+  if (!n)
+    return -1;
+  *a = n;
+  *alloc = na;
+  return 0;
+}
+
 /* ---- the three indexes: names, strings, layouts ---------------------------
  * Open addressing with linear probing in a power-of-two table; a slot holds
  * an item's number + 1 (0: empty). Each grows to keep at most half its
@@ -216,15 +229,9 @@ uint32_t pp_cols_intern(pp_cols *c, const char *s, size_t len) {
     c->arena = a;
     c->arena_cap = na;
   }
-  if (c->nstr == c->str_alloc) {
-    size_t na = c->str_alloc ? c->str_alloc * 2 : 64;
-    uint64_t *o = pp_cols_realloc(c, c->str_off, c->str_alloc * sizeof *o,
-                                  na * sizeof *o);
-    if (!o)
-      return UINT32_MAX;
-    c->str_off = o;
-    c->str_alloc = na;
-  }
+  if (c->nstr == c->str_alloc &&
+      grow(c, (void **)&c->str_off, &c->str_alloc, 64, sizeof *c->str_off))
+    return UINT32_MAX;
   memcpy(c->arena + c->arena_len, s, len);
   c->arena[c->arena_len + len] = 0;
   c->str_off[c->nstr] = ((uint64_t)c->arena_len << 32) | len;
@@ -258,15 +265,9 @@ uint32_t pp_cols_layout_intern(pp_cols *c, uint32_t prefix,
         memcmp(l->cols, cols, n * sizeof *cols) == 0)
       return v - 1;
   }
-  if (c->nlay == c->lay_alloc) {
-    size_t na = c->lay_alloc ? c->lay_alloc * 2 : 16;
-    pp_layout_t *nl = pp_cols_realloc(c, c->lay, c->lay_alloc * sizeof *nl,
-                                      na * sizeof *nl);
-    if (!nl)
-      return UINT32_MAX;
-    c->lay = nl;
-    c->lay_alloc = na;
-  }
+  if (c->nlay == c->lay_alloc &&
+      grow(c, (void **)&c->lay, &c->lay_alloc, 16, sizeof *c->lay))
+    return UINT32_MAX;
   uint32_t *copy = pp_cols_alloc(c, (n ? n : 1) * sizeof *copy);
   if (!copy)
     return UINT32_MAX;
