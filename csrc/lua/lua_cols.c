@@ -283,6 +283,15 @@ static query query_args(lua_State *L) {
   return q;
 }
 
+/* The arguments (columns [, sel]) of a query over whole records. */
+static query records_args(lua_State *L) {
+  query q;
+  q.c = check_cols(L, 1);
+  q.col = -1;
+  q.sel = opt_sel(L, 2, 1, &q.nsel);
+  return q;
+}
+
 /* cols:values(name [, sel]) -> {present values, in row order} */
 static int cols_values(lua_State *L) {
   query q = query_args(L);
@@ -302,7 +311,8 @@ static int cols_values(lua_State *L) {
   return 1;
 }
 
-/* cols:summary(name [, sel]) -> {count, min, median, mean, p90, p99, max, sum} */
+/* cols:summary(name [, sel]) -> {count, min, median, mean, p90, p99, max, sum}
+ */
 static int cols_summary(lua_State *L) {
   query q = query_args(L);
   pp_summary s;
@@ -524,9 +534,11 @@ static int cols_select(lua_State *L) {
     lua_Integer r = lua_tointeger(L, -1);
     lua_pop(L, 1);
     if (r < 1 || (size_t)r > pp_cols_count(c))
-      return luaL_argerror(L, 2, lua_pushfstring(L, "row %I out of range "
-                                                    "(1..%I)",
-                                                 r, (lua_Integer)pp_cols_count(c)));
+      return luaL_argerror(L, 2,
+                           lua_pushfstring(L,
+                                           "row %I out of range "
+                                           "(1..%I)",
+                                           r, (lua_Integer)pp_cols_count(c)));
     rows[k++] = (uint32_t)(r - 1);
   }
   qsort(rows, k, sizeof *rows, cmp_u32);
@@ -626,21 +638,19 @@ static int cols_distinct(lua_State *L) {
 
 /* cols:prefixes([sel]) -> { {prefix=, n=}, ... } */
 static int cols_prefixes(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 2, 1, &nsel);
-  size_t nl = pp_cols_nlayouts(c), n = nrows(c, sel, nsel);
+  query q = records_args(L);
+  size_t nl = pp_cols_nlayouts(q.c), n = nrows(q.c, q.sel, q.nsel);
   size_t *per = lua_newuserdatauv(L, (nl ? nl : 1) * sizeof *per, 0);
   memset(per, 0, (nl ? nl : 1) * sizeof *per);
   for (size_t i = 0; i < n; i++)
-    per[pp_cols_layout(c, sel ? sel[i] : i)]++;
+    per[pp_cols_layout(q.c, q.sel ? q.sel[i] : i)]++;
   lua_newtable(L); /* prefix -> position in the result */
   lua_newtable(L); /* result */
   lua_Integer k = 0;
   for (size_t l = 0; l < nl; l++) {
     if (!per[l])
       continue;
-    const char *pre = pp_cols_layout_prefix(c, l);
+    const char *pre = pp_cols_layout_prefix(q.c, l);
     if (lua_getfield(L, -2, pre) == LUA_TNIL) {
       lua_pop(L, 1);
       lua_createtable(L, 0, 2);
@@ -667,24 +677,22 @@ static int cols_prefixes(lua_State *L) {
 /* cols:order([sel]) -> field names in line order, merged over the
  * layouts of the selected records (first layout first) */
 static int cols_order(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 2, 1, &nsel);
-  size_t nl = pp_cols_nlayouts(c), n = nrows(c, sel, nsel);
+  query q = records_args(L);
+  size_t nl = pp_cols_nlayouts(q.c), n = nrows(q.c, q.sel, q.nsel);
   unsigned char *used = lua_newuserdatauv(L, nl ? nl : 1, 0);
   memset(used, 0, nl ? nl : 1);
-  if (!sel) /* every layout belongs to some record */
+  if (!q.sel) /* every layout belongs to some record */
     memset(used, 1, nl);
-  for (size_t i = 0; sel && i < n; i++)
-    used[pp_cols_layout(c, sel[i])] = 1;
+  for (size_t i = 0; q.sel && i < n; i++)
+    used[pp_cols_layout(q.c, q.sel[i])] = 1;
   lua_newtable(L); /* seen */
   lua_newtable(L); /* result */
   lua_Integer k = 0;
   for (size_t l = 0; l < nl; l++) {
     if (!used[l])
       continue;
-    for (size_t i = 0; i < pp_cols_layout_nfields(c, l); i++) {
-      const char *name = pp_cols_name(c, pp_cols_layout_column(c, l, i));
+    for (size_t i = 0; i < pp_cols_layout_nfields(q.c, l); i++) {
+      const char *name = pp_cols_name(q.c, pp_cols_layout_column(q.c, l, i));
       if (lua_getfield(L, -2, name) == LUA_TNIL) {
         lua_pushboolean(L, 1);
         lua_setfield(L, -4, name);

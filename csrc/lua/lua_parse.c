@@ -384,17 +384,25 @@ static int feed_string(lua_State *L, int p_idx, int s_idx, int src_idx) {
   return 0;
 }
 
-static int parser_string(lua_State *L) {
-  check_parser(L);
-  luaL_checkstring(L, 2);
+/* p:string(s [, source]) and p:lines(iterator [, source]): the input at 2
+ * (checked), the source name at 3 (dflt when nil), fed by feed(parser 1,
+ * input 2, source 3); returns the parser. */
+static int parser_feed(lua_State *L, const char *dflt,
+                       int (*feed)(lua_State *, int, int, int)) {
   luaL_optstring(L, 3, NULL);
   if (lua_isnoneornil(L, 3)) {
     lua_settop(L, 2);
-    lua_pushliteral(L, "(string)");
+    lua_pushstring(L, dflt);
   }
-  feed_string(L, 1, 2, 3);
+  feed(L, 1, 2, 3);
   lua_settop(L, 1);
   return 1;
+}
+
+static int parser_string(lua_State *L) {
+  check_parser(L);
+  luaL_checkstring(L, 2);
+  return parser_feed(L, "(string)", feed_string);
 }
 
 /* Lines from an iterator (io.lines, string.gmatch, ...) until nil; the
@@ -436,14 +444,7 @@ static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
 static int parser_lines(lua_State *L) {
   check_parser(L);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  luaL_optstring(L, 3, NULL);
-  if (lua_isnoneornil(L, 3)) {
-    lua_settop(L, 2);
-    lua_pushliteral(L, "(lines)");
-  }
-  feed_lines(L, 1, 2, 3);
-  lua_settop(L, 1);
-  return 1;
+  return parser_feed(L, "(lines)", feed_lines);
 }
 
 /* The live store's records, as their lines. */

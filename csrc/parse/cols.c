@@ -663,28 +663,32 @@ PP_EXPORT size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t 
     }                                                                          \
   } while (0)
 
-PP_EXPORT size_t pp_cols_gather(const pp_cols *c, size_t col, const uint32_t *sel,
-                      size_t nsel, double *out) {
+/* The selected rows' values of col as doubles into out: the present ones
+ * only, or (with nan) one per row, NaN where absent. Returns how many. */
+static inline size_t gather(const pp_cols *c, size_t col, const uint32_t *sel,
+                            size_t nsel, double *out, int nan) {
   const pp_column *k = &c->col[col];
   size_t m = 0;
   FOR_ROWS(c, sel, nsel, r, {
     const pp_chunk *h = pp_cols_chunk(c, col, r);
     if (chunk_double(k, h, (uint32_t)(r & PP_CH_MASK), &out[m]))
       m++;
+    else if (nan)
+      out[m++] = NAN;
   });
   return m;
 }
 
-PP_EXPORT void pp_cols_gather_nan(const pp_cols *c, size_t col, const uint32_t *sel,
-                        size_t nsel, double *out) {
-  const pp_column *k = &c->col[col];
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    const pp_chunk *h = pp_cols_chunk(c, col, r);
-    if (!chunk_double(k, h, (uint32_t)(r & PP_CH_MASK), &out[m]))
-      out[m] = NAN;
-    m++;
-  });
+PP_EXPORT size_t pp_cols_gather(const pp_cols *c, size_t col,
+                                const uint32_t *sel, size_t nsel,
+                                double *out) {
+  return gather(c, col, sel, nsel, out, 0);
+}
+
+PP_EXPORT void pp_cols_gather_nan(const pp_cols *c, size_t col,
+                                  const uint32_t *sel, size_t nsel,
+                                  double *out) {
+  gather(c, col, sel, nsel, out, 1);
 }
 
 PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
