@@ -1,4 +1,11 @@
-/* pp_lua.h: shared by the Lua binding files (csrc/lua_*.c); not installed. */
+/*
+ * pp_lua.h: shared by the Lua binding files (csrc/lua/lua_*.c); not
+ * installed. phaseprobe.so is these files over the C core: one binding file
+ * per core area (the probe: lua_phaseprobe.c; records: lua_record.c; the
+ * parser and the column store: lua_parse.c, lua_cols.c; statistics:
+ * lua_stats.c; PTX: lua_ptx.c; CUDA: lua_cuda*.c, lua_cupti.c), their
+ * classes made by one helper (lua_class.c).
+ */
 #ifndef PP_LUA_H
 #define PP_LUA_H
 

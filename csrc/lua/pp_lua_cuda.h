@@ -1,4 +1,4 @@
-/* pp_lua_cuda.h: shared by the pp.cuda binding files (csrc/lua_cuda*.c);
+/* pp_lua_cuda.h: shared by the pp.cuda binding files (csrc/lua/lua_cuda*.c);
  * not installed. Only meaningful with the CUDA headers (PP_HAVE_CUDA_H). */
 #ifndef PP_LUA_CUDA_H
 #define PP_LUA_CUDA_H

@@ -1,5 +1,5 @@
-/* pp_cols_internal.h: the column store's layout, shared by cols.c, parse.c
- * and lua_parse.c; not installed.
+/* pp_cols_internal.h: the column store's layout, shared by cols.c (the
+ * store and its queries) and parse.c (which fills it); not installed.
  *
  * Records are stored column by column in chunks of PP_CH rows. Each chunk
  * keeps its own width (1, 2, 4 or 8 bytes a value), widened on demand, so a

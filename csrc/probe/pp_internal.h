@@ -1,4 +1,10 @@
-/* pp_internal.h: shared between the C core's files; not installed. */
+/*
+ * pp_internal.h: shared between the C core's files; not installed. What
+ * passes between the areas of the data flow: the clock (probe/clock.c),
+ * the schema's layout (probe/schema.c), this thread's accumulator
+ * (probe/probe.c), the record's line (record/record.c), the sinks and the
+ * store (record/sink.c, record/store.c).
+ */
 #ifndef PP_INTERNAL_H
 #define PP_INTERNAL_H
 
@@ -37,6 +43,8 @@ static inline uint64_t pp_ticks_delta_ns(pp_ticks from, pp_ticks to) {
   return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
 
+/* Times and counts saturate: a sum that would pass UINT64_MAX stays there,
+ * never wrapping to a small number that would print as a plausible one. */
 static inline uint64_t pp_sat_add(uint64_t a, uint64_t b) {
   uint64_t r;
   return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
