@@ -4,7 +4,7 @@
  * per core area (the probe: lua_phaseprobe.c; records: lua_record.c; the
  * parser and the column store: lua_parse.c, lua_cols.c; statistics:
  * lua_stats.c; PTX: lua_ptx.c; CUDA: lua_cuda*.c, lua_cupti.c), their
- * classes made by one helper (lua_class.c).
+ * classes made by one helper (lua_class.c), files read by one (lua_file.c).
  */
 #ifndef PP_LUA_H
 #define PP_LUA_H
@@ -67,7 +67,7 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 /* Reads the whole file at path into a string pushed on the stack and
  * returns 0; or pushes "WHAT: ..." (cannot OPEN_VERB it, a directory,
  * larger than cap bytes, more than memory holds) and returns -1. Never
- * raises for the file's sake (lua_ptx.c). */
+ * raises for the file's sake (lua_file.c). */
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
                      const char *what, const char *open_verb);
 
