@@ -701,8 +701,9 @@ static int window_spin_us(lua_State *L) {
 }
 
 /* w:launch_loop{fn=, grid=, block=, shared=, args=, iterations=, reset=,
- * cooperative=, fence=, source=} -> host ns of the loop (inner events
- * included). source = "event" | "cupti" overrides the context's
+ * cooperative=, fence=, source=, spin_us=} -> host ns of the loop (inner
+ * events included). spin_us: a host gap spun right before the loop (after
+ * the description was read), for tests and the truth harness. source = "event" | "cupti" overrides the context's
  * kernel-time source for this window (lua_cuda_ksrc.c). */
 static int window_launch_loop(lua_State *L) {
   lcu_window *w = check_live_window(L, "window:launch_loop");
@@ -711,7 +712,7 @@ static int window_launch_loop(lua_State *L) {
                       w->w.looped ? "the loop already ran in this window"
                                   : "the window is closed");
   launch_desc d;
-  parse_launch(L, 2, 0, "window:launch_loop", F_FN | F_LOOP, &d);
+  parse_launch(L, 2, 0, "window:launch_loop", F_FN | F_LOOP | F_SPIN, &d);
   if (d.c != w->c)
     return luaL_error(L, "window:launch_loop: the function belongs to "
                          "another context");
@@ -726,6 +727,8 @@ static int window_launch_loop(lua_State *L) {
                          "s:window{source = \"event\"} for the event pair");
   lcu_check_ksrc(L, src, "window:launch_loop");
   w->w.source = src;
+  if (d.spin_us > 0) /* a host gap injected right before the loop */
+    pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
   CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
                                            &d.reset);
   if (rc == CUDA_SUCCESS && d.fence)

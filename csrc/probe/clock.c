@@ -187,6 +187,8 @@ static int clock_pins;
 
 void pp_clock_pin(int delta) { __atomic_add_fetch(&clock_pins, delta, __ATOMIC_SEQ_CST); }
 
+int pp_clock_pinned(void) { return __atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0; }
+
 int pp_clock_select(pp_clock_kind kind) {
   pp_clock_init();
   if (__atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0)

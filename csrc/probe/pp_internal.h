@@ -21,6 +21,7 @@ pp_ticks pp_now_slow(void);
 /* While pinned (a count: CUPTI converts its timestamps with the probe
  * clock), pp_clock_select refuses to switch the clock. */
 void pp_clock_pin(int delta);
+int pp_clock_pinned(void);
 /* Busy-waits `ns` nanoseconds on the probe clock (clock.c). */
 void pp_spin_ns(uint64_t ns);
 
