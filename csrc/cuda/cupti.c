@@ -278,7 +278,7 @@ static int registered, subscribed, flusher_on, flusher_stop;
 static pthread_t flusher;
 static CUpti_SubscriberHandle subscriber;
 static int active_flag;
-static unsigned flush_period_ms = 5;
+static unsigned flush_period_ms = 10;
 
 static __thread uint64_t tls_span; /* this thread's open span, or 0          */
 
@@ -569,10 +569,7 @@ static int defer_record(uint64_t id, pp_record *r, int keep_window) {
   s->has_record = 1;
   s->keep_window = keep_window;
   pthread_mutex_unlock(&tab_lock);
-  pthread_mutex_lock(&ctl_lock);
-  pthread_cond_signal(&ctl_cond);
-  pthread_mutex_unlock(&ctl_lock);
-  return 1;
+  return 1; /* the flusher finds it at its next round: no wake-up here */
 }
 
 /* The dispatch that took span `id` was dropped before its emit. */
@@ -645,18 +642,22 @@ static void *flusher_main(void *arg) {
   pthread_sigmask(SIG_BLOCK, &all, NULL);
   pthread_mutex_lock(&ctl_lock);
   while (!flusher_stop) {
-    pthread_mutex_lock(&tab_lock);
-    uint64_t waiting = npending;
-    pthread_mutex_unlock(&tab_lock);
+    /* A round every flush_ms while collection is on; a round flushes only
+     * when a span waits. Nothing on the dispatch path wakes this thread (a
+     * wake-up is a system call on the dispatch thread): a span closed now
+     * is flushed within flush_ms. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec +
-                  (waiting ? (uint64_t)flush_period_ms * 1000000u
-                           : 200000000u); /* idle: look again in 200 ms */
+    uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)flush_period_ms * 1000000u;
     ts.tv_sec += (time_t)(ns / 1000000000u);
     ts.tv_nsec = (long)(ns % 1000000000u);
     pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
-    if (flusher_stop || !waiting)
+    if (flusher_stop)
+      continue;
+    pthread_mutex_lock(&tab_lock);
+    uint64_t waiting = npending;
+    pthread_mutex_unlock(&tab_lock);
+    if (!waiting)
       continue;
     pthread_mutex_unlock(&ctl_lock);
     api.ActivityFlushAll(0);
@@ -884,9 +885,6 @@ PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
     pp_acc_link_device(0);
   if (deliver)
     pp_sinks_deliver(&rec);
-  pthread_mutex_lock(&ctl_lock);
-  pthread_cond_signal(&ctl_cond);
-  pthread_mutex_unlock(&ctl_lock);
   return rc;
 }
 

@@ -27,8 +27,8 @@
  * thread 55 us and a forced one 280 us (which also delays the next kernel by
  * about 200 us). So nothing here flushes on the dispatch path: a launch
  * callback notes each launch's correlation id and host time, and a thread of
- * this module flushes CUPTI's buffers every few milliseconds while a span
- * waits for its kernels. A dispatch whose kernel records have not arrived
+ * this module flushes CUPTI's buffers every 10 ms while a span waits for
+ * its kernels (nothing on the dispatch path wakes it). A dispatch whose kernel records have not arrived
  * when it is emitted is completed later: its record reaches the line sink
  * and the store when the records come (pp_flush waits for them).
  *
@@ -92,8 +92,9 @@ int pp_cupti_start(char *why, size_t whylen);
 void pp_cupti_stop(void);
 /* Whether collection is on. */
 int pp_cupti_active(void);
-/* Milliseconds between the flusher's flushes while spans wait (1..1000,
- * default 5); returns the value in force. 0 only reads it. */
+/* Milliseconds between the flusher's rounds (1..1000, default 10): a
+ * round flushes when spans wait, so a record is completed about this long
+ * after its kernels end. Returns the value in force; 0 only reads it. */
 unsigned pp_cupti_flush_ms(unsigned ms);
 
 /* Opens a span on this thread: the kernels of the launches this thread
