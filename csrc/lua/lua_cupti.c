@@ -64,15 +64,21 @@ static int l_cupti_info(lua_State *L) {
   pp_lua_set_int(L, "starts", st.starts);
   pp_lua_set_int(L, "records", st.records);
   pp_lua_set_int(L, "kernels", st.kernels);
-  pp_lua_set_int(L, "correlations", st.correlations);
+  pp_lua_set_int(L, "launches", st.launches);
   pp_lua_set_int(L, "matched", st.matched);
   pp_lua_set_int(L, "lost", st.lost);
   pp_lua_set_int(L, "dropped", st.dropped);
   pp_lua_set_int(L, "buffers", st.buffers);
   pp_lua_set_int(L, "buffer_bytes", st.buffer_bytes);
   pp_lua_set_int(L, "spans", st.spans);
-  pp_lua_set_int(L, "collects", st.collects);
+  pp_lua_set_int(L, "spans_refused", st.spans_refused);
+  pp_lua_set_int(L, "deferred", st.deferred);
+  pp_lua_set_int(L, "incomplete", st.incomplete);
+  pp_lua_set_int(L, "unclaimed", st.unclaimed);
+  pp_lua_set_int(L, "flushes", st.flushes);
   pp_lua_set_int(L, "forced_flushes", st.forced_flushes);
+  pp_lua_set_int(L, "pending", st.pending);
+  pp_lua_set_int(L, "flush_ms", pp_cupti_flush_ms(0));
   return 1;
 }
 
