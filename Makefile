@@ -346,4 +346,5 @@ TRUTH_MODULE := $(BUILD)/phaseprobe_truth.so
 $(TRUTH_MODULE): tools/truth_module.c | $(BUILD)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -shared -o $@ $< $(LDFLAGS) -ldl
 all: $(TRUTH_MODULE)
+test-build: $(TRUTH_MODULE)
 truth: $(TRUTH_MODULE)
