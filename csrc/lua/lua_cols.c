@@ -32,6 +32,7 @@
 typedef struct {
   pp_cols *c;
   int closed;
+  int busy; /* methods of it running (see guard) */
 } cols_ud;
 
 typedef struct {
@@ -44,6 +45,7 @@ void pp_lua_push_cols(lua_State *L, pp_cols *c) {
   cols_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   u->c = c;
   u->closed = 0;
+  u->busy = 0;
   luaL_setmetatable(L, COLS_MT);
   lua_newtable(L); /* layout -> record metatable */
   lua_setiuservalue(L, -2, 1);
@@ -711,15 +713,64 @@ static int cols_bytes(lua_State *L) {
   return 1;
 }
 
+static void cols_free(cols_ud *u) {
+  pp_cols_free(u->c);
+  u->c = NULL;
+}
+
+/* close() and __close: the store goes now, or, when a method of this
+ * handle is running (a finalizer called close during one of its
+ * allocations), when that method returns. */
 static int cols_close(lua_State *L) {
   cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
-  if (!u->closed) {
-    u->closed = 1;
-    pp_cols_free(u->c);
-    u->c = NULL;
-  }
+  u->closed = 1;
+  if (u->busy == 0)
+    cols_free(u);
   return 0;
 }
+
+/* __gc: no method of an unreachable handle runs, whatever busy says. */
+static int cols_gc(lua_State *L) {
+  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  u->closed = 1;
+  cols_free(u);
+  return 0;
+}
+
+/* Every method that reads the store across an allocation runs through
+ * guard: any allocation may run pending finalizers, and one of them may
+ * close this very handle; the store then stays until the method is done.
+ * A method that raises (a bad argument, no memory) leaves busy set: the
+ * store then goes when the handle is collected rather than at close(). */
+static int guard(lua_State *L, lua_CFunction method) {
+  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  PP_CHECK_OPEN(L, !u->closed, "columns");
+  u->busy++;
+  int n = method(L);
+  if (--u->busy == 0 && u->closed)
+    cols_free(u);
+  return n;
+}
+
+#define GUARDED(f)                                                             \
+  static int f##_guarded(lua_State *L) { return guard(L, f); }
+GUARDED(cols_fields)
+GUARDED(cols_kind)
+GUARDED(cols_row)
+GUARDED(cols_get)
+GUARDED(cols_line)
+GUARDED(cols_values)
+GUARDED(cols_summary)
+GUARDED(cols_fit)
+GUARDED(cols_fits)
+GUARDED(cols_lincomb)
+GUARDED(cols_where)
+GUARDED(cols_range)
+GUARDED(cols_select)
+GUARDED(cols_group)
+GUARDED(cols_distinct)
+GUARDED(cols_prefixes)
+GUARDED(cols_order)
 
 static int cols_tostring(lua_State *L) {
   cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
@@ -733,18 +784,29 @@ static int cols_tostring(lua_State *L) {
 }
 
 /* ---- registration -------------------------------------------------------- */
+/* count, bytes and close read nothing across an allocation: unguarded. */
 static const luaL_Reg cols_methods[] = {
-    {"count", cols_count},       {"fields", cols_fields},
-    {"kind", cols_kind},         {"row", cols_row},
-    {"get", cols_get},           {"line", cols_line},
-    {"values", cols_values},     {"summary", cols_summary},
-    {"fit", cols_fit},           {"fits", cols_fits},
-    {"lincomb", cols_lincomb},
-    {"where", cols_where},       {"range", cols_range},
-    {"select", cols_select},     {"group", cols_group},
-    {"distinct", cols_distinct}, {"prefixes", cols_prefixes},
-    {"order", cols_order},       {"bytes", cols_bytes},
-    {"close", cols_close},       {NULL, NULL}};
+    {"count", cols_count},
+    {"fields", cols_fields_guarded},
+    {"kind", cols_kind_guarded},
+    {"row", cols_row_guarded},
+    {"get", cols_get_guarded},
+    {"line", cols_line_guarded},
+    {"values", cols_values_guarded},
+    {"summary", cols_summary_guarded},
+    {"fit", cols_fit_guarded},
+    {"fits", cols_fits_guarded},
+    {"lincomb", cols_lincomb_guarded},
+    {"where", cols_where_guarded},
+    {"range", cols_range_guarded},
+    {"select", cols_select_guarded},
+    {"group", cols_group_guarded},
+    {"distinct", cols_distinct_guarded},
+    {"prefixes", cols_prefixes_guarded},
+    {"order", cols_order_guarded},
+    {"bytes", cols_bytes},
+    {"close", cols_close},
+    {NULL, NULL}};
 
 static const luaL_Reg sel_methods[] = {
     {"indices", sel_indices}, {"get", sel_get}, {NULL, NULL}};
@@ -752,7 +814,7 @@ static const luaL_Reg sel_methods[] = {
 void pp_lua_open_cols(lua_State *L) {
   pp_lua_class_new(L, &(pp_lua_class){.name = GROUPS_MT, .gc = groups_gc});
   pp_lua_class_new(L, &(pp_lua_class){
-      .name = COLS_MT, .methods = cols_methods, .gc = cols_close,
+      .name = COLS_MT, .methods = cols_methods, .gc = cols_gc,
       .close = cols_close, .tostring = cols_tostring, .len = cols_count});
   pp_lua_class_new(L, &(pp_lua_class){.name = SEL_MT, .methods = sel_methods,
                                       .tostring = sel_tostring,

@@ -226,6 +226,14 @@ static int parser_close(lua_State *L) {
   return 0;
 }
 
+/* __gc: no call of an unreachable parser runs, whatever busy says. */
+static int parser_gc(lua_State *L) {
+  parser_ud *u = luaL_checkudata(L, 1, PARSER_MT);
+  u->busy = 0;
+  parser_release(u);
+  return 0;
+}
+
 /* Around a call into Lua code from inside a parser method. */
 static void parser_enter(parser_ud *u) { u->busy++; }
 
@@ -415,6 +423,12 @@ static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
     lua_pushvalue(L, it);
     parser_enter(u);
     int rc = lua_pcall(L, 0, 1, 0);
+    size_t len = 0;
+    const char *s = NULL;
+    /* a number: its text, made while the parser is still busy (making it
+     * allocates, which may run a finalizer that closes the parser) */
+    if (rc == LUA_OK && !lua_isnil(L, -1))
+      s = lua_tolstring(L, -1, &len);
     if (parser_leave(u))
       return closed_in_callback(L, "lines");
     if (rc != LUA_OK)
@@ -423,8 +437,6 @@ static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
       lua_pop(L, 1);
       break;
     }
-    size_t len;
-    const char *s = lua_tolstring(L, -1, &len); /* a number: its text */
     if (!s)
       return luaL_error(L, "phaseprobe.parse.lines: the iterator returned a %s, "
                            "not a string",
@@ -479,20 +491,27 @@ static int parser_store(lua_State *L) {
 }
 
 
-/* p:finish() -> columns, report; the parser is closed. */
-static int finish(lua_State *L, pp_parser *p) {
+/* The columns and the report of u's parser. Making them allocates, which
+ * may run a finalizer that closes the parser: it is busy meanwhile, so
+ * closing only marks it (a raise here, no memory, leaves it busy: it is
+ * then freed when collected). */
+static int finish(lua_State *L, parser_ud *u) {
+  pp_parser *p = u->p;
   pp_parser_end(p);
   pp_cols *c = pp_parser_take(p);
   if (!c)
     return luaL_error(L, "phaseprobe.parse: out of memory");
+  parser_enter(u);
   pp_lua_push_cols(L, c);
   push_report(L, p);
+  parser_leave(u);
   return 2;
 }
 
+/* p:finish() -> columns, report; the parser is closed. */
 static int parser_finish(lua_State *L) {
   parser_ud *u = check_parser(L);
-  finish(L, u->p);
+  finish(L, u);
   parser_release(u);
   return 2;
 }
@@ -534,7 +553,7 @@ static int l_file(lua_State *L) {
   if (do_file(L, 4, path, fn) == 2)
     return 2;
   lua_pop(L, 1);
-  return finish(L, u->p);
+  return finish(L, u);
 }
 
 /* The one-shot forms of a parser's string and lines: the input at 1, the
@@ -545,7 +564,7 @@ static int one_shot(lua_State *L, const char *dflt,
   push_source(L, 2, dflt); /* 3 */
   temp_parser(L, 2);       /* 4 */
   feed(L, 4, 1, 3);
-  return finish(L, ((parser_ud *)lua_touserdata(L, 4))->p);
+  return finish(L, lua_touserdata(L, 4));
 }
 
 /* parse.string(s [, opts]) -> columns, report */
@@ -565,14 +584,35 @@ static int l_store(lua_State *L) {
   lua_settop(L, 1);
   parser_ud *u = temp_parser(L, 1);
   feed_store(L, u->p);
-  return finish(L, u->p);
+  return finish(L, u);
 }
 
 /* ---- registration -------------------------------------------------------- */
+/* Every method that reads the parser runs through guard: the allocations
+ * a method makes (a string, a table) may run a pending finalizer that
+ * closes this very parser, which then stays until the method is done
+ * (closing only marks it). A method that raises leaves it busy: it is then
+ * freed when the handle is collected. */
+static int guard(lua_State *L, lua_CFunction method) {
+  parser_ud *u = check_parser(L);
+  parser_enter(u);
+  int n = method(L);
+  parser_leave(u);
+  return n;
+}
+
+#define GUARDED(f)                                                             \
+  static int f##_guarded(lua_State *L) { return guard(L, f); }
+GUARDED(parser_file)
+GUARDED(parser_string)
+GUARDED(parser_lines)
+GUARDED(parser_store)
+GUARDED(parser_finish)
+
 static const luaL_Reg parser_methods[] = {
-    {"file", parser_file},     {"string", parser_string},
-    {"lines", parser_lines},   {"store", parser_store},
-    {"finish", parser_finish}, {"close", parser_close},
+    {"file", parser_file_guarded},     {"string", parser_string_guarded},
+    {"lines", parser_lines_guarded},   {"store", parser_store_guarded},
+    {"finish", parser_finish_guarded}, {"close", parser_close},
     {NULL, NULL}};
 
 static const luaL_Reg parse_fns[] = {
@@ -583,7 +623,7 @@ static const luaL_Reg parse_fns[] = {
 int pp_lua_open_parse(lua_State *L) {
   pp_lua_open_cols(L);
   pp_lua_class_new(L, &(pp_lua_class){
-      .name = PARSER_MT, .methods = parser_methods, .gc = parser_close,
+      .name = PARSER_MT, .methods = parser_methods, .gc = parser_gc,
       .close = parser_close, .tostring = parser_tostring});
   luaL_newlib(L, parse_fns);
   pp_lua_set_int(L, "max_fields", PP_PARSE_MAX_TOKENS);
