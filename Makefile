@@ -17,18 +17,15 @@
 # that use them (test, asan, tsan, valgrind, bench, fuzz).
 #
 # Honours LUA_INCDIR (default /usr/include/lua5.4), CUDA_HOME (default
-# /usr/local/cuda; CUDA_DIR, as luarocks passes it, also works),
-# XXHASH_INCDIR, LUA (default lua5.4), and PREFIX, LIBDIR (the Lua C module),
+# /usr/local/cuda), XXHASH_INCDIR, LUA (default lua5.4), and PREFIX, LIBDIR (the Lua C module),
 # LUADIR (the Lua side), BINDIR, INCLUDEDIR, CLIBDIR (libphaseprobe.a),
 # PKGCONFIGDIR for install.
 
 LUA        ?= lua5.4
 LUA_INCDIR ?= /usr/include/lua5.4
-# The CUDA toolkit: CUDA_HOME, else CUDA_DIR (what `luarocks make
-# CUDA_DIR=...` passes), else /usr/local/cuda. A value that luarocks left
-# unsubstituted ("$(CUDA_DIR)" expands to nothing here) counts as unset.
-CUDA_HOME  ?= $(or $(strip $(CUDA_DIR)),/usr/local/cuda)
-override CUDA_HOME := $(or $(strip $(CUDA_HOME)),/usr/local/cuda)
+# The CUDA toolkit (optional): also from the environment, which is how
+# `CUDA_HOME=/opt/cuda luarocks make` reaches it.
+CUDA_HOME  ?= /usr/local/cuda
 CC         ?= cc
 PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib/lua/5.4
@@ -293,23 +290,25 @@ clean:
 # ---- LuaRocks -------------------------------------------------------------------
 # `make rock` packs this tree (tracked files, with their changes) as the
 # release tarball phaseprobe-$(VERSION).tar.gz and runs `luarocks pack` on the
-# rockspec pointed at it: phaseprobe-$(VERSION)-1.src.rock, installable with
+# rockspec pointed at it: phaseprobe-$(VERSION)-1.src.rock in ROCK_OUT
+# (default: here), installable with
 #   luarocks --lua-version=5.4 install --deps-mode=none ./phaseprobe-$(VERSION)-1.src.rock
 # without reaching any server. The committed rockspec fetches the tagged
 # release instead.
 ROCKSPEC := phaseprobe-$(VERSION)-1.rockspec
 ROCK_DIR := $(BUILD)/rock
+ROCK_OUT ?= .
 LUAROCKS ?= luarocks
 rock:
 	@rm -rf $(ROCK_DIR) && mkdir -p $(ROCK_DIR)
 	@rev=$$(git stash create 2>/dev/null); git archive --format=tar.gz --prefix=phaseprobe-$(VERSION)/ \
 	  -o $(ROCK_DIR)/phaseprobe-$(VERSION).tar.gz $${rev:-HEAD}
 	@sed -e 's|^\( *url *= *\).*|\1"file://$(CURDIR)/$(ROCK_DIR)/phaseprobe-$(VERSION).tar.gz",|' \
-	  -e '/^ *tag *= /d' -e 's|^\( *dir *= *\).*|\1"phaseprobe-$(VERSION)",|' \
+	  -e '/^ *tag *= /d' \
 	  $(ROCKSPEC) > $(ROCK_DIR)/$(ROCKSPEC)
 	@cd $(ROCK_DIR) && $(LUAROCKS) --lua-version=5.4 pack $(ROCKSPEC) >/dev/null
-	@mv $(ROCK_DIR)/phaseprobe-$(VERSION)-1.src.rock .
-	@echo "phaseprobe-$(VERSION)-1.src.rock"
+	@mv $(ROCK_DIR)/phaseprobe-$(VERSION)-1.src.rock $(ROCK_OUT)/
+	@echo "$(ROCK_OUT)/phaseprobe-$(VERSION)-1.src.rock"
 
 # ---- dispatcher and demo (lua/phaseprobe/dispatch/) -------------------------
 # The demo through examples/demo.lua, which needs no bin/phaseprobe:
