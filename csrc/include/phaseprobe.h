@@ -76,10 +76,16 @@ typedef struct {
   double tsc_ghz;            /* calibrated TSC rate, 0 if not calibrated    */
   double read_ns[3];         /* measured cost of one read, per kind         */
   uint64_t mult;             /* ns = ticks * mult >> 32                     */
+  const char *chosen_by;     /* what made the choice: "enable" (the probe was
+                                enabled), "first read" (of the clock),
+                                "clock query" (pp_clock), "pp_clock_init",
+                                "select"                                     */
 } pp_clock_info;
 
-/* Chooses and calibrates the clock once (about 20 ms); idempotent and
- * thread-safe. PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice. */
+/* Chooses and calibrates the clock once (about 25 ms); idempotent and
+ * thread-safe. PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice.
+ * Loading the library never does it: enabling the probe does, or the first
+ * clock read or query, whichever comes first. */
 void pp_clock_init(void);
 const pp_clock_info *pp_clock(void);
 /* Re-selects the clock; returns 0, or -1 if the kind is not usable here.

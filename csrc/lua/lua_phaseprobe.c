@@ -125,8 +125,19 @@ static int lookup(lua_State *L, int arg, int nested, const char *what) {
 }
 
 /* ---- enable ------------------------------------------------------------- */
+static uint64_t calibrate_scope_cost(lua_State *L);
+
+/* The state's scope cost is measured the first time the probe is on for it
+ * (pp.enable, pp.begin before its start time, or the module loaded with the
+ * probe already on): never at a bare require, never inside a dispatch. */
+static void ensure_scope_cost(lua_State *L, lstate *st) {
+  if (!st->scope_cost_ns && pp_enabled())
+    st->scope_cost_ns = calibrate_scope_cost(L);
+}
+
 static int l_enable(lua_State *L) {
   pp_set_enabled(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  ensure_scope_cost(L, get_state(L));
   return 0;
 }
 static int l_disable(lua_State *L) {
@@ -429,6 +440,7 @@ static int l_begin(lua_State *L) {
   const pp_schema *s = pp_schema_current();
   if (pp_enabled() && st->schema_id != s->id)
     build_names(L, lua_upvalueindex(1), st, s);
+  ensure_scope_cost(L, st);
   pp_begin();
   return 0;
 }
@@ -826,6 +838,8 @@ static int l_clock(lua_State *L) {
   lua_setfield(L, -2, "tsc_invariant");
   lua_pushnumber(L, c->tsc_ghz);
   lua_setfield(L, -2, "tsc_ghz");
+  lua_pushstring(L, c->chosen_by);
+  lua_setfield(L, -2, "chosen_by");
   lua_createtable(L, 0, 3);
   static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
   for (int k = 0; k < 3; k++) {
@@ -914,10 +928,10 @@ static const luaL_Reg state_fns[] = {
     {"add_nested_ns", l_add_nested_ns},
     {"phase_ns", l_phase_ns},
     {"begin", l_begin},
+    {"enable", l_enable},
     {NULL, NULL}};
 
 static const luaL_Reg plain_fns[] = {
-    {"enable", l_enable},
     {"disable", l_disable},
     {"enabled", l_enabled},
     {"mark", l_mark},
@@ -967,7 +981,8 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
       best = el;
   }
   const pp_clock_info *c = pp_clock();
-  return (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
+  uint64_t ns = (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
+  return ns ? ns : 1; /* 0 means "not measured yet" */
 }
 
 /* Run from a checkout (./phaseprobe.so beside lua/), the Lua side is found
@@ -1036,7 +1051,6 @@ static void add_sentinel(lua_State *L) {
 
 PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   pp_schema_default();
-  pp_clock_init();
   add_checkout_path(L, lua_tostring(L, 2));
   add_sentinel(L);
 
@@ -1054,7 +1068,7 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lstate *st = lua_newuserdatauv(L, sizeof *st, 3);
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
-  st->scope_cost_ns = calibrate_scope_cost(L);
+  ensure_scope_cost(L, st);
   luaL_newmetatable(L, STATE_MT);
   lua_pushcfunction(L, state_close);
   lua_setfield(L, -2, "__close");

@@ -11,19 +11,27 @@
 #define PP_EXPORT __attribute__((visibility("default")))
 
 /* ---- clock --------------------------------------------------------------- */
+/* kind is a pp_clock_kind once the clock is chosen, PP_CLOCK_UNCHOSEN before:
+ * the first read of the clock (pp_now_slow), pp_set_enabled(1) or
+ * pp_clock() chooses and calibrates it, never loading the module. kind is
+ * stored last (release) and read with acquire, so a reader that sees the
+ * chosen kind sees its mult. */
+#define PP_CLOCK_UNCHOSEN 3
 typedef struct {
-  pp_clock_kind kind;
+  int kind;
   uint64_t mult; /* ns = ticks * mult >> 32 (1<<32 for ns clocks) */
 } pp_clock_state;
 extern pp_clock_state pp_clk;
 
 pp_ticks pp_now_slow(void);
+/* pp_clock_init, saying what made the choice (pp_clock_info.chosen_by). */
+void pp_clock_choose(const char *why);
 /* Busy-waits `ns` nanoseconds on the probe clock (clock.c). */
 void pp_spin_ns(uint64_t ns);
 
 static inline pp_ticks pp_now_inline(void) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (__builtin_expect(pp_clk.kind == PP_CLOCK_TSC, 1))
+  if (__builtin_expect(__atomic_load_n(&pp_clk.kind, __ATOMIC_ACQUIRE) == PP_CLOCK_TSC, 1))
     return __rdtsc();
 #endif
   return pp_now_slow();
