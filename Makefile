@@ -95,7 +95,7 @@ MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
 HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/sink_helper \
-            $(BUILD)/libstall_io.so $(BUILD)/lua_host
+            $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 # What the specs run besides the module (test-build lists more below where
 # the CUDA headers are found: the fake driver, the fake CUPTI and their C
@@ -152,6 +152,10 @@ $(BUILD)/libstall_io.so: spec/helpers/stall_io.c | $(BUILD)
 $(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ $(LDFLAGS) -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
+
+# Threads that each choose a schema: dispatches open under their own.
+$(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
 $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
@@ -377,12 +381,18 @@ $(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
 test-build: $(FAKECUPTI) $(BUILD)/cupti_helper
 endif
-# Fuzzing with clang's libFuzzer under ASan + UBSan: every fuzz/<name>_fuzz.c
-# is linked with the core sources and run for FUZZ_SECONDS seconds (or
-# FUZZ_RUNS executions, -1 for no limit). Seeds: the directories listed in
-# fuzz/<name>.seeds; dictionary: fuzz/<name>.dict; the growing corpus and any
-# crash land in fuzz-out/<name>/. FUZZ_ARGS passes more libFuzzer flags
-# (e.g. FUZZ_ARGS=-fork=2).
+# Fuzzing under ASan + UBSan, `make fuzz`:
+#  - every fuzz/<name>_fuzz.c is a libFuzzer target (clang), linked with the
+#    core sources and run for FUZZ_SECONDS seconds (or FUZZ_RUNS executions,
+#    -1 for no limit). Seeds: fuzz/corpus/<name>/ when it exists and the
+#    directories listed in fuzz/<name>_fuzz.seeds; dictionary:
+#    fuzz/<name>_fuzz.dict; the growing corpus and any crash land in
+#    fuzz-out/<name>_fuzz/. FUZZ_ARGS passes more libFuzzer flags.
+#  - fuzz/lua_api_fuzz.lua drives the whole Lua API (fuzz/lua_api_fuzz.sh):
+#    a module built with the sanitizers into build/asan/ (pp.cuda on the
+#    fake driver and the CUPTI source on the fake libcupti built there too),
+#    one process per seed from FUZZ_LUA_SEED, FUZZ_LUA_CALLS calls each, for
+#    FUZZ_SECONDS seconds.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?= -1
@@ -390,16 +400,32 @@ FUZZ_ARGS    ?=
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SRC     := $(wildcard fuzz/*_fuzz.c)
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_LUA_SEED  ?= 1
+FUZZ_LUA_CALLS ?= 100000
+SAN_BUILD    := $(BUILD)/asan
+SAN_OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 $(BUILD)/fuzz/%: fuzz/%.c $(CORE_SRC) $(HDRS)
 	@mkdir -p $(BUILD)/fuzz
 	@$(say) CC $@
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(CORE_SRC) -o $@ $(LDLIBS)
 
-fuzz: $(FUZZ_BIN)
+.PHONY: fuzz fuzz-c fuzz-lua san-module
+# The module and the fake driver built with ASan + UBSan, beside the plain
+# build (for the Lua API fuzzer; load it with LD_PRELOAD of the runtimes).
+san-module:
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) MODULE=$(SAN_BUILD)/phaseprobe.so \
+	  OPT="$(SAN_OPT)" LDFLAGS="-fsanitize=address,undefined" \
+	  $(SAN_BUILD)/phaseprobe.so $(if $(FAKECUDA),$(SAN_BUILD)/libfakecuda.so) \
+	  $(if $(FAKECUPTI),$(SAN_BUILD)/libfakecupti.so)
+
+fuzz: fuzz-c fuzz-lua
+
+fuzz-c: $(FUZZ_BIN)
 	@set -e; for b in $(FUZZ_BIN); do \
 	  n=$$(basename $$b); out=fuzz-out/$$n; mkdir -p $$out/corpus $$out/crashes; \
-	  seeds=""; [ -f fuzz/$$n.seeds ] && seeds=$$(cat fuzz/$$n.seeds); \
+	  seeds=""; c=fuzz/corpus/$${n%_fuzz}; [ -d $$c ] && seeds=$$c; \
+	  [ -f fuzz/$$n.seeds ] && seeds="$$seeds $$(cat fuzz/$$n.seeds)"; \
 	  dict=""; [ -f fuzz/$$n.dict ] && dict=-dict=fuzz/$$n.dict; \
 	  echo "== $$n: $(FUZZ_SECONDS) s, runs $(FUZZ_RUNS), seeds: $$seeds"; \
 	  $$b $$dict -max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) \
@@ -419,3 +445,6 @@ $(BUILD)/gpu_anatomy: tools/gpu_anatomy.c $(STATIC) | $(BUILD)
 	  -L$(CUDA_HOME)/lib64/stubs \
 	  -Wl,-rpath,$(CUDA_HOME)/lib64:$(CUDA_HOME)/extras/CUPTI/lib64:$(CUDA_HOME)/lib \
 	  -lcupti -lcuda -ldl -lm -pthread
+
+fuzz-lua: san-module
+	@CC="$(CC)" fuzz/lua_api_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_LUA_SEED) $(FUZZ_LUA_CALLS)

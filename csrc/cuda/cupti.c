@@ -454,6 +454,26 @@ PP_EXPORT int pp_cupti_active(void) {
   return __atomic_load_n(&active_flag, __ATOMIC_ACQUIRE);
 }
 
+/* On unload: collection still on is stopped (CUPTI must not call back
+ * into unmapped code), then the match table and the kept buffers go with
+ * the library instead of staying behind, unreachable. */
+__attribute__((destructor)) static void cupti_fini(void) {
+  pthread_mutex_lock(&ctl_lock);
+  if (starts > 0) {
+    starts = 0;
+    __atomic_store_n(&active_flag, 0, __ATOMIC_RELEASE);
+    disable_all(1, 1, 1);
+    api.ActivityFlushAll(0);
+  }
+  pthread_mutex_lock(&tab_lock);
+  free(corr_tab);
+  corr_tab = NULL;
+  while (nbuf_free > 0)
+    free(buf_free[--nbuf_free]);
+  pthread_mutex_unlock(&tab_lock);
+  pthread_mutex_unlock(&ctl_lock);
+}
+
 /* ---- spans ----------------------------------------------------------------- */
 PP_EXPORT uint64_t pp_cupti_span_begin(void) {
   if (!pp_cupti_active())

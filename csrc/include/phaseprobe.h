@@ -4,7 +4,7 @@
  * A native runtime instruments its dispatch path with these calls and gets
  * the same records (and the same line format) as the Lua module.
  *
- *     pp_schema_use(pp_schema_default());      // optional: the reference's
+ *     pp_schema_use(pp_schema_default());      // optional, per thread
  *     pp_set_enabled(1);                       // or PHASEPROBE=1
  *     pp_begin();                              // a dispatch opens
  *     pp_ticks t = pp_mark();
@@ -124,8 +124,13 @@ const pp_schema *pp_schema_declare(const pp_schema_def *def, char *err,
 /* The reference's: nine phases, two nested regions, six counts, the ptx
  * cache, prefix "vyre-cuda-dispatch-phase". */
 const pp_schema *pp_schema_default(void);
-/* The schema the next pp_begin() on any thread uses. */
+/* The schema the next pp_begin() on the calling thread uses (NULL: the
+ * default). The choice is the thread's own: it never reaches a dispatch
+ * on another thread, and a new thread starts with the default schema, so a
+ * runtime that dispatches from several threads calls pp_schema_use on each
+ * (at thread start, say). */
 void pp_schema_use(const pp_schema *s);
+/* The calling thread's current schema. */
 const pp_schema *pp_schema_current(void);
 
 const char *pp_schema_prefix(const pp_schema *s);

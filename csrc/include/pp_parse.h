@@ -64,6 +64,14 @@ extern "C" {
 #define PP_PARSE_MAX_TOKENS 512      /* fields in one record line          */
 #define PP_PARSE_MAX_COLUMNS 4096    /* distinct field names in one store  */
 #define PP_PARSE_MAX_ERRORS 10000    /* default: error entries kept        */
+/* Default cap on the bytes one source (a file, standard input, a string,
+ * a line iterator) may bring: well above real logs (a million records is
+ * 470 to 600 MB), and what stops a reader of /dev/zero or an endless pipe. */
+#define PP_PARSE_MAX_BYTES ((uint64_t)8 << 30)
+/* Bytes of one line the parser keeps: a longer line is counted, its start
+ * classified (a record line is rejected as too long, anything else is
+ * other), the rest dropped as it arrives, so memory stays bounded. */
+#define PP_PARSE_MAX_LINE (1u << 20)
 
 /* ---- the column store ---------------------------------------------------- */
 typedef struct pp_cols pp_cols;
@@ -126,6 +134,7 @@ typedef struct {
   const char *const *numeric;
   size_t nnumeric;
   size_t max_errors; /* error entries kept; 0: PP_PARSE_MAX_ERRORS */
+  uint64_t max_bytes; /* bytes one source may bring; 0: PP_PARSE_MAX_BYTES */
 } pp_parse_opts;
 
 typedef struct {
@@ -152,17 +161,22 @@ void pp_parser_reset(pp_parser *p);
  * numbers restart at 1. A pending partial line of the previous source is
  * finished first. */
 void pp_parser_source(pp_parser *p, const char *name);
-/* Feeds bytes; lines may span calls. Returns 0, or -1 out of memory. */
+/* Feeds bytes; lines may span calls. Returns 0, or -1 with errno ENOMEM
+ * (out of memory) or EFBIG (the source would pass max_bytes: nothing of
+ * these bytes is taken, what came before is kept). */
 int pp_parser_feed(pp_parser *p, const char *buf, size_t len);
-/* Feeds one whole line (no '\n' inside; a trailing '\n' is allowed). */
+/* Feeds one whole line (no '\n' inside; a trailing '\n' is allowed).
+ * Returns as pp_parser_feed. */
 int pp_parser_line(pp_parser *p, const char *line, size_t len);
 /* Ends the current source: a pending unterminated line is parsed. */
 int pp_parser_end(pp_parser *p);
 
 /* Reads a whole file ("-" is stdin) as one source. progress (may be NULL)
- * is called about every 16 MiB. Returns 0, or -1 with errno set (the
- * file could not be opened or read; ENOMEM). */
-typedef void (*pp_parse_progress)(void *ud, uint64_t bytes, uint64_t records);
+ * is called about every 16 MiB; a non-zero return stops the reading.
+ * Returns 0, or -1 with errno set: the file could not be opened or read,
+ * ENOMEM, EFBIG (larger than max_bytes), ECANCELED (stopped by progress).
+ * What was read before a failure is kept. */
+typedef int (*pp_parse_progress)(void *ud, uint64_t bytes, uint64_t records);
 int pp_parser_file(pp_parser *p, const char *path, pp_parse_progress progress,
                    void *ud);
 

@@ -102,7 +102,7 @@ static const char *accepts(lua_State *L, const pp_cuda_param *p) {
   case PP_CUDA_PARAM_BYTES:
     return lua_pushfstring(L, "a string of exactly %d bytes", (int)p->size);
   default:
-    if (p->size > 8)
+    if (p->size > 8 || p->size == 0)
       return lua_pushfstring(L, "a string of exactly %d bytes", (int)p->size);
     return p->size == 8 ? "an integer, a buffer or a global" : "an integer";
   }
@@ -129,7 +129,7 @@ static void pack_one(lua_State *L, const char *what, const lcu_fn *fn, int i,
   }
   int scalar = t == LUA_TNUMBER || t == LUA_TBOOLEAN;
   if (!scalar || p->kind == PP_CUDA_PARAM_HALF ||
-      p->kind == PP_CUDA_PARAM_BYTES || p->size > 8)
+      p->kind == PP_CUDA_PARAM_BYTES || p->size > 8 || p->size == 0)
     arg_error(L, what, fn, i, accepts(L, p), vidx);
   if (p->kind == PP_CUDA_PARAM_FLOAT) {
     pack_float(L, what, fn, i, vidx, dst);
@@ -163,6 +163,10 @@ static int count_error(lua_State *L, const char *what, const lcu_fn *fn,
                     lua_tostring(L, -1), got);
 }
 
+/* The largest parameter block packed: CUDA allows 32 KiB of kernel
+ * parameters; anything far past that is a driver's answer gone wrong. */
+#define PACK_MAX (1 << 20)
+
 /* Packs the list at args_idx (or none) into a userdata left on the stack:
  * kernelParams pointers followed by the parameter bytes. */
 static void **pack_args(lua_State *L, const char *what, int fn_idx,
@@ -181,6 +185,9 @@ static void **pack_args(lua_State *L, const char *what, int fn_idx,
   if (got != fn->nparams)
     count_error(L, what, fn, got);
   size_t np = (size_t)fn->nparams;
+  if (fn->param_bytes > PACK_MAX) /* offsets as a driver reported them */
+    luaL_error(L, "%s: '%s' has a parameter block of %I bytes (at most %d)",
+               what, fn->name, (lua_Integer)fn->param_bytes, PACK_MAX);
   size_t head = (np * sizeof(void *) + 15) & ~(size_t)15;
   unsigned char *mem = lua_newuserdatauv(L, head + fn->param_bytes + 16, 0);
   void **ptrs = (void **)mem;
@@ -286,13 +293,15 @@ static lua_Integer opt_int_field(lua_State *L, int t, const char *what,
   return v;
 }
 
-static void parse_reset(lua_State *L, int t, const char *what,
-                        launch_desc *d) {
+/* Reads field 'reset'; returns the stack index of its target (left on the
+ * stack, so that it stays alive and can be checked again), or 0. */
+static int parse_reset(lua_State *L, int t, const char *what,
+                       launch_desc *d) {
   memset(&d->reset, 0, sizeof d->reset);
   int ty = lua_getfield(L, t, "reset");
   if (ty == LUA_TNIL) {
     lua_pop(L, 1);
-    return;
+    return 0;
   }
   if (ty != LUA_TTABLE)
     luaL_error(L, "%s: field 'reset' must be a table {target=, bytes=, "
@@ -307,7 +316,6 @@ static void parse_reset(lua_State *L, int t, const char *what,
                luaL_typename(L, -1));
   if (c != d->c)
     luaL_error(L, "%s: reset.target belongs to another context", what);
-  lua_pop(L, 1);
   lua_Integer off = opt_int_field(L, r, what, "offset", 0, 0, (lua_Integer)size);
   lua_Integer bytes = opt_int_field(L, r, what, "bytes",
                                     (lua_Integer)size - off, 0,
@@ -316,7 +324,25 @@ static void parse_reset(lua_State *L, int t, const char *what,
   d->reset.ptr = ptr + (CUdeviceptr)off;
   d->reset.bytes = (size_t)bytes;
   d->reset.value = (unsigned char)value;
-  lua_pop(L, 1);
+  lua_remove(L, r);
+  return lua_gettop(L);
+}
+
+/* What parse_launch read may have been closed by code it ran (an __index
+ * of the description table): checks it all again. */
+static void recheck_launch(lua_State *L, const char *what, int fn_idx,
+                           int stream_idx, int target_idx, launch_desc *d) {
+  d->fn = lcu_check_open_fn(L, fn_idx);
+  if (d->s && d->s->closed)
+    luaL_error(L, "%s: closed stream", what);
+  (void)stream_idx;
+  if (target_idx) {
+    lcu_ctx *c = NULL;
+    CUdeviceptr ptr = 0;
+    size_t size = 0;
+    if (!lcu_to_devptr(L, target_idx, &c, &ptr, &size) || c != d->c)
+      luaL_error(L, "%s: reset.target is no longer usable", what);
+  }
 }
 
 static int opt_bool_field(lua_State *L, int t, const char *field) {
@@ -373,6 +399,7 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   parse_dim(L, t, what, "block", d->cfg.block, 1);
   d->cfg.shared = (unsigned)opt_int_field(L, t, what, "shared", 0, 0, 0x7fffffff);
   d->cfg.cooperative = opt_bool_field(L, t, "cooperative");
+  int stream_idx = 0, target_idx = 0;
   if (allow & F_STREAM) {
     if (lua_getfield(L, t, "stream") != LUA_TNIL) {
       d->s = luaL_testudata(L, -1, LCU_STREAM_MT);
@@ -383,14 +410,16 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
         luaL_error(L, "%s: closed stream", what);
       if (d->s->c != d->c)
         luaL_error(L, "%s: the stream belongs to another context", what);
+      stream_idx = lua_gettop(L); /* stays: the stream must outlive d->s */
+    } else {
+      lua_pop(L, 1);
     }
-    lua_pop(L, 1);
   }
   if (allow & F_LOOP) {
     d->iterations = (uint64_t)opt_int_field(L, t, what, "iterations", 1, 0,
                                             LUA_MAXINTEGER);
     d->fence = opt_bool_field(L, t, "fence");
-    parse_reset(L, t, what, d);
+    target_idx = parse_reset(L, t, what, d);
     lua_getfield(L, t, "source");
     d->source = lcu_opt_ksrc(L, lua_gettop(L), what, PP_KSRC_NONE);
     lua_pop(L, 1);
@@ -398,15 +427,17 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   if (allow & F_SPIN) {
     lua_getfield(L, t, "spin_us");
     d->spin_us = luaL_optnumber(L, -1, 0.0);
-    if (d->spin_us < 0 || d->spin_us > 1e9)
+    if (!(d->spin_us >= 0 && d->spin_us <= 1e9)) /* NaN too */
       luaL_error(L, "%s: field 'spin_us' out of range", what);
     lua_pop(L, 1);
   }
+  lua_getfield(L, t, "args");
+  int args_idx = lua_gettop(L);
+  /* from here on no Lua code runs (raw reads only) */
+  recheck_launch(L, what, fn_idx, stream_idx, target_idx, d);
   lcu_use(L, d->c, what);
   if (d->cfg.cooperative)
     check_coop(L, what, d);
-  lua_getfield(L, t, "args");
-  int args_idx = lua_gettop(L);
   d->cfg.params = pack_args(L, what, fn_idx, d->fn, args_idx);
   lua_remove(L, args_idx);
 }
@@ -670,6 +701,10 @@ static int window_launch_loop(lua_State *L) {
   if (d.c != w->c)
     return luaL_error(L, "window:launch_loop: the function belongs to "
                          "another context");
+  /* reading the description may have run code that closed the window */
+  check_live_window(L, "window:launch_loop");
+  if (w->w.stage != PP_CUDA_WINDOW_OPEN)
+    return luaL_error(L, "window:launch_loop: the window is closed");
   pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : w->w.source;
   lcu_check_ksrc(L, src, "window:launch_loop");
   w->w.source = src;
@@ -798,6 +833,7 @@ static int stream_timed(lua_State *L) {
   if (d.c != s->c)
     return luaL_error(L, "stream:timed: the function belongs to another "
                          "context");
+  check_open_stream(L, 1, "stream:timed"); /* closed while being read? */
   pp_cuda_window w;
   uint64_t win = 0, ker = 0;
   pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : s->c->ksrc;

@@ -234,6 +234,10 @@ static int buf_upload(lua_State *L) {
                                  "i32, u32, i64, u64, f32, f64)");
     int t = luaL_checkoption(L, 3, NULL, elem_names);
     size_t count = (size_t)lua_rawlen(L, 2);
+    if (count > b->size / elem_size[t])
+      return luaL_error(L, "buffer:upload: %I elements of type %s do not fit "
+                           "in the buffer's %I bytes",
+                        (lua_Integer)count, elem_names[t], (lua_Integer)b->size);
     size_t n = count * elem_size[t];
     size_t off = check_offset(L, 4, n, b->size, "buffer:upload");
     unsigned char *tmp = lua_newuserdatauv(L, n ? n : 1, 0);
@@ -259,9 +263,13 @@ static int buf_download(lua_State *L) {
   lua_Integer off0 = luaL_optinteger(L, 4, 0);
   luaL_argcheck(L, off0 >= 0 && (size_t)off0 <= b->size, 4,
                 "offset outside the buffer");
-  lua_Integer n = luaL_optinteger(L, 3,
-                                  (lua_Integer)((b->size - (size_t)off0) / es));
+  size_t room = (b->size - (size_t)off0) / es; /* whole elements that fit */
+  lua_Integer n = luaL_optinteger(L, 3, (lua_Integer)room);
   luaL_argcheck(L, n >= 0, 3, "count must not be negative");
+  if ((uint64_t)n > room) /* before multiplying: n * es may wrap */
+    return luaL_error(L, "buffer:download: %I elements of %I bytes at offset "
+                         "%I do not fit in the buffer's %I",
+                      n, (lua_Integer)es, off0, (lua_Integer)b->size);
   size_t bytes = (size_t)n * es;
   size_t off = check_offset(L, 4, bytes, b->size, "buffer:download");
   unsigned char *tmp = lua_newuserdatauv(L, bytes ? bytes : 1, 0);

@@ -66,7 +66,7 @@ static int opt_bool(lua_State *L, int t, const char *k) {
 static void check_opt_names(lua_State *L, int t) {
   static const char *const known[] = {"jit_log", "log_size", "opt_level",
                                       "max_registers", "line_info", "debug",
-                                      NULL};
+                                      "max_bytes", NULL};
   lua_pushnil(L);
   while (lua_next(L, t)) {
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
@@ -75,7 +75,8 @@ static void check_opt_names(lua_State *L, int t) {
       found |= strcmp(k, known[i]) == 0;
     if (!found)
       luaL_error(L, "ctx:load: unknown option '%s' (valid: jit_log, log_size, "
-                    "opt_level, max_registers, line_info, debug)",
+                    "opt_level, max_registers, line_info, debug; max_bytes "
+                    "for load_file)",
                  k ? k : luaL_typename(L, -2));
     lua_pop(L, 1);
   }
@@ -169,34 +170,28 @@ static int load_ptx(lua_State *L, int ptx_idx, int opt_idx, const char *what) {
 
 int lcu_ctx_load(lua_State *L) { return load_ptx(L, 2, 3, "ctx:load"); }
 
-/* ctx:load_file(path [, opts]) -> mod, or nil, message when unreadable */
+/* ctx:load_file(path [, opts]) -> mod, or nil, message when unreadable
+ * (opts.max_bytes: the largest file read, default 8 GiB) */
 int lcu_ctx_load_file(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
   PP_CHECK_OPEN(L, !c->closed, "context");
   const char *path = luaL_checkstring(L, 2);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  lua_Integer cap = (lua_Integer)8 << 30;
+  if (lua_istable(L, 3)) {
+    lua_getfield(L, 3, "max_bytes");
+    if (!lua_isnil(L, -1)) {
+      int ok = 0;
+      cap = lua_tointegerx(L, -1, &ok);
+      luaL_argcheck(L, ok && cap >= 1, 3,
+                    "option 'max_bytes' must be a positive integer");
+    }
+    lua_pop(L, 1);
+  }
+  if (pp_lua_push_file(L, path, (uint64_t)cap, "ctx:load_file", "open") != 0) {
     luaL_pushfail(L);
-    lua_pushfstring(L, "ctx:load_file: cannot open '%s': %s", path,
-                    strerror(errno));
+    lua_insert(L, -2);
     return 2;
   }
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  size_t n;
-  do {
-    char *p = luaL_prepbuffer(&b);
-    n = fread(p, 1, LUAL_BUFFERSIZE, f);
-    luaL_addsize(&b, n);
-  } while (n == LUAL_BUFFERSIZE);
-  int err = ferror(f);
-  fclose(f);
-  if (err) {
-    luaL_pushfail(L);
-    lua_pushfstring(L, "ctx:load_file: cannot read '%s'", path);
-    return 2;
-  }
-  luaL_pushresult(&b);
   lua_replace(L, 2);
   return load_ptx(L, 2, 3, "ctx:load_file");
 }
@@ -406,8 +401,9 @@ static int mod_func(lua_State *L) {
   char *nm = (char *)(fn->params + np);
   memcpy(nm, name, nlen + 1);
   fn->name = nm;
-  for (size_t i = 0; i < np; i++)
-    fn->param_bytes = fn->params[i].offset + fn->params[i].size;
+  for (size_t i = 0; i < np; i++) /* the end of the furthest parameter */
+    if (fn->params[i].offset + fn->params[i].size > fn->param_bytes)
+      fn->param_bytes = fn->params[i].offset + fn->params[i].size;
   luaL_setmetatable(L, LCU_FN_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);

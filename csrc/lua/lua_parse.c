@@ -17,10 +17,17 @@
  *
  * Options: prefix (string or list: list mode), schemas (list of
  * pp.schema objects: known prefixes), numeric (list of field names that
- * must hold unsigned integers), max_errors, source (name for string/lines
+ * must hold unsigned integers), max_errors, max_bytes (what one input may
+ * bring, default pp.parse.max_bytes = 8 GiB), source (name for string/lines
  * input), progress (function(bytes, records), called about every 16 MiB).
  *
- * Unreadable files give nil, message; bad options raise.
+ * Unreadable files, and files past max_bytes, give nil, message (what was
+ * read stays in a parser object); bad options raise. A parser closed from
+ * its own callback (the lines iterator, the progress function) stops and
+ * raises once the callback returns.
+ *
+ * Lists from Lua are read by their raw length (no __len), and every string
+ * taken from an options table is anchored until the parser has copied it.
  */
 #include "pp_lua.h"
 #include "pp_cols_internal.h"
@@ -40,6 +47,7 @@
 typedef struct {
   pp_parser *p;
   int closed;
+  int busy; /* inside a call that runs a callback: freeing waits for it */
 } parser_ud;
 
 typedef struct {
@@ -60,14 +68,22 @@ typedef struct {
   const char *numeric[MAX_OPT_LIST];
 } opts_buf;
 
+/* Keeps the value on top alive in the anchor table at `anchor` (a list)
+ * until the C function that made that table returns, and pops it. */
+static void anchor_top(lua_State *L, int anchor) {
+  lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+}
+
 static size_t read_names(lua_State *L, int t, const char *field,
-                         const char **out) {
+                         const char **out, int anchor) {
   lua_getfield(L, t, field);
   size_t n = 0;
   if (lua_type(L, -1) == LUA_TSTRING) {
     out[n++] = lua_tostring(L, -1);
+    lua_pushvalue(L, -1);
+    anchor_top(L, anchor);
   } else if (lua_istable(L, -1)) {
-    lua_Integer len = luaL_len(L, -1);
+    lua_Integer len = (lua_Integer)lua_rawlen(L, -1);
     if (len > MAX_OPT_LIST)
       luaL_error(L, "phaseprobe.parse: option '%s': at most %d names", field,
                  MAX_OPT_LIST);
@@ -76,8 +92,8 @@ static size_t read_names(lua_State *L, int t, const char *field,
       if (lua_type(L, -1) != LUA_TSTRING)
         luaL_error(L, "phaseprobe.parse: option '%s'[%d] must be a string, got %s",
                    field, (int)i, luaL_typename(L, -1));
-      out[n++] = lua_tostring(L, -1); /* kept alive by the options table */
-      lua_pop(L, 1);
+      out[n++] = lua_tostring(L, -1);
+      anchor_top(L, anchor);
     }
   } else if (!lua_isnil(L, -1)) {
     luaL_error(L, "phaseprobe.parse: option '%s' must be a string or a list of "
@@ -88,18 +104,23 @@ static size_t read_names(lua_State *L, int t, const char *field,
   return n;
 }
 
+/* Reads the options at t into b. Pushes the table anchoring the strings b
+ * points at: the caller pops it once they are copied. */
 static void read_opts(lua_State *L, int t, opts_buf *b) {
   memset(b, 0, sizeof *b);
+  t = lua_absindex(L, t);
+  lua_newtable(L);
+  int anchor = lua_gettop(L);
   if (lua_isnoneornil(L, t))
     return;
   luaL_checktype(L, t, LUA_TTABLE);
   b->o.prefixes = b->prefixes;
-  b->o.nprefixes = read_names(L, t, "prefix", b->prefixes);
+  b->o.nprefixes = read_names(L, t, "prefix", b->prefixes, anchor);
   b->o.numeric = b->numeric;
-  b->o.nnumeric = read_names(L, t, "numeric", b->numeric);
+  b->o.nnumeric = read_names(L, t, "numeric", b->numeric, anchor);
   lua_getfield(L, t, "schemas");
   if (lua_istable(L, -1)) {
-    lua_Integer len = luaL_len(L, -1);
+    lua_Integer len = (lua_Integer)lua_rawlen(L, -1);
     if (len > MAX_OPT_LIST)
       luaL_error(L, "phaseprobe.parse: option 'schemas': at most %d", MAX_OPT_LIST);
     for (lua_Integer i = 1; i <= len; i++) {
@@ -128,15 +149,26 @@ static void read_opts(lua_State *L, int t, opts_buf *b) {
     b->o.max_errors = (size_t)m;
   }
   lua_pop(L, 1);
+  lua_getfield(L, t, "max_bytes");
+  if (!lua_isnil(L, -1)) {
+    lua_Integer m = lua_tointeger(L, -1);
+    if (!lua_isinteger(L, -1) || m < 1)
+      luaL_error(L, "phaseprobe.parse: option 'max_bytes' must be a positive "
+                    "integer (bytes one input may bring)");
+    b->o.max_bytes = (uint64_t)m;
+  }
+  lua_pop(L, 1);
 }
 
-static pp_parser *new_parser(lua_State *L, int opts) {
+static pp_parser *new_parser(lua_State *L, int opts, uint64_t *max_bytes) {
   opts_buf b;
   read_opts(L, opts, &b);
   char err[256];
   pp_parser *p = pp_parser_new(&b.o, err, sizeof err);
   if (!p)
     luaL_error(L, "phaseprobe.parse: %s", err);
+  lua_pop(L, 1); /* the anchors: the parser has its own copies */
+  *max_bytes = b.o.max_bytes ? b.o.max_bytes : PP_PARSE_MAX_BYTES;
   return p;
 }
 
@@ -214,14 +246,38 @@ static parser_ud *check_parser(lua_State *L) {
   return u;
 }
 
-static int parser_close(lua_State *L) {
-  parser_ud *u = luaL_checkudata(L, 1, PARSER_MT);
-  if (!u->closed) {
-    u->closed = 1;
+static void parser_release(parser_ud *u) {
+  u->closed = 1;
+  if (u->busy == 0 && u->p) {
     pp_parser_free(u->p);
     u->p = NULL;
   }
+}
+
+/* Closing while a callback of this parser runs only marks it: the call
+ * that runs the callback frees it on its way out. */
+static int parser_close(lua_State *L) {
+  parser_release(luaL_checkudata(L, 1, PARSER_MT));
   return 0;
+}
+
+/* Around a call into Lua code from inside a parser method. */
+static void parser_enter(parser_ud *u) { u->busy++; }
+
+/* Ends the guard; returns whether the parser was closed meanwhile (it is
+ * then freed here, unless an outer call still runs). */
+static int parser_leave(parser_ud *u) {
+  u->busy--;
+  if (!u->closed)
+    return 0;
+  parser_release(u);
+  return 1;
+}
+
+static int closed_in_callback(lua_State *L, const char *what) {
+  return luaL_error(L, "phaseprobe.parse: %s: the parser was closed inside its "
+                       "own callback",
+                    what);
 }
 
 static int parser_tostring(lua_State *L) {
@@ -237,16 +293,32 @@ static int parser_tostring(lua_State *L) {
   return 1;
 }
 
-/* Pushes a parser handle built from the options at `opts`. */
-static pp_parser *push_parser(lua_State *L, int opts) {
+/* Pushes a parser handle built from the options at `opts`. Its user value
+ * holds the cap on one input, for messages. */
+static parser_ud *push_parser(lua_State *L, int opts) {
   opts = lua_absindex(L, opts);
-  parser_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  parser_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   u->p = NULL;
   u->closed = 1;
+  u->busy = 0;
   luaL_setmetatable(L, PARSER_MT);
-  u->p = new_parser(L, opts);
+  uint64_t cap;
+  u->p = new_parser(L, opts, &cap);
   u->closed = 0;
-  return u->p;
+  lua_pushinteger(L, (lua_Integer)cap);
+  lua_setiuservalue(L, -2, 1);
+  return u;
+}
+
+/* "NAME: input larger than N bytes ..." for an input past its cap; the
+ * parser is the userdata at idx. */
+static const char *push_cap_msg(lua_State *L, int idx, const char *name) {
+  lua_getiuservalue(L, idx, 1);
+  lua_Integer cap = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return lua_pushfstring(L, "%s: input larger than %I bytes (stopped there; "
+                            "the option max_bytes raises the limit)",
+                         name, cap);
 }
 
 /* parse.new([opts]) -> parser */
@@ -258,38 +330,50 @@ static int l_new(lua_State *L) {
 
 typedef struct {
   lua_State *L;
+  parser_ud *u;
   int fn;
-  int failed;
-  char msg[256];
+  int failed; /* 1: the callback raised (message on the stack), 2: closed */
 } progress_ctx;
 
-static void progress_cb(void *ud, uint64_t bytes, uint64_t records) {
+static int progress_cb(void *ud, uint64_t bytes, uint64_t records) {
   progress_ctx *x = ud;
-  if (x->failed)
-    return;
   lua_State *L = x->L;
   lua_pushvalue(L, x->fn);
   lua_pushinteger(L, (lua_Integer)bytes);
   lua_pushinteger(L, (lua_Integer)records);
-  if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
-    x->failed = 1;
-    const char *m = lua_tostring(L, -1);
-    snprintf(x->msg, sizeof x->msg, "%s", m ? m : "(error object)");
-    lua_pop(L, 1);
-  }
+  parser_enter(x->u);
+  int rc = lua_pcall(L, 2, 0, 0);
+  x->u->busy--; /* parser_leave's freeing waits for pp_parser_file's end */
+  if (rc != LUA_OK)
+    x->failed = 1; /* its error stays on the stack */
+  else if (x->u->closed)
+    x->failed = 2;
+  return x->failed;
 }
 
-/* p:file(path [, progress]) -> true | nil, message */
-static int do_file(lua_State *L, pp_parser *p, const char *path, int fn) {
-  progress_ctx x = {L, fn, 0, {0}};
-  int rc = pp_parser_file(p, path, fn ? progress_cb : NULL, &x);
+/* p:file(path [, progress]) -> true | nil, message; the parser is the
+ * userdata at stack index p_idx. */
+static int do_file(lua_State *L, int p_idx, const char *path, int fn) {
+  parser_ud *u = lua_touserdata(L, p_idx);
+  progress_ctx x = {L, u, fn, 0};
+  parser_enter(u);
+  int rc = pp_parser_file(u->p, path, fn ? progress_cb : NULL, &x);
   int saved = errno;
-  if (x.failed)
-    return luaL_error(L, "phaseprobe.parse: progress callback: %s", x.msg);
+  int closed = parser_leave(u);
+  if (x.failed == 1) {
+    const char *m = lua_tostring(L, -1);
+    return luaL_error(L, "phaseprobe.parse: progress callback: %s",
+                      m ? m : "(error object)");
+  }
+  if (closed)
+    return closed_in_callback(L, "p:file");
+  const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
   if (rc != 0) {
     luaL_pushfail(L);
-    lua_pushfstring(L, "%s: %s", strcmp(path, "-") == 0 ? "(stdin)" : path,
-                    strerror(saved));
+    if (saved == EFBIG)
+      push_cap_msg(L, p_idx, name);
+    else
+      lua_pushfstring(L, "%s: %s", name, strerror(saved));
     return 2;
   }
   lua_pushboolean(L, 1);
@@ -304,54 +388,95 @@ static int parser_file(lua_State *L) {
     luaL_checktype(L, 3, LUA_TFUNCTION);
     fn = 3;
   }
-  return do_file(L, u->p, path, fn);
+  (void)u;
+  return do_file(L, 1, path, fn);
 }
 
-static int feed_string(lua_State *L, pp_parser *p, int s_idx,
-                       const char *source) {
+/* Raises for a failed feed: out of memory, or past the cap (the parser is
+ * the userdata at idx). */
+static int feed_failed(lua_State *L, int idx, const char *source) {
+  if (errno == EFBIG)
+    return luaL_error(L, "phaseprobe.parse: %s", push_cap_msg(L, idx, source));
+  return luaL_error(L, "phaseprobe.parse: out of memory");
+}
+
+/* Feeds the string at s_idx as a source named by the string at src_idx;
+ * the parser is the userdata at p_idx. */
+static int feed_string(lua_State *L, int p_idx, int s_idx, int src_idx) {
+  parser_ud *u = lua_touserdata(L, p_idx);
   size_t len;
   const char *s = luaL_checklstring(L, s_idx, &len);
-  pp_parser_source(p, source);
-  if (pp_parser_feed(p, s, len) != 0 || pp_parser_end(p) != 0)
+  const char *source = lua_tostring(L, src_idx);
+  pp_parser_source(u->p, source);
+  if (pp_parser_feed(u->p, s, len) != 0) {
+    int e = errno;
+    pp_parser_end(u->p);
+    errno = e;
+    return feed_failed(L, p_idx, source);
+  }
+  if (pp_parser_end(u->p) != 0)
     return luaL_error(L, "phaseprobe.parse: out of memory");
   return 0;
 }
 
 static int parser_string(lua_State *L) {
-  parser_ud *u = check_parser(L);
-  feed_string(L, u->p, 2, luaL_optstring(L, 3, "(string)"));
+  check_parser(L);
+  luaL_checkstring(L, 2);
+  luaL_optstring(L, 3, NULL);
+  if (lua_isnoneornil(L, 3)) {
+    lua_settop(L, 2);
+    lua_pushliteral(L, "(string)");
+  }
+  feed_string(L, 1, 2, 3);
   lua_settop(L, 1);
   return 1;
 }
 
-/* Lines from an iterator (io.lines, string.gmatch, ...) until nil. */
-static int feed_lines(lua_State *L, pp_parser *p, int it, const char *source) {
+/* Lines from an iterator (io.lines, string.gmatch, ...) until nil; the
+ * parser is the userdata at p_idx, the source name the string at src_idx. */
+static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
+  parser_ud *u = lua_touserdata(L, p_idx);
   luaL_checktype(L, it, LUA_TFUNCTION);
-  pp_parser_source(p, source);
+  pp_parser_source(u->p, lua_tostring(L, src_idx));
   for (;;) {
     lua_pushvalue(L, it);
-    lua_call(L, 0, 1);
+    parser_enter(u);
+    int rc = lua_pcall(L, 0, 1, 0);
+    if (parser_leave(u))
+      return closed_in_callback(L, "lines");
+    if (rc != LUA_OK)
+      return lua_error(L);
     if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
       break;
     }
     size_t len;
-    const char *s = lua_tolstring(L, -1, &len);
+    const char *s = lua_tolstring(L, -1, &len); /* a number: its text */
     if (!s)
       return luaL_error(L, "phaseprobe.parse.lines: the iterator returned a %s, "
                            "not a string",
                         luaL_typename(L, -1));
-    if (pp_parser_line(p, s, len) != 0)
-      return luaL_error(L, "phaseprobe.parse: out of memory");
+    if (pp_parser_line(u->p, s, len) != 0) {
+      int e = errno;
+      pp_parser_end(u->p);
+      errno = e;
+      return feed_failed(L, p_idx, lua_tostring(L, src_idx));
+    }
     lua_pop(L, 1);
   }
-  pp_parser_end(p);
+  pp_parser_end(u->p);
   return 0;
 }
 
 static int parser_lines(lua_State *L) {
-  parser_ud *u = check_parser(L);
-  feed_lines(L, u->p, 2, luaL_optstring(L, 3, "(lines)"));
+  check_parser(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_optstring(L, 3, NULL);
+  if (lua_isnoneornil(L, 3)) {
+    lua_settop(L, 2);
+    lua_pushliteral(L, "(lines)");
+  }
+  feed_lines(L, 1, 2, 3);
   lua_settop(L, 1);
   return 1;
 }
@@ -387,6 +512,7 @@ static int parser_store(lua_State *L) {
   return 1;
 }
 
+
 /* p:finish() -> columns, report; the parser is closed. */
 static int finish(lua_State *L, pp_parser *p) {
   pp_parser_end(p);
@@ -401,26 +527,29 @@ static int finish(lua_State *L, pp_parser *p) {
 static int parser_finish(lua_State *L) {
   parser_ud *u = check_parser(L);
   finish(L, u->p);
-  pp_parser_free(u->p);
-  u->p = NULL;
-  u->closed = 1;
+  parser_release(u);
   return 2;
 }
 
-/* One-shot forms: a temporary parser, closed on the way out (error too). */
-static pp_parser *temp_parser(lua_State *L, int opts) {
-  pp_parser *p = push_parser(L, opts);
+/* One-shot forms: a temporary parser at stack index 3, closed on the way
+ * out (error too). */
+static parser_ud *temp_parser(lua_State *L, int opts) {
+  parser_ud *u = push_parser(L, opts);
   lua_toclose(L, -1);
-  return p;
+  return u;
 }
 
-static const char *opt_source(lua_State *L, int opts, const char *dflt) {
-  if (!lua_istable(L, opts))
-    return dflt;
-  lua_getfield(L, opts, "source");
-  const char *s = lua_isnil(L, -1) ? dflt : luaL_checkstring(L, -1);
-  lua_pop(L, 1); /* kept alive by the options table */
-  return s;
+/* Pushes the option 'source' (a string) or dflt. */
+static void push_source(lua_State *L, int opts, const char *dflt) {
+  if (!lua_istable(L, opts) || lua_getfield(L, opts, "source") == LUA_TNIL) {
+    if (lua_istable(L, opts))
+      lua_pop(L, 1);
+    lua_pushstring(L, dflt);
+    return;
+  }
+  if (lua_type(L, -1) != LUA_TSTRING)
+    luaL_error(L, "phaseprobe.parse: option 'source' must be a string, got %s",
+               luaL_typename(L, -1));
 }
 
 /* parse.file(path [, opts]) -> columns, report | nil, message */
@@ -428,46 +557,46 @@ static int l_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   lua_settop(L, 2);
   if (lua_istable(L, 2)) {
-    lua_getfield(L, 2, "progress");
+    lua_getfield(L, 2, "progress"); /* 3 */
     if (!lua_isnil(L, 3))
       luaL_checktype(L, 3, LUA_TFUNCTION);
   } else {
     lua_pushnil(L);
   }
   int fn = lua_isnil(L, 3) ? 0 : 3;
-  pp_parser *p = temp_parser(L, 2);
-  if (do_file(L, p, path, fn) == 2)
+  parser_ud *u = temp_parser(L, 2); /* 4 */
+  if (do_file(L, 4, path, fn) == 2)
     return 2;
   lua_pop(L, 1);
-  return finish(L, p);
+  return finish(L, u->p);
 }
 
 /* parse.string(s [, opts]) -> columns, report */
 static int l_string(lua_State *L) {
   luaL_checkstring(L, 1);
   lua_settop(L, 2);
-  const char *source = opt_source(L, 2, "(string)");
-  pp_parser *p = temp_parser(L, 2);
-  feed_string(L, p, 1, source);
-  return finish(L, p);
+  push_source(L, 2, "(string)"); /* 3 */
+  temp_parser(L, 2);             /* 4 */
+  feed_string(L, 4, 1, 3);
+  return finish(L, ((parser_ud *)lua_touserdata(L, 4))->p);
 }
 
 /* parse.lines(iterator [, opts]) -> columns, report */
 static int l_lines(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   lua_settop(L, 2);
-  const char *source = opt_source(L, 2, "(lines)");
-  pp_parser *p = temp_parser(L, 2);
-  feed_lines(L, p, 1, source);
-  return finish(L, p);
+  push_source(L, 2, "(lines)"); /* 3 */
+  temp_parser(L, 2);            /* 4 */
+  feed_lines(L, 4, 1, 3);
+  return finish(L, ((parser_ud *)lua_touserdata(L, 4))->p);
 }
 
 /* parse.store([opts]) -> columns, report: the live store's records */
 static int l_store(lua_State *L) {
   lua_settop(L, 1);
-  pp_parser *p = temp_parser(L, 1);
-  feed_store(L, p);
-  return finish(L, p);
+  parser_ud *u = temp_parser(L, 1);
+  feed_store(L, u->p);
+  return finish(L, u->p);
 }
 
 /* ---- selections ---------------------------------------------------------- */
@@ -593,13 +722,11 @@ static void push_layout_mt(lua_State *L, int cols_idx, const pp_cols *c,
   }
   lua_pop(L, 1);
   size_t n = pp_cols_layout_nfields(c, layout);
-  const char **names = malloc((n ? n : 1) * sizeof *names);
-  if (!names)
-    luaL_error(L, "phaseprobe.columns: out of memory");
+  const char **names = lua_newuserdatauv(L, (n ? n : 1) * sizeof *names, 0);
   for (size_t i = 0; i < n; i++)
     names[i] = pp_cols_name(c, pp_cols_layout_column(c, layout, i));
   pp_lua_push_record_mt(L, pp_cols_layout_prefix(c, layout), names, n);
-  free(names);
+  lua_remove(L, -2);
   lua_pushvalue(L, -1);
   lua_rawseti(L, -3, (lua_Integer)layout + 1);
   lua_remove(L, -2);
@@ -626,7 +753,9 @@ static int cols_row(lua_State *L) {
   }
   /* a column view: only the named fields, in the order given */
   luaL_checktype(L, 3, LUA_TTABLE);
-  lua_Integer m = luaL_len(L, 3);
+  lua_Integer m = (lua_Integer)lua_rawlen(L, 3);
+  luaL_argcheck(L, m <= PP_PARSE_MAX_COLUMNS, 3, "more names than a store has "
+                                                 "columns");
   const char **names = lua_newuserdatauv(L, (size_t)(m ? m : 1) * sizeof *names, 0);
   int scratch = lua_gettop(L);
   size_t k = 0;
@@ -674,12 +803,10 @@ static int cols_line(lua_State *L) {
     lua_pushlstring(L, small, n);
     return 1;
   }
-  char *big = malloc(n + 1);
-  if (!big)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
+  luaL_Buffer b;
+  char *big = luaL_buffinitsize(L, &b, n + 1);
   pp_cols_format(c, row, big, n + 1);
-  lua_pushlstring(L, big, n);
-  free(big);
+  luaL_pushresultsize(&b, n);
   return 1;
 }
 
@@ -807,7 +934,7 @@ static int cols_fit(lua_State *L) {
 static size_t read_cols(lua_State *L, const pp_cols *c, int arg, int *out,
                         size_t max) {
   luaL_checktype(L, arg, LUA_TTABLE);
-  lua_Integer n = luaL_len(L, arg);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
   luaL_argcheck(L, n >= 0 && (size_t)n <= max, arg, "too many names");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, arg, i);
@@ -872,7 +999,7 @@ static int cols_lincomb(lua_State *L) {
   const uint32_t *sel = opt_sel(L, 3, 1, &nsel);
   int clamp = !lua_isnoneornil(L, 4);
   double floor = clamp ? luaL_checknumber(L, 4) : 0;
-  lua_Integer nt = luaL_len(L, 2);
+  lua_Integer nt = (lua_Integer)lua_rawlen(L, 2);
   luaL_argcheck(L, nt >= 1 && nt <= 256, 2, "1 to 256 terms");
   size_t cols[256];
   double coef[256];
@@ -943,9 +1070,7 @@ static int cols_where(lua_State *L) {
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
   size_t n = nrows(c, sel, nsel);
-  uint32_t *out = malloc((n ? n : 1) * sizeof *out);
-  if (!out)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
+  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
   size_t m = 0;
   if (col >= 0) {
     m = pp_cols_where_eq(c, (size_t)col, &v, sel, nsel, out);
@@ -954,7 +1079,6 @@ static int cols_where(lua_State *L) {
       out[m++] = (uint32_t)(sel ? sel[i] : i);
   }
   push_sel(L, 1, out, m);
-  free(out);
   return 1;
 }
 
@@ -966,12 +1090,9 @@ static int cols_range(lua_State *L) {
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
   size_t n = nrows(c, sel, nsel);
-  uint32_t *out = malloc((n ? n : 1) * sizeof *out);
-  if (!out)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
+  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
   size_t m = col >= 0 ? pp_cols_where_range(c, (size_t)col, lo, hi, sel, nsel, out) : 0;
   push_sel(L, 1, out, m);
-  free(out);
   return 1;
 }
 
@@ -996,21 +1117,17 @@ static int cols_select(lua_State *L) {
     return 1;
   }
   luaL_checktype(L, 2, LUA_TTABLE);
-  lua_Integer m = luaL_len(L, 2);
-  uint32_t *rows = malloc((size_t)(m ? m : 1) * sizeof *rows);
-  if (!rows)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
+  lua_Integer m = (lua_Integer)lua_rawlen(L, 2);
+  uint32_t *rows = lua_newuserdatauv(L, (size_t)(m ? m : 1) * sizeof *rows, 0);
   size_t k = 0;
   for (lua_Integer i = 1; i <= m; i++) {
     lua_rawgeti(L, 2, i);
     lua_Integer r = lua_tointeger(L, -1);
     lua_pop(L, 1);
-    if (r < 1 || (size_t)r > pp_cols_count(c)) {
-      free(rows);
-      return luaL_argerror(L, 2, lua_pushfstring(L, "row %d out of range "
-                                                    "(1..%d)",
-                                                 (int)r, (int)pp_cols_count(c)));
-    }
+    if (r < 1 || (size_t)r > pp_cols_count(c))
+      return luaL_argerror(L, 2, lua_pushfstring(L, "row %I out of range "
+                                                    "(1..%I)",
+                                                 r, (lua_Integer)pp_cols_count(c)));
     rows[k++] = (uint32_t)(r - 1);
   }
   qsort(rows, k, sizeof *rows, cmp_u32);
@@ -1019,8 +1136,21 @@ static int cols_select(lua_State *L) {
     if (u == 0 || rows[u - 1] != rows[i])
       rows[u++] = rows[i];
   push_sel(L, 1, rows, u);
-  free(rows);
   return 1;
+}
+
+#define GROUPS_MT "phaseprobe.groups_guard"
+typedef struct {
+  pp_group *g;
+  size_t n;
+} groups_guard;
+
+static int groups_gc(lua_State *L) {
+  groups_guard *gg = luaL_checkudata(L, 1, GROUPS_MT);
+  pp_groups_free(gg->g, gg->n);
+  gg->g = NULL;
+  gg->n = 0;
+  return 0;
 }
 
 /* cols:group(name [, sel]) -> { {key=, n=, sel=}, ... } in order of first
@@ -1052,10 +1182,16 @@ static int cols_group(lua_State *L) {
     lua_rawseti(L, -2, 1);
     return 1;
   }
-  pp_group *g;
-  size_t ng;
-  if (pp_cols_group(c, (size_t)col, sel, nsel, &g, &ng) != 0)
+  /* the groups are freed by their guard's __gc if building the tables
+   * raises (out of memory), else right here */
+  groups_guard *gg = lua_newuserdatauv(L, sizeof *gg, 0);
+  gg->g = NULL;
+  gg->n = 0;
+  luaL_setmetatable(L, GROUPS_MT);
+  if (pp_cols_group(c, (size_t)col, sel, nsel, &gg->g, &gg->n) != 0)
     return luaL_error(L, "phaseprobe.columns: out of memory");
+  pp_group *g = gg->g;
+  size_t ng = gg->n;
   lua_createtable(L, (int)ng, 0);
   for (size_t i = 0; i < ng; i++) {
     lua_createtable(L, 0, 4);
@@ -1073,6 +1209,8 @@ static int cols_group(lua_State *L) {
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   pp_groups_free(g, ng);
+  gg->g = NULL;
+  gg->n = 0;
   return 1;
 }
 
@@ -1096,9 +1234,8 @@ static int cols_prefixes(lua_State *L) {
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 2, 1, &nsel);
   size_t nl = pp_cols_nlayouts(c), n = nrows(c, sel, nsel);
-  size_t *per = calloc(nl ? nl : 1, sizeof *per);
-  if (!per)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
+  size_t *per = lua_newuserdatauv(L, (nl ? nl : 1) * sizeof *per, 0);
+  memset(per, 0, (nl ? nl : 1) * sizeof *per);
   for (size_t i = 0; i < n; i++)
     per[pp_cols_layout(c, sel ? sel[i] : i)]++;
   lua_newtable(L); /* prefix -> position in the result */
@@ -1127,7 +1264,6 @@ static int cols_prefixes(lua_State *L) {
     lua_setfield(L, -2, "n");
     lua_pop(L, 1);
   }
-  free(per);
   lua_remove(L, -2);
   return 1;
 }
@@ -1139,9 +1275,8 @@ static int cols_order(lua_State *L) {
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 2, 1, &nsel);
   size_t nl = pp_cols_nlayouts(c), n = nrows(c, sel, nsel);
-  unsigned char *used = calloc(nl ? nl : 1, 1);
-  if (!used)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
+  unsigned char *used = lua_newuserdatauv(L, nl ? nl : 1, 0);
+  memset(used, 0, nl ? nl : 1);
   if (!sel) /* every layout belongs to some record */
     memset(used, 1, nl);
   for (size_t i = 0; sel && i < n; i++)
@@ -1163,7 +1298,6 @@ static int cols_order(lua_State *L) {
       lua_pop(L, 1);
     }
   }
-  free(used);
   lua_remove(L, -2);
   return 1;
 }
@@ -1197,7 +1331,9 @@ static int cols_tostring(lua_State *L) {
 /* ---- numeric kernels over plain Lua arrays ------------------------------- */
 static double *check_numbers(lua_State *L, int arg, size_t *n) {
   luaL_checktype(L, arg, LUA_TTABLE);
-  lua_Integer len = luaL_len(L, arg);
+  lua_Integer len = (lua_Integer)lua_rawlen(L, arg);
+  luaL_argcheck(L, (lua_Unsigned)len <= SIZE_MAX / sizeof(double), arg,
+                "too many numbers");
   double *a = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *a, 0);
   for (lua_Integer i = 1; i <= len; i++) {
     lua_rawgeti(L, arg, i);
@@ -1287,11 +1423,19 @@ static const luaL_Reg parse_fns[] = {
     {"fit_line", l_fit_line}, {NULL, NULL}};
 
 int pp_lua_open_parse(lua_State *L) {
+  luaL_newmetatable(L, GROUPS_MT);
+  lua_pushcfunction(L, groups_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
   new_class(L, PARSER_MT, parser_methods, parser_close, parser_tostring, NULL);
   new_class(L, COLS_MT, cols_methods, cols_close, cols_tostring, cols_count);
   new_class(L, SEL_MT, sel_methods, NULL, sel_tostring, sel_len);
   luaL_newlib(L, parse_fns);
   lua_pushinteger(L, PP_PARSE_MAX_TOKENS);
   lua_setfield(L, -2, "max_fields");
+  lua_pushinteger(L, (lua_Integer)PP_PARSE_MAX_BYTES);
+  lua_setfield(L, -2, "max_bytes");
+  lua_pushinteger(L, PP_PARSE_MAX_LINE);
+  lua_setfield(L, -2, "max_line");
   return 1;
 }

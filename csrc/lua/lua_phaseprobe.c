@@ -91,9 +91,11 @@ static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
   if (n == 0)
     luaL_addstring(&b, "(none)");
   luaL_pushresult(&b);
-  const char *msg = lua_pushfstring(
-      L, "unknown %s '%s' (valid: %s)", nested ? "nested region" : "phase",
-      luaL_tolstring(L, arg, NULL), lua_tostring(L, -1));
+  const char *valid = lua_tostring(L, -1);
+  const char *given = luaL_tolstring(L, arg, NULL);
+  const char *msg =
+      lua_pushfstring(L, "unknown %s '%s' (valid: %s)",
+                      nested ? "nested region" : "phase", given, valid);
   return luaL_argerror(L, arg, msg);
 }
 
@@ -195,10 +197,18 @@ static int push_scope(lua_State *L, int nested, const char *what) {
 static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
 static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 
-/* __close(token, err): charges the innermost open scope, error or not. */
+/* __close(token, err): charges the innermost open scope, error or not.
+ * Its upvalue is the state pp.phase returns, so the usual call is checked
+ * by one comparison; anything else (the metamethod called by hand) must be
+ * a state too. */
 static int state_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
   lstate *st = (lstate *)lua_touserdata(L, 1);
+  if (st == NULL || st != lua_touserdata(L, lua_upvalueindex(1))) {
+    st = luaL_testudata(L, 1, STATE_MT);
+    if (!st)
+      return luaL_typeerror(L, 1, "phaseprobe.scope");
+  }
   if (st->depth <= 0)
     return 0;
   int d = --st->depth;
@@ -555,30 +565,30 @@ static int schema_eq(lua_State *L) {
   return 1;
 }
 
-/* Reads list field `name` of the definition table into names[]. */
+/* Reads list field `name` of the definition table into names[] (by its
+ * raw length). The list stays on the stack, keeping its strings alive until
+ * the schema is declared (a later field's __index may drop it from the
+ * definition): call with room for it. */
 static size_t read_list(lua_State *L, int def, const char *name,
                         const char **out, size_t max) {
   lua_getfield(L, def, name);
   size_t n = 0;
-  if (lua_isnil(L, -1)) {
-    lua_pop(L, 1);
+  if (lua_isnil(L, -1))
     return 0;
-  }
   if (!lua_istable(L, -1))
     luaL_error(L, "phaseprobe.schema: field '%s' must be a list of names", name);
-  lua_Integer len = luaL_len(L, -1);
+  lua_Integer len = (lua_Integer)lua_rawlen(L, -1);
   if (len > (lua_Integer)max)
-    luaL_error(L, "phaseprobe.schema: %s: %d given, at most %d", name, (int)len,
+    luaL_error(L, "phaseprobe.schema: %s: %I given, at most %d", name, len,
                (int)max);
   for (lua_Integer i = 1; i <= len; i++) {
     lua_rawgeti(L, -1, i);
     if (lua_type(L, -1) != LUA_TSTRING)
       luaL_error(L, "phaseprobe.schema: %s[%d] must be a string, got %s", name,
                  (int)i, luaL_typename(L, -1));
-    out[n++] = lua_tostring(L, -1); /* kept alive by the list table */
+    out[n++] = lua_tostring(L, -1); /* kept alive by the list, on the stack */
     lua_pop(L, 1);
   }
-  lua_pop(L, 1);
   return n;
 }
 
@@ -590,12 +600,16 @@ static int l_schema(lua_State *L) {
     return 1;
   }
   luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
   const char *phases[PP_MAX_PHASES + 1], *nested[PP_MAX_NESTED + 1],
       *counts[PP_MAX_COUNTS + 1], *caches[PP_MAX_CACHES + 1];
   pp_schema_def d;
+  /* Every value read stays on the stack until the schema is declared. */
   lua_getfield(L, 1, "prefix");
+  if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+    luaL_error(L, "phaseprobe.schema: field 'prefix' must be a string, got %s",
+               luaL_typename(L, -1));
   d.prefix = lua_tostring(L, -1);
-  lua_pop(L, 1);
   if (!d.prefix)
     d.prefix = "phaseprobe";
   d.phases = phases;
@@ -605,12 +619,8 @@ static int l_schema(lua_State *L) {
   d.counts = counts;
   d.ncounts = read_list(L, 1, "counts", counts, PP_MAX_COUNTS + 1);
   d.caches = caches;
-  lua_getfield(L, 1, "caches");
-  int has_caches = !lua_isnil(L, -1);
-  lua_pop(L, 1);
-  if (has_caches) {
-    d.ncaches = read_list(L, 1, "caches", caches, PP_MAX_CACHES + 1);
-  } else {
+  d.ncaches = read_list(L, 1, "caches", caches, PP_MAX_CACHES + 1);
+  if (lua_isnil(L, -1)) {
     caches[0] = "ptx";
     d.ncaches = 1;
   }
@@ -1070,7 +1080,8 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   st->schema_id = -1;
   ensure_scope_cost(L, st);
   luaL_newmetatable(L, STATE_MT);
-  lua_pushcfunction(L, state_close);
+  lua_pushvalue(L, -2);
+  lua_pushcclosure(L, state_close, 1);
   lua_setfield(L, -2, "__close");
   lua_pushliteral(L, "phaseprobe.scope");
   lua_setfield(L, -2, "__name");

@@ -4,6 +4,8 @@
  *   local r = pp.ptx.scan(text [, { markers = {...}, counter_global = name
  *                                   or false, max_line = n }])
  *   local r, err = pp.ptx.scan_file(path [, opts])   -- nil, msg if unreadable
+ *                                  (opts.max_bytes: largest file read, default
+ *                                  pp.ptx.max_bytes = 8 GiB)
  *   pp.ptx.summary(text [, opts]) -> the module-level part of scan's result,
  *                                    entry names under entry_names
  *   pp.ptx.count(text, marker)  -> occurrences (non-overlapping)
@@ -34,8 +36,9 @@
  *   path (scan_file only).
  *
  * Misuse (wrong types, unknown options, bad markers) raises; a file that
- * cannot be read returns nil, message; text the scanner cannot read gives
- * a result with partial = true and its errors.
+ * cannot be read (missing, a directory, past max_bytes, more than memory
+ * holds) returns nil, message; text the scanner cannot read gives a result
+ * with partial = true and its errors. Options are copied as they are read.
  */
 #define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "pp_lua.h"
@@ -43,6 +46,7 @@
 #include "ptx_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -51,18 +55,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- options ---------------------------------------------------------------- */
+/* The options, with their strings copied in (no Lua string is used after
+ * the table holding it could have let it go). */
 typedef struct {
   pp_ptx_opts o;
   const char *markers[PP_PTX_MAX_MARKERS];
+  char marker_buf[PP_PTX_MAX_MARKERS][PP_PTX_MARKER_MAX + 1];
+  char counter[PP_PTX_COUNTER_MAX + 1];
+  uint64_t max_bytes; /* scan_file only */
 } lopts;
+
+#define PTX_MAX_BYTES ((uint64_t)8 << 30)
 
 static void read_markers(lua_State *L, lopts *lo, const char *fn) {
   if (!lua_istable(L, -1))
     luaL_error(L, "%s: option 'markers' must be a list of strings", fn);
-  lua_Integer n = luaL_len(L, -1);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
   if (n < 1 || n > PP_PTX_MAX_MARKERS)
     luaL_error(L, "%s: option 'markers' must hold 1 to %d strings, got %d",
                fn, PP_PTX_MAX_MARKERS, (int)n);
@@ -75,15 +88,18 @@ static void read_markers(lua_State *L, lopts *lo, const char *fn) {
       luaL_error(L, "%s: markers[%d] must be a non-empty string of at most "
                     "%d bytes without NUL",
                  fn, (int)i, PP_PTX_MARKER_MAX);
-    lo->markers[i - 1] = m; /* kept alive by the options table */
+    memcpy(lo->marker_buf[i - 1], m, len + 1);
+    lo->markers[i - 1] = lo->marker_buf[i - 1];
     lua_pop(L, 1);
   }
   lo->o.markers = lo->markers;
   lo->o.nmarkers = (size_t)n;
 }
 
-static void read_opts(lua_State *L, int t, lopts *lo, const char *fn) {
+static void read_opts(lua_State *L, int t, lopts *lo, const char *fn,
+                      int file) {
   memset(lo, 0, sizeof *lo);
+  lo->max_bytes = PTX_MAX_BYTES;
   if (lua_isnoneornil(L, t))
     return;
   luaL_checktype(L, t, LUA_TTABLE);
@@ -93,25 +109,37 @@ static void read_opts(lua_State *L, int t, lopts *lo, const char *fn) {
     if (k && strcmp(k, "markers") == 0) {
       read_markers(L, lo, fn);
     } else if (k && strcmp(k, "counter_global") == 0) {
-      size_t len;
-      if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+      size_t len = 0;
+      const char *cg = lua_type(L, -1) == LUA_TSTRING
+                           ? lua_tolstring(L, -1, &len)
+                           : NULL;
+      if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
         lo->o.counter_global = "";
-      else if (lua_type(L, -1) != LUA_TSTRING ||
-               (lo->o.counter_global = lua_tolstring(L, -1, &len),
-                len > PP_PTX_COUNTER_MAX || strlen(lo->o.counter_global) != len))
+      } else if (!cg || len > PP_PTX_COUNTER_MAX || strlen(cg) != len) {
         luaL_error(L, "%s: option 'counter_global' must be a name of at most "
                       "%d bytes, or false",
                    fn, PP_PTX_COUNTER_MAX);
+      } else {
+        memcpy(lo->counter, cg, len + 1);
+        lo->o.counter_global = lo->counter;
+      }
     } else if (k && strcmp(k, "max_line") == 0) {
       lua_Integer n = lua_tointeger(L, -1);
       if (!lua_isinteger(L, -1) || n < 1)
         luaL_error(L, "%s: option 'max_line' must be a positive integer, got %s",
                    fn, luaL_tolstring(L, -1, NULL));
       lo->o.max_line = (size_t)n;
+    } else if (file && k && strcmp(k, "max_bytes") == 0) {
+      lua_Integer n = lua_tointeger(L, -1);
+      if (!lua_isinteger(L, -1) || n < 1)
+        luaL_error(L, "%s: option 'max_bytes' must be a positive integer, got "
+                      "%s",
+                   fn, luaL_tolstring(L, -1, NULL));
+      lo->max_bytes = (uint64_t)n;
     } else {
       luaL_error(L, "%s: unknown option '%s' (valid: markers, counter_global, "
-                    "max_line)",
-                 fn, luaL_tolstring(L, -2, NULL));
+                    "max_line%s)",
+                 fn, luaL_tolstring(L, -2, NULL), file ? ", max_bytes" : "");
     }
     lua_pop(L, 1);
   }
@@ -585,7 +613,8 @@ static void push_fed_entries(lua_State *L, scan_job *j, type_cache *tc) {
  * thread; false for never. */
 static size_t parallel_min(lua_State *L) {
   size_t v = (size_t)PARALLEL_MIN_DEFAULT;
-  lua_getfield(L, lua_upvalueindex(NKEYS + 1), "parallel_min");
+  lua_pushliteral(L, "parallel_min");
+  lua_rawget(L, lua_upvalueindex(NKEYS + 1));
   if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
     v = SIZE_MAX;
   else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
@@ -637,7 +666,7 @@ static int scan_push(lua_State *L, int ti, const lopts *lo, const char *fn,
 static int l_scan(lua_State *L) {
   luaL_checkstring(L, 1);
   lopts lo;
-  read_opts(L, 2, &lo, "pp.ptx.scan");
+  read_opts(L, 2, &lo, "pp.ptx.scan", 0);
   return scan_push(L, 1, &lo, "pp.ptx.scan", 1);
 }
 
@@ -647,45 +676,95 @@ static int l_scan(lua_State *L) {
 static int l_summary(lua_State *L) {
   luaL_checkstring(L, 1);
   lopts lo;
-  read_opts(L, 2, &lo, "pp.ptx.summary");
+  read_opts(L, 2, &lo, "pp.ptx.summary", 0);
   return scan_push(L, 1, &lo, "pp.ptx.summary", 0);
 }
 
-/* Reads a whole file into a new Lua string on the stack; returns 0, or -1
- * with errno set. */
-static int push_file(lua_State *L, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return -1;
+/* ---- reading a whole file, bounded ------------------------------------------- */
+typedef struct {
+  int fd;
+  uint64_t cap;
+  int err;
+} read_job;
+
+/* (protected) Reads job->fd to its end into a string; sets job->err and
+ * stops at a read error or past job->cap. */
+static int read_all(lua_State *L) {
+  read_job *j = lua_touserdata(L, 1);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
+  uint64_t total = 0;
   for (;;) {
     char *dst = luaL_prepbuffsize(&b, 1 << 16);
-    size_t n = fread(dst, 1, 1 << 16, f);
-    luaL_addsize(&b, n);
-    if (n < (1 << 16))
+    ssize_t n = read(j->fd, dst, 1 << 16);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      j->err = errno;
       break;
-  }
-  int bad = ferror(f);
-  int saved = errno;
-  fclose(f);
-  if (bad) {
-    errno = saved ? saved : EIO;
-    return -1;
+    }
+    if (n == 0)
+      break;
+    if ((uint64_t)n > j->cap - total) {
+      j->err = EFBIG;
+      break;
+    }
+    total += (uint64_t)n;
+    luaL_addsize(&b, (size_t)n);
   }
   luaL_pushresult(&b);
-  return 0;
+  return 1;
+}
+
+int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
+                     const char *what, const char *open_verb) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int e = 0;
+  struct stat st;
+  if (fd < 0) {
+    e = errno;
+    lua_pushfstring(L, "%s: cannot %s '%s': %s", what, open_verb, path,
+                    strerror(e));
+    return -1;
+  }
+  if (fstat(fd, &st) != 0)
+    e = errno;
+  else if (S_ISDIR(st.st_mode))
+    e = EISDIR;
+  else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > cap)
+    e = EFBIG;
+  if (!e) {
+    read_job j = {fd, cap, 0};
+    lua_pushcfunction(L, read_all);
+    lua_pushlightuserdata(L, &j);
+    int rc = lua_pcall(L, 1, 1, 0);
+    if (rc == LUA_OK && j.err == 0) {
+      close(fd);
+      return 0;
+    }
+    lua_pop(L, 1);
+    e = rc == LUA_ERRMEM ? ENOMEM : rc != LUA_OK ? EIO : j.err;
+  }
+  close(fd);
+  if (e == EFBIG)
+    lua_pushfstring(L, "%s: '%s' is larger than %I bytes (the option max_bytes "
+                       "raises the limit)",
+                    what, path, (lua_Integer)cap);
+  else if (e == ENOMEM)
+    lua_pushfstring(L, "%s: cannot read '%s': out of memory", what, path);
+  else
+    lua_pushfstring(L, "%s: cannot read '%s': %s", what, path, strerror(e));
+  return -1;
 }
 
 static int l_scan_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   lopts lo;
-  read_opts(L, 2, &lo, "pp.ptx.scan_file");
-  if (push_file(L, path) != 0) {
-    int e = errno;
+  read_opts(L, 2, &lo, "pp.ptx.scan_file", 1);
+  if (pp_lua_push_file(L, path, lo.max_bytes, "pp.ptx.scan_file", "read") !=
+      0) {
     luaL_pushfail(L);
-    lua_pushfstring(L, "pp.ptx.scan_file: cannot read '%s': %s", path,
-                    strerror(e));
+    lua_insert(L, -2);
     return 2;
   }
   scan_push(L, lua_gettop(L), &lo, "pp.ptx.scan_file", 1);
@@ -743,6 +822,8 @@ int pp_lua_open_ptx(lua_State *L) {
   luaL_setfuncs(L, result_fns, NKEYS + 1);
   lua_pushinteger(L, PARALLEL_MIN_DEFAULT);
   lua_setfield(L, -2, "parallel_min");
+  lua_pushinteger(L, (lua_Integer)PTX_MAX_BYTES);
+  lua_setfield(L, -2, "max_bytes");
   lua_pushliteral(L, PP_PTX_DEFAULT_MARKER);
   lua_setfield(L, -2, "default_marker");
   lua_pushliteral(L, PP_PTX_DEFAULT_COUNTER);

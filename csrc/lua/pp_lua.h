@@ -21,12 +21,19 @@ void pp_lua_open_truth(lua_State *L);
 /* Records as Lua tables: name = value for every field (integers; strings for
  * kernel_src and tags), with a metatable whose __tostring prints the line.
  * The metatable also answers r._prefix and r._fields (field names in line
- * order). */
+ * order, a read-only view). */
 void pp_lua_push_record(lua_State *L, const pp_record *r);
 /* Pushes the shared record metatable for this prefix and field order
- * (created once, cached in the registry). */
+ * (cached while some record holds it). */
 void pp_lua_push_record_mt(lua_State *L, const char *prefix,
                            const char *const *fields, size_t nfields);
+
+/* Reads the whole file at path into a string pushed on the stack and
+ * returns 0; or pushes "WHAT: ..." (cannot OPEN_VERB it, a directory,
+ * larger than cap bytes, more than memory holds) and returns -1. Never
+ * raises for the file's sake (lua_ptx.c). */
+int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
+                     const char *what, const char *open_verb);
 
 /* luaL_Stream-like release pattern shared by handle types: see lfs. */
 #define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)

@@ -59,6 +59,7 @@ struct pp_parser {
   char **strict;
   size_t nstrict;
   size_t max_errors;
+  uint64_t max_bytes; /* bytes one source may bring */
   source_t *src;
   size_t nsrc, src_alloc;
   uint64_t lineno;
@@ -204,6 +205,7 @@ static int setup(pp_parser *p, const pp_parse_opts *o, char *err,
       goto oom;
   }
   p->max_errors = o && o->max_errors ? o->max_errors : PP_PARSE_MAX_ERRORS;
+  p->max_bytes = o && o->max_bytes ? o->max_bytes : PP_PARSE_MAX_BYTES;
   return 0;
 oom:
   snprintf(err, errlen, "out of memory");
@@ -791,7 +793,32 @@ static int commit(pp_parser *p, const char *pre, size_t plen, size_t nt,
   return 0;
 }
 
+/* A line past PP_PARSE_MAX_LINE: only its start was kept. A record line
+ * (by its first words) is rejected, anything else is other. */
+static void overlong_line(pp_parser *p, const char *line, size_t len) {
+  size_t i = 0;
+  while (i < len && blank(line[i]))
+    i++;
+  size_t t0 = i;
+  while (i < len && !blank(line[i]))
+    i++;
+  int known;
+  if (i == t0 || !classify_line(p, line, len, t0, i - t0, &known)) {
+    count(p, 2);
+    return;
+  }
+  reject(p, 1, "line longer than %u bytes (the parser's line limit)",
+         (unsigned)PP_PARSE_MAX_LINE);
+}
+
 static void process_line(pp_parser *p, const char *line, size_t len) {
+  if (len > PP_PARSE_MAX_LINE) {
+    p->lineno++;
+    p->st.total++;
+    p->src[p->nsrc - 1].st.total++;
+    overlong_line(p, line, PP_PARSE_MAX_LINE);
+    return;
+  }
   if (len && line[len - 1] == '\r')
     len--;
   p->lineno++;
@@ -831,7 +858,13 @@ static void process_line(pp_parser *p, const char *line, size_t len) {
 }
 
 /* ---- feeding ------------------------------------------------------------- */
+/* Adds to the pending partial line; past PP_PARSE_MAX_LINE + 1 bytes the
+ * rest of the line is dropped (process_line then sees an overlong line). */
 static int carry_add(pp_parser *p, const char *s, size_t n) {
+  if (p->carry_len > PP_PARSE_MAX_LINE)
+    return 0;
+  if (n > PP_PARSE_MAX_LINE + 1 - p->carry_len)
+    n = PP_PARSE_MAX_LINE + 1 - p->carry_len;
   if (p->carry_len + n > p->carry_cap) {
     size_t na = p->carry_cap ? p->carry_cap : 4096;
     while (na < p->carry_len + n)
@@ -847,20 +880,32 @@ static int carry_add(pp_parser *p, const char *s, size_t n) {
   return 0;
 }
 
+/* Whether len more bytes stay within the source's cap (errno EFBIG if
+ * not). */
+static int within_cap(const pp_parser *p, const source_t *s, size_t len) {
+  if (s->st.bytes > p->max_bytes || len > p->max_bytes - s->st.bytes) {
+    errno = EFBIG;
+    return 0;
+  }
+  return 1;
+}
+
 PP_EXPORT int pp_parser_feed(pp_parser *p, const char *buf, size_t len) {
   source_t *s = cur_src(p);
   if (!s || p->oom)
+    return errno = ENOMEM, -1;
+  if (!within_cap(p, s, len))
     return -1;
   p->st.bytes += len;
   s->st.bytes += len;
   while (len) {
     const char *nl = memchr(buf, '\n', len);
     if (!nl)
-      return carry_add(p, buf, len) == 0 ? 0 : (p->oom = 1, -1);
+      return carry_add(p, buf, len) == 0 ? 0 : (p->oom = 1, errno = ENOMEM, -1);
     size_t n = (size_t)(nl - buf);
     if (p->carry_len) {
       if (carry_add(p, buf, n) != 0)
-        return p->oom = 1, -1;
+        return p->oom = 1, errno = ENOMEM, -1;
       process_line(p, p->carry, p->carry_len);
       p->carry_len = 0;
     } else {
@@ -869,17 +914,19 @@ PP_EXPORT int pp_parser_feed(pp_parser *p, const char *buf, size_t len) {
     buf = nl + 1;
     len -= n + 1;
   }
-  return p->oom ? -1 : 0;
+  return p->oom ? (errno = ENOMEM, -1) : 0;
 }
 
 PP_EXPORT int pp_parser_line(pp_parser *p, const char *line, size_t len) {
   source_t *s = cur_src(p);
   if (!s || p->oom)
+    return errno = ENOMEM, -1;
+  if (len && line[len - 1] == '\n')
+    len--;
+  if (!within_cap(p, s, len + 1))
     return -1;
   if (p->carry_len) /* a pending partial line from _feed ends here */
     pp_parser_end(p);
-  if (len && line[len - 1] == '\n')
-    len--;
   p->st.bytes += len + 1;
   s->st.bytes += len + 1;
   /* a '\n' inside splits it into several lines, as a file would */
@@ -890,7 +937,7 @@ PP_EXPORT int pp_parser_line(pp_parser *p, const char *line, size_t len) {
     line = nl + 1;
   }
   process_line(p, line, len);
-  return p->oom ? -1 : 0;
+  return p->oom ? (errno = ENOMEM, -1) : 0;
 }
 
 PP_EXPORT int pp_parser_end(pp_parser *p) {
@@ -934,19 +981,23 @@ PP_EXPORT int pp_parser_file(pp_parser *p, const char *path, pp_parse_progress p
       break;
     if (pp_parser_feed(p, buf, (size_t)r) != 0) {
       rc = -1;
-      saved = ENOMEM;
+      saved = errno;
       break;
     }
     done += (uint64_t)r;
     if (progress && done >= next) {
-      progress(ud, done, p->st.parsed);
+      if (progress(ud, done, p->st.parsed) != 0) {
+        rc = -1;
+        saved = ECANCELED;
+        break;
+      }
       next = done + PROGRESS_EVERY;
     }
   }
   free(buf);
   if (!is_stdin)
     close(fd);
-  if (rc == 0 && pp_parser_end(p) != 0) {
+  if (pp_parser_end(p) != 0 && rc == 0) {
     rc = -1;
     saved = ENOMEM;
   }

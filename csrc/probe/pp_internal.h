@@ -94,10 +94,24 @@ typedef struct {
 
 /* This thread's accumulator (allocated on first use). */
 pp_acc *pp_acc_get(void);
+/* This thread's accumulator, NULL when it has none yet (never allocates). */
+pp_acc *pp_acc_peek(void);
+/* Empties it for the next dispatch (tags and thread id stay). */
+void pp_acc_clear(pp_acc *a);
 
 /* Notes clock reads made on this thread's open dispatch by a binding (for
  * the self-overhead estimate). */
 void pp_note_clock_reads(unsigned n);
+
+/* ---- record (record.c) -------------------------------------------------- */
+/* The longest line a record can have, without its newline. */
+#define PP_LINE_BYTES                                                          \
+  (PP_PREFIX_MAX + PP_MAX_FIELDS * (PP_LABEL_MAX + 22) + PP_TAGS_MAX + 2)
+/* Writes r's line (no newline, no NUL) at out, which has PP_LINE_BYTES of
+ * room; returns its length. */
+size_t pp_record_format(const pp_record *r, char *out);
+/* The name of a kernel_src value as lines print it ("none" when unknown). */
+const char *pp_ksrc_name(uint64_t k);
 
 /* ---- sinks --------------------------------------------------------------- */
 /* The emitted record to the line sink, the store and the hook (sink.c). */

@@ -19,7 +19,10 @@ static pp_schema schemas[PP_MAX_SCHEMAS];
 static int nschemas;
 static pthread_mutex_t schema_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-static const pp_schema *current;
+/* The schema this thread's next dispatch opens under; NULL: the default.
+ * Per thread, so that one thread's choice never reaches another's
+ * dispatches. */
+static __thread const pp_schema *current __attribute__((tls_model("initial-exec")));
 
 static const char *const default_phases[] = {
     "prepare", "ptx", "modkey", "stage", "resolve",
@@ -236,7 +239,6 @@ static void init_default(void) {
     __builtin_trap(); /* the built-in table is checked by the tests */
   schemas[0].id = 0;
   nschemas = 1;
-  __atomic_store_n(&current, &schemas[0], __ATOMIC_RELEASE);
 }
 
 PP_EXPORT const pp_schema *pp_schema_default(void) {
@@ -274,12 +276,12 @@ PP_EXPORT const pp_schema *pp_schema_declare(const pp_schema_def *def,
 
 PP_EXPORT void pp_schema_use(const pp_schema *s) {
   pp_schema_default();
-  __atomic_store_n(&current, s ? s : &schemas[0], __ATOMIC_RELEASE);
+  current = s;
 }
 
 PP_EXPORT const pp_schema *pp_schema_current(void) {
-  pp_schema_default();
-  return __atomic_load_n(&current, __ATOMIC_ACQUIRE);
+  const pp_schema *s = current;
+  return s ? s : pp_schema_default();
 }
 
 PP_EXPORT const char *pp_schema_prefix(const pp_schema *s) { return s->prefix; }

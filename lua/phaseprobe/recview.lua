@@ -264,27 +264,49 @@ function M.parse_int(s)
   return v
 end
 
--- Records read back from a file get a metatable like the C module's: r._fields,
--- r._prefix, and a __tostring that prints the line (fields in order, then the
--- rest sorted).
-local mts = {}
-local function record_tostring(r)
-  local mt = getmetatable(r)
-  local idx = mt.__index
-  local parts = { idx._prefix }
-  for _, k in ipairs(M.ordered_keys(r)) do
-    local v = r[k]
-    parts[#parts + 1] = " " .. k .. "=" .. (math.type(v) == "integer" and M.u64_text(v) or tostring(v))
-  end
-  return table.concat(parts)
+-- Records read back from a file get a metatable like the C module's: r._fields
+-- (a read-only view), r._prefix, and a __tostring that prints the line
+-- (fields in order, then the rest sorted) from its own copy of the names.
+-- Metatables are shared per layout while some record holds one.
+local mts = setmetatable({}, { __mode = "v" })
+
+local function readonly(list)
+  return setmetatable({}, {
+    __index = list,
+    __newindex = function() error("phaseprobe.record: the field list (r._fields) is read-only", 2) end,
+    __len = function() return #list end,
+    __pairs = function() return next, list, nil end,
+    __metatable = false,
+  })
+end
+
+local function value_text(v)
+  if math.type(v) == "integer" then return M.u64_text(v) end
+  if type(v) == "string" or type(v) == "number" or type(v) == "boolean" then return tostring(v) end
+  return type(v)
 end
 
 function M.record_mt(prefix, fields)
-  local key = prefix .. "\0" .. table.concat(fields, " ")
+  local key = prefix .. "\0" .. table.concat(fields, "\0")
   local mt = mts[key]
   if not mt then
-    mt = { __index = { _prefix = prefix, _fields = fields }, __tostring = record_tostring,
-      __name = "phaseprobe.record" }
+    local own, known = {}, {}
+    for i, f in ipairs(fields) do own[i] = f; known[f] = true end
+    mt = { __index = { _prefix = prefix, _fields = readonly(own) }, __name = "phaseprobe.record" }
+    mt.__tostring = function(r)
+      local parts = { prefix }
+      for _, k in ipairs(own) do
+        local v = rawget(r, k)
+        if v ~= nil then parts[#parts + 1] = " " .. k .. "=" .. value_text(v) end
+      end
+      local extra = {}
+      for k in pairs(r) do
+        if type(k) == "string" and not known[k] then extra[#extra + 1] = k end
+      end
+      table.sort(extra)
+      for _, k in ipairs(extra) do parts[#parts + 1] = " " .. k .. "=" .. value_text(rawget(r, k)) end
+      return table.concat(parts)
+    end
     mts[key] = mt
   end
   return mt

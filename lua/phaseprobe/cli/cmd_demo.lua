@@ -16,7 +16,7 @@ function C.run(args, ctx)
   if type(demo) ~= "table" or type(demo.main) ~= "function" then
     ctx.fail("phaseprobe.demo has no main function")
   end
-  local res = demo.main(args)
+  local res = demo.main(args, function(line) ctx.write(line, "\n") end)
   if res == nil or res == true then return 0 end
   if res == false then return 1 end
   return math.tointeger(res) or 1

@@ -11,27 +11,50 @@ Runs the PTX scanner (phaseprobe.ptx.scan) over each file ("-" for standard
 input) and prints what it returns.]],
 }
 
-local function read_all(path)
-  local f, err = path == "-" and io.stdin or io.open(path, "rb")
-  if not f then return nil, err end
-  local text = f:read("a")
+-- A file ("-": standard input) as a string, up to `cap` bytes: text, or
+-- nil and a message naming it (missing, a directory, too large).
+local function read_input(path, cap)
+  local name = path == "-" and "(stdin)" or path
+  local f, err = io.stdin, nil
+  if path ~= "-" then
+    f, err = io.open(path, "rb")
+    if not f then return nil, err or (name .. ": cannot open") end
+  end
+  local parts, n = {}, 0
+  local result, msg
+  while true do
+    local chunk, rerr = f:read(1 << 16)
+    if chunk == nil then
+      if rerr then msg = name .. ": " .. tostring(rerr) end
+      break
+    end
+    n = n + #chunk
+    if n > cap then
+      msg = ("%s: larger than %d bytes (the PTX scanner's limit on one input)"):format(name, cap)
+      break
+    end
+    parts[#parts + 1] = chunk
+  end
   if f ~= io.stdin then f:close() end
-  return text
+  if not msg then result = table.concat(parts) end
+  return result, msg
 end
 
 function C.run(args, ctx)
   local _, files = ctx.options(args, {})
   if #files == 0 then ctx.usage("no input: give one or more PTX files, or - for standard input") end
   local pp = require "phaseprobe"
-  local scan = type(pp.ptx) == "table" and pp.ptx.scan
+  local ptx = type(pp.ptx) == "table" and pp.ptx or {}
+  local scan = ptx.scan
   if type(scan) ~= "function" then
     ctx.fail("pp.ptx.scan is not available in this build of the phaseprobe module")
   end
+  local cap = math.tointeger(ptx.max_bytes) or (8 << 30)
   for _, path in ipairs(files) do
-    local text, err = read_all(path)
+    local name = path == "-" and "(stdin)" or path
+    local text, err = read_input(path, cap)
     if not text then ctx.fail(err) end
     local ok, res, msg = pcall(scan, text)
-    local name = path == "-" and "(stdin)" or path
     if not ok then ctx.fail(name .. ": " .. tostring(res)) end
     if res == nil then ctx.fail(name .. ": " .. tostring(msg or "the scanner returned nothing")) end
     if #files > 1 then ctx.write("== ", name, "\n") end

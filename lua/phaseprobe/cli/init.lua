@@ -29,7 +29,11 @@
 --                              opts.lenient
 --   ctx.usage(msg)             raise a usage error (exit 2)
 --   ctx.fail(msg)              raise an input error (exit 1)
---   ctx.write(...)             write to ctx.out
+--   ctx.write(...)             write to ctx.out (an input error, exit 1, when
+--                              that fails)
+--
+-- A command whose standard output cannot be written (a full disk,
+-- > /dev/full) exits 1, whatever it returned.
 local M = {}
 
 --- The commands of this package, in the order help lists them (others,
@@ -274,9 +278,20 @@ local function now_s()
   return os.clock()
 end
 
+-- Whether a file method's result says it failed: nil plus a message (a
+-- stream stand-in that returns nothing is not a failure).
+local function failed(ok, msg) return ok == nil and msg ~= nil end
+
+local function write_failure(msg)
+  return "writing to standard output failed: " .. tostring(msg)
+end
+
 local function make_ctx(name, out, err)
   local ctx = { out = out, err = err, name = name, rejected = 0 }
-  function ctx.write(...) out:write(...) end
+  function ctx.write(...)
+    local ok, msg = out:write(...)
+    if failed(ok, msg) then M.input_error(write_failure(msg)) end
+  end
   function ctx.usage(msg) M.usage_error(msg) end
   function ctx.fail(msg) M.input_error(msg) end
   function ctx.options(args, spec) return M.parse_options(args, spec) end
@@ -354,8 +369,7 @@ function M.run(cmd, name, args, out, err)
   for _, a in ipairs(args) do
     if a == "--" then break end
     if a == "--help" or a == "-h" then
-      out:write((cmd.usage or (prog .. " " .. name)) .. "\n")
-      return 0
+      return M.say(out, err, prog .. " " .. name, (cmd.usage or (prog .. " " .. name)) .. "\n", 0)
     end
   end
   local ctx = make_ctx(prog .. " " .. name, out, err)
@@ -367,7 +381,11 @@ function M.run(cmd, name, args, out, err)
     end
     return e
   end, args, ctx)
-  out:flush()
+  local fok, fmsg = out:flush()
+  if okr and failed(fok, fmsg) then
+    err:write(string.format("%s: %s\n", ctx.name, write_failure(fmsg)))
+    return 1
+  end
   if not okr then
     local mt = getmetatable(res)
     if mt == UsageError then
@@ -384,6 +402,18 @@ function M.run(cmd, name, args, out, err)
   return math.max(code, ctx.status())
 end
 
+--- Writes text to out and flushes it: status, or 1 (with a message on
+-- err) when that fails.
+function M.say(out, err, who, text, status)
+  local ok, msg = out:write(text)
+  if not failed(ok, msg) then ok, msg = out:flush() end
+  if failed(ok, msg) then
+    err:write(string.format("%s: %s\n", who, write_failure(msg)))
+    return 1
+  end
+  return status
+end
+
 --- Runs the command line; returns the exit status.
 function M.main(argv, out, err)
   out, err = out or io.stdout, err or io.stderr
@@ -396,14 +426,12 @@ function M.main(argv, out, err)
       name = table.remove(args, 1)
       args = { "--help" }
     else
-      out:write(help_text(prog))
-      return name == nil and 2 or 0
+      return M.say(out, err, prog, help_text(prog), name == nil and 2 or 0)
     end
   end
   if name == "--version" then
     local ok, pp = pcall(require, "phaseprobe")
-    out:write(prog .. " " .. (ok and pp.version or "?") .. "\n")
-    return 0
+    return M.say(out, err, prog, prog .. " " .. (ok and pp.version or "?") .. "\n", 0)
   end
   local ok, cmd = pcall(M.command, name)
   if not ok then

@@ -10,7 +10,9 @@
 --   export.jsonl(set, path [, stream]) one JSON object per record and line
 --   export.read_csv(path [, opts])     -> records, or nil, "path:line: what"
 --   export.read_jsonl(path [, opts])   -> records, or nil, "path:line: what"
---                                      (opts.prefix: the prefix they print with)
+--                                      (opts.prefix: the prefix they print with;
+--                                      opts.max_bytes: the largest file read,
+--                                      default M.MAX_BYTES = 8 GiB)
 --
 -- `set` is a record set object or a plain array of records (see
 -- recview.collect). `path` is a file name, or "-" for standard output (or
@@ -209,16 +211,35 @@ local function open_out(path, what, stream)
   return w
 end
 
-local function slurp(path, what)
+M.MAX_BYTES = 8 << 30
+
+-- A whole file, read in chunks up to max_bytes: text, or nil and a message
+-- (unreadable, a directory, larger than the cap).
+local function slurp(path, what, max_bytes)
   if type(path) ~= "string" then
     error(what .. ": expected a file path", 3)
   end
+  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
+  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 3) end
   local f, err = io.open(path, "rb")
   if not f then return nil, ("%s: cannot read '%s': %s"):format(what, path, err) end
-  local text = f:read("a")
+  local parts, n, msg = {}, 0, nil
+  while true do
+    local chunk, rerr = f:read(1 << 16)
+    if not chunk then
+      if rerr then msg = ("%s: cannot read '%s': %s"):format(what, path, tostring(rerr)) end
+      break
+    end
+    n = n + #chunk
+    if n > cap then
+      msg = ("%s: '%s' is larger than %d bytes (the option max_bytes raises the limit)"):format(what, path, cap)
+      break
+    end
+    parts[#parts + 1] = chunk
+  end
   f:close()
-  if not text then return nil, ("%s: cannot read '%s'"):format(what, path) end
-  return text
+  if msg then return nil, msg end
+  return table.concat(parts)
 end
 
 ------------------------------------------------------------------------------
@@ -284,7 +305,7 @@ end
 -- unless given; JSON lines do not carry it).
 function M.read_jsonl(path, opts)
   opts = opts or {}
-  local text, err = slurp(path, "export.read_jsonl")
+  local text, err = slurp(path, "export.read_jsonl", opts.max_bytes)
   if not text then return nil, err end
   local prefix = opts.prefix or recview.DEFAULT_PREFIX
   local out, lineno = {}, 0
@@ -474,7 +495,7 @@ end
 
 function M.read_csv(path, opts)
   opts = opts or {}
-  local text, err = slurp(path, "export.read_csv")
+  local text, err = slurp(path, "export.read_csv", opts.max_bytes)
   if not text then return nil, err end
   local rows, perr = csv_rows(text)
   if not rows then return nil, path .. ":" .. perr end

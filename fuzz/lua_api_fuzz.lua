@@ -1,0 +1,1144 @@
+-- lua_api_fuzz.lua: random sequences of calls over the whole public Lua API
+-- of phaseprobe, with hostile arguments, meant to run against a build of
+-- phaseprobe.so under AddressSanitizer + UBSan (`make fuzz` does that, with
+-- pp.cuda on the fake driver build/asan/libfakecuda.so).
+--
+--   lua5.4 fuzz/lua_api_fuzz.lua --seed N [--calls N] [--seconds S]
+--          [--root CHECKOUT] [--scratch DIR] [--trace-from K]
+--          [--show-errors PATTERN] [--quiet]
+--
+-- (run it in a scratch directory: a hostile argument may name a file
+-- there; --root says where the checkout's fixtures are)
+--
+-- The surface is found, not listed: every function of the module's tables,
+-- every method and metamethod of every class the module registers (its
+-- metatables in the registry, and the record metatable), and the functions
+-- and set methods of the Lua modules phaseprobe.records, phaseprobe.output.export
+-- and phaseprobe.recview. A new entry point is fuzzed, and counted, without
+-- touching this file; at the end the driver prints how often each was
+-- called and returned, and fails if one was never reached.
+--
+-- Each step calls one entry point, chosen at random, with arguments that
+-- are mostly plausible (so that calls get past the argument checks) and
+-- often hostile: metatables whose __len, __index, __tostring or __gc
+-- misbehave (huge, negative, NaN, raising, collecting, closing objects),
+-- huge, negative, NaN and infinite numbers, strings with NUL bytes, objects
+-- of the wrong class, callbacks that raise, collect, call back into the API
+-- or close the object that called them. Collections are forced in between,
+-- scopes are opened and closed across coroutines.
+--
+-- Every choice comes from math.random seeded with --seed, so a run with the
+-- same seed makes the same calls: a finding at call K reproduces with
+-- --seed S --calls K, and --trace-from K prints each call from K on (to
+-- stderr, before it runs). A sanitizer report ends the process with the
+-- report; the exit status is then non-zero.
+--
+-- The fake driver's "trap" kernels break every later call of the process,
+-- so none is loaded. What is never fuzzed with hostile values: durations and repeat counts of
+-- calls that spin, sleep or launch by design (they are clamped to a few
+-- microseconds or iterations), file paths (kept inside --scratch, plus
+-- /dev/null, /dev/zero with a small max_bytes, a directory and a missing
+-- file), and sink descriptors (none of the process's own).
+
+local args = {}
+do
+  local i = 1
+  while arg and arg[i] do
+    local k = arg[i]:match("^%-%-(.+)$")
+    if k == "quiet" then
+      args.quiet = true
+      i = i + 1
+    elseif k then
+      args[k:gsub("%-", "_")] = arg[i + 1]
+      i = i + 2
+    else
+      error("lua_api_fuzz: unexpected argument " .. arg[i])
+    end
+  end
+end
+local SEED = math.tointeger(tonumber(args.seed or "1")) or 1
+local CALLS = math.tointeger(tonumber(args.calls or "100000")) or 100000
+local SECONDS = tonumber(args.seconds or "0")
+local SCRATCH = args.scratch or os.getenv("TMPDIR") or "/tmp"
+local ROOT = args.root or "."
+local TRACE_FROM = math.tointeger(tonumber(args.trace_from or "0")) or 0
+local QUIET = args.quiet
+local SHOW_ERRORS = args.show_errors -- a pattern: print the errors of matching entries
+
+local pp = require "phaseprobe"
+local records = require "phaseprobe.records"
+local export = require "phaseprobe.output.export"
+local recview = require "phaseprobe.recview"
+
+math.randomseed(SEED)
+local random = math.random
+local function R(n) return random(n) end
+local function chance(p) return random() < p end
+local function pick(t) return t[random(#t)] end
+
+local t_start = os.time()
+local clock0 = os.clock()
+
+-- ---- files the calls may read and write ----------------------------------
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function spit(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+
+os.execute("mkdir -p '" .. SCRATCH .. "/dir'")
+
+local PTX_TEXTS = {}
+for _, p in ipairs { "examples/kernels/saxpy.ptx", "examples/kernels/params.ptx",
+  "examples/kernels/shared.ptx", "examples/kernels/gridsync.ptx",
+  "spec/fixtures/ptx/vyre_grid3.ptx", "spec/fixtures/ptx/truncated.ptx",
+  "spec/fixtures/ptx/comments_strings.ptx", "spec/fixtures/ptx/nul.ptx" } do
+  local s = slurp(ROOT .. "/" .. p)
+  if s then PTX_TEXTS[#PTX_TEXTS + 1] = s end
+end
+PTX_TEXTS[#PTX_TEXTS + 1] = [[
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .global .align 4 .u32 counter[1];
+.visible .global .align 8 .b8 blob[24];
+.visible .entry kinds(
+  .param .u8 kinds_param_0,
+  .param .s32 kinds_param_1,
+  .param .f64 kinds_param_2,
+  .param .b32 kinds_param_3,
+  .param .align 8 .b8 kinds_param_4[12],
+  .param .u64 .ptr .global .align 8 kinds_param_5
+)
+{
+  // BARRIER_MARK
+  ret;
+}
+.visible .entry noargs()
+{
+  ret;
+}
+.visible .entry two(
+  .param .u64 two_param_0,
+  .param .u32 two_param_1
+)
+{
+  ret;
+}
+]]
+PTX_TEXTS[#PTX_TEXTS + 1] = ".version 8.0\n.target sm_90\n.entry e(\n.param .u32 x["
+PTX_TEXTS[#PTX_TEXTS + 1] = "not ptx at all \0 with a NUL"
+local KINDS_PTX = PTX_TEXTS[#PTX_TEXTS - 2]
+local SAXPY_PTX = PTX_TEXTS[1]
+local FUNC_NAMES = { "kinds", "noargs", "two", "saxpy", "params_all", "shared_sum",
+  "gridsync", "nosuch", "" }
+local GLOBAL_NAMES = { "counter", "blob", "nosuch" }
+
+local MIXED_LOG = slurp(ROOT .. "/spec/fixtures/logs/mixed.log") or ""
+local LOG_LINES = {}
+for l in MIXED_LOG:gmatch("[^\n]+") do LOG_LINES[#LOG_LINES + 1] = l end
+LOG_LINES[#LOG_LINES + 1] = "p a=1 b=2 shape=x"
+LOG_LINES[#LOG_LINES + 1] = "p a=3 b=4 shape=y c=1.5"
+LOG_LINES[#LOG_LINES + 1] = "p a=-5 b=18446744073709551615"
+LOG_LINES[#LOG_LINES + 1] = "q x=1 x=2"
+LOG_LINES[#LOG_LINES + 1] = "p a= b"
+LOG_LINES[#LOG_LINES + 1] = "noise without fields"
+
+local FILES = {
+  log = SCRATCH .. "/in.log", ptx = SCRATCH .. "/in.ptx", csv = SCRATCH .. "/in.csv",
+  jsonl = SCRATCH .. "/in.jsonl", dir = SCRATCH .. "/dir", missing = SCRATCH .. "/missing/x",
+}
+spit(FILES.log, MIXED_LOG)
+spit(FILES.ptx, PTX_TEXTS[#PTX_TEXTS - 2])
+spit(FILES.csv, "\"seq\",\"wall_ns\",\"shape\"\n1,100,\"a\"\n2,200,\"b\"\n")
+spit(FILES.jsonl, '{"seq":1,"wall_ns":100}\n{"seq":2,"wall_ns":200,"shape":"b"}\n')
+local OUT_FILES = { SCRATCH .. "/out1", SCRATCH .. "/out2", "/dev/null", FILES.dir, FILES.missing }
+
+-- ---- the surface ------------------------------------------------------------
+local entries, by_name = {}, {}
+local mt_class = {} -- metatable -> class name (registry name)
+
+local function add(name, fn, class, kind)
+  if by_name[name] then return end
+  local e = { name = name, fn = fn, class = class, kind = kind, calls = 0, ok = 0 }
+  entries[#entries + 1] = e
+  by_name[name] = e
+end
+
+local function sorted_keys(t)
+  local ks = {}
+  for k in pairs(t) do
+    if type(k) == "string" then ks[#ks + 1] = k end
+  end
+  table.sort(ks)
+  return ks
+end
+
+-- Every function of the module's tables (Lua submodules that pp.NAME
+-- loaded and cached are not the C module's: they are walked apart).
+local function walk(t, prefix)
+  for _, k in ipairs(sorted_keys(t)) do
+    local v = rawget(t, k)
+    if type(v) == "function" then
+      add(prefix .. k, v, nil, "function")
+    elseif type(v) == "table" and v ~= package.loaded["phaseprobe." .. k] then
+      walk(v, prefix .. k .. ".")
+    end
+  end
+end
+walk(pp, "pp.")
+
+-- methods behind an __index: a table, or a closure over one (pp.cuda's
+-- classes look methods up in a table, then call a field getter)
+local function methods_of(index)
+  if type(index) == "table" then return index end
+  if type(index) == "function" then
+    for i = 1, 8 do
+      local n, v = debug.getupvalue(index, i)
+      if not n then break end
+      if type(v) == "table" and n ~= "_ENV" then return v end
+    end
+  end
+  return nil
+end
+
+local function add_class(class, mt, label)
+  label = label or class
+  mt_class[mt] = class
+  for _, k in ipairs(sorted_keys(mt)) do
+    local v = rawget(mt, k)
+    if type(v) == "function" and k:sub(1, 2) == "__" then
+      add(label .. "." .. k, v, class, "meta")
+    end
+  end
+  local m = methods_of(rawget(mt, "__index"))
+  if m then
+    for _, k in ipairs(sorted_keys(m)) do
+      if type(m[k]) == "function" and k:sub(1, 2) ~= "__" then
+        add(label .. ":" .. k, m[k], class, "method")
+      end
+    end
+  end
+end
+
+local reg = debug.getregistry()
+for _, k in ipairs(sorted_keys(reg)) do
+  if k:match("^phaseprobe%.") and type(reg[k]) == "table" then add_class(k, reg[k]) end
+end
+
+-- records (C metatables from the module, Lua ones from recview), and their
+-- read-only field lists (reached through the operations that use them)
+local sample_cols = pp.parse.string("p a=1 b=2\n")
+add_class("record", getmetatable(sample_cols:row(1)))
+mt_class[getmetatable(sample_cols:row(1))] = nil -- one class per layout: matched below
+add_class("record", recview.record_mt("p", { "a", "b" }), "record(lua)")
+mt_class[recview.record_mt("p", { "a", "b" })] = nil
+add("record._fields#", function(r) return #r._fields end, "record", "op")
+add("record._fields[]=", function(r, k, v) r._fields[k] = v end, "record", "op")
+add("record._fields:pairs", function(r)
+  local n = 0
+  for _ in pairs(r._fields) do n = n + 1 end
+  return n
+end, "record", "op")
+add("record._fields:ipairs", function(r)
+  local n = 0
+  for _ in ipairs(r._fields) do n = n + 1 end
+  return n
+end, "record", "op")
+
+-- the Lua modules
+local function walk_module(m, prefix)
+  for _, k in ipairs(sorted_keys(m)) do
+    if type(m[k]) == "function" then add(prefix .. k, m[k], nil, "function") end
+  end
+end
+walk_module(records, "records.")
+walk_module(export, "export.")
+walk_module(recview, "recview.")
+local sample_set = records.wrap(sample_cols)
+local SetMT = getmetatable(sample_set)
+local GroupsMT = getmetatable(sample_set:group("a"))
+add_class("records.set", SetMT)
+add_class("records.groups", GroupsMT)
+
+local function class_of(v)
+  local mt = getmetatable(v)
+  if mt == nil then return nil end
+  local c = mt_class[mt]
+  if c then return c end
+  if type(v) == "table" and type(mt) == "table" and mt.__name == "phaseprobe.record" then
+    return "record"
+  end
+  return nil
+end
+
+-- ---- pools of live objects --------------------------------------------------
+-- Classes whose objects can be closed, and how.
+local CLOSERS = {
+  ["phaseprobe.parser"] = "close", ["phaseprobe.columns"] = "close",
+  ["phaseprobe.cuda.context"] = "close", ["phaseprobe.cuda.module"] = "close",
+  ["phaseprobe.cuda.function"] = "close", ["phaseprobe.cuda.global"] = "close",
+  ["phaseprobe.cuda.buffer"] = "free", ["phaseprobe.cuda.stream"] = "close",
+  ["phaseprobe.cuda.window"] = "discard",
+}
+local CLOSER_NAMES = sorted_keys(CLOSERS)
+
+local POOL_MAX = 6
+local pools = {}
+local pool_names = {}
+
+local function keep(v)
+  local c = class_of(v)
+  if not c then return end
+  local p = pools[c]
+  if not p then
+    p = {}
+    pools[c] = p
+    pool_names[#pool_names + 1] = c
+    table.sort(pool_names)
+  end
+  if #p < POOL_MAX then
+    p[#p + 1] = v
+    return
+  end
+  -- full: a closed object makes room first
+  for _ = 1, 3 do
+    local i = R(POOL_MAX)
+    local ok, closed = pcall(function() return p[i].closed end)
+    if ok and closed == true then
+      p[i] = v
+      return
+    end
+  end
+  p[R(POOL_MAX)] = v
+end
+
+local function from_pool(c)
+  local p = pools[c]
+  if p and #p > 0 then return p[R(#p)] end
+  return nil
+end
+
+-- An object of the class that is not closed (cuda handles say so in
+-- .closed; parsers and stores in their tostring), or nil.
+local function open_one(class)
+  local p = pools[class]
+  if not p or #p == 0 then return nil end
+  for _ = 1, 3 do
+    local v = p[R(#p)]
+    local ok, closed = pcall(function()
+      if class == "phaseprobe.cuda.window" then
+        return v.stage ~= "open" or v.stream.closed or v.stream.context.closed
+      end
+      local ctx = v.context or (v.stream and v.stream.context) or (v.module and v.module.context)
+      return v.closed or (ctx ~= nil and ctx.closed)
+    end)
+    if ok and closed == false then return v end
+    if ok and closed == nil then
+      local ok2, text = pcall(tostring, v)
+      if ok2 and type(text) == "string" and not text:find("closed", 1, true)
+        and not text:find("discarded", 1, true) and not text:find("collected", 1, true)
+        and not text:find("freed", 1, true) then
+        return v
+      end
+    end
+  end
+  return nil
+end
+
+-- ---- values -----------------------------------------------------------------
+local NUMBERS = { 0, 1, -1, 2, 3, 7, 64, 255, 256, 1000, 4096, 65535, 1 << 31, (1 << 31) - 1,
+  1 << 32, 1 << 53, 1 << 62, math.maxinteger, math.mininteger, -(1 << 31), 2 ^ 53, 2 ^ 61,
+  2 ^ 64, 1e308, -1e308, 0.5, -0.0, 1.5, 1 / 0, -1 / 0, 0 / 0, 3.0 }
+
+local function number()
+  if chance(0.3) then return R(100) - 1 end
+  return pick(NUMBERS)
+end
+
+local function small_int() return R(12) - 2 end
+
+local depth = 0
+local call_entry -- forward
+local close_some
+
+local function phase_name()
+  local s = pp.schema()
+  local list = chance(0.8) and s.phases or s.nested
+  if #list > 0 and chance(0.9) then return pick(list) end
+  return pick { "ptx", "prepare", "nosuch", "", "ptx_ns", "sub_ptx_digest_ns", "a\0b" }
+end
+
+local function nested_name()
+  local s = pp.schema()
+  if #s.nested > 0 and chance(0.9) then return pick(s.nested) end
+  return phase_name()
+end
+
+local FIELD_NAMES = { "a", "b", "c", "shape", "seq", "wall_ns", "ptx_ns", "prepare_ns", "nodes",
+  "@file", "@line", "nosuch", "", "kernel_src" }
+
+local function long_string()
+  return ("x"):rep(pick { 100, 1000, 70000 })
+end
+
+local function string_value()
+  local r = R(10)
+  if r == 1 then return "" end
+  if r == 2 then return "a\0b" end
+  if r == 3 then return long_string() end
+  if r == 4 then return pick(LOG_LINES) end
+  if r == 5 then return pick(FIELD_NAMES) end
+  if r == 6 then
+    local t = {}
+    for i = 1, R(20) do t[i] = string.char(R(256) - 1) end
+    return table.concat(t)
+  end
+  if r == 7 then return phase_name() end
+  return pick { "x", "none", "hit", "miss", "event", "cupti", "user", "f32", "u8", "tsc",
+    "monotonic", "stderr", "p", "vyre-cuda-dispatch-phase" }
+end
+
+-- A side effect for hostile metamethods and callbacks.
+local function mischief()
+  local r = R(12)
+  if r == 1 then collectgarbage() end
+  if r == 2 then collectgarbage("step", R(100)) end
+  if r == 3 then close_some() end
+  if r == 4 then error("fuzz: mischief raised", 0) end
+  if r == 5 and depth < 2 then call_entry(pick(entries)) end
+end
+
+local any -- forward
+
+local function callback()
+  local r = R(8)
+  if r == 1 then return function() error("fuzz: callback raised", 0) end end
+  if r == 2 then return function() collectgarbage() end end
+  if r == 3 then return function() close_some() end end
+  if r == 4 then return function() mischief() return any() end end
+  if r == 5 then return function(...) return ... end end
+  if r == 6 then return function() return any(), any() end end
+  return function() end
+end
+
+-- A table with misbehaving metamethods around `t`.
+local function hostile(t)
+  t = t or {}
+  local mt = {}
+  if chance(0.5) then
+    mt.__len = pick {
+      function() return 2 ^ 61 end, function() return -1 end, function() return 0 / 0 end,
+      function() return math.maxinteger end, function() error("fuzz: __len raised", 0) end,
+      function() return "x" end, function() collectgarbage() return 3 end,
+      function() close_some() return 1 end,
+    }
+  end
+  if chance(0.5) then
+    local fields = {}
+    for k, v in pairs(t) do fields[k] = v end
+    if chance(0.5) then for k in pairs(fields) do t[k] = nil end end
+    mt.__index = function(_, k)
+      mischief()
+      local v = fields[k]
+      if type(v) == "string" then return v .. "" end
+      return v
+    end
+  end
+  if chance(0.3) then
+    mt.__tostring = pick { function() return {} end, function() error("fuzz: __tostring", 0) end,
+      function() collectgarbage() return "hostile" end }
+  end
+  if chance(0.2) then
+    mt.__gc = function() pcall(mischief) end
+  end
+  if chance(0.1) then mt.__eq = function() error("fuzz: __eq", 0) end end
+  if chance(0.1) then mt.__call = function() mischief() end end
+  return setmetatable(t, mt)
+end
+
+local function number_list(n)
+  local t = {}
+  for i = 1, n do t[i] = chance(0.9) and (R(1000) * 1.5) or number() end
+  if chance(0.05) then t[R(n + 1)] = "x" end
+  return t
+end
+
+local function wrong_object()
+  if #pool_names > 0 and chance(0.7) then
+    local v = from_pool(pick(pool_names))
+    if v ~= nil then return v end
+  end
+  return pick { io.stdout, coroutine.create(function() end), type, sample_cols }
+end
+
+any = function()
+  local r = R(20)
+  if r <= 5 then return wrong_object() end
+  if r <= 8 then return number() end
+  if r <= 11 then return string_value() end
+  if r == 12 then return hostile(chance(0.5) and {} or { 1, 2, 3 }) end
+  if r == 13 then return {} end
+  if r == 14 then return number_list(R(10)) end
+  if r == 15 then return callback() end
+  if r == 16 then return chance(0.5) end
+  if r == 17 then return nil end
+  return string_value()
+end
+
+-- May wrap an options table in hostility.
+local function opts(t)
+  if chance(0.15) then return hostile(t) end
+  if chance(0.05) then return any() end
+  return t
+end
+
+local function read_path()
+  local r = R(10)
+  if r <= 4 then return FILES.log end
+  if r == 5 then return FILES.dir end
+  if r == 6 then return FILES.missing end
+  if r == 7 then return "/dev/null" end
+  if r == 8 then return "/dev/zero" end
+  if r == 9 then return "-" end
+  return FILES.ptx
+end
+
+local function log_text()
+  local n = R(12) - 1
+  local t = {}
+  for i = 1, n do t[i] = pick(LOG_LINES) end
+  if chance(0.1) then t[#t + 1] = long_string() end
+  return table.concat(t, "\n") .. (chance(0.8) and "\n" or "")
+end
+
+local function lines_iter()
+  local n, limit = 0, R(30) - 1
+  local mode = R(10)
+  return function()
+    n = n + 1
+    if n > limit then return nil end
+    if mode == 1 and n == 3 then close_some() end
+    if mode == 2 and n == 5 then error("fuzz: iterator raised", 0) end
+    if mode == 3 then collectgarbage() end
+    if mode == 4 and n == 2 then return any() end
+    return pick(LOG_LINES)
+  end
+end
+
+local function parse_opts()
+  local o = {}
+  if chance(0.3) then o.prefix = chance(0.5) and "p" or { "p", "vyre-cuda-dispatch-phase" } end
+  if chance(0.2) then o.numeric = { "a", "b" } end
+  if chance(0.2) then o.schemas = { pp.default_schema(), pp.schema() } end
+  if chance(0.2) then o.max_errors = pick { 1, 5, 100 } end
+  if chance(0.3) then o.max_bytes = pick { 1, 100, 4096, 1 << 20 } end
+  if chance(0.2) then o.source = string_value() end
+  if chance(0.1) then o.progress = callback() end
+  return opts(o)
+end
+
+local function ptx_opts(file)
+  local o = {}
+  if chance(0.3) then o.markers = { "BARRIER_MARK", "bar.sync" } end
+  if chance(0.2) then o.counter_global = chance(0.5) and "counter" or false end
+  if chance(0.2) then o.max_line = pick { 1, 16, 4096 } end
+  if file and chance(0.5) then o.max_bytes = pick { 1, 1000, 1 << 20 } end
+  return opts(o)
+end
+
+local function schema_def()
+  local n = R(4)
+  local ph = {}
+  for i = 1, n do ph[i] = "ph" .. R(6) end
+  local d = { prefix = "fz" .. R(4), phases = ph, use = chance(0.5) }
+  if chance(0.5) then d.nested = { "ph1_inner" } end
+  if chance(0.5) then d.counts = { "items", "bytes" } end
+  if chance(0.3) then d.caches = { "mod" } end
+  return opts(d)
+end
+
+local function set_value()
+  local s = from_pool("records.set")
+  if s and chance(0.9) then return s end
+  return records.from_string(log_text())
+end
+
+local function records_list()
+  local set = from_pool("records.set")
+  if set and chance(0.5) then
+    local ok, list = pcall(function() return set:records() end)
+    if ok then return list end
+  end
+  local list = {}
+  for i = 1, R(5) do list[i] = from_pool("record") or { seq = i, wall_ns = i * 10 } end
+  return list
+end
+
+-- Arguments that fit fn's parameters (from fn.params), or nothing.
+local function fitting_args(fn)
+  local ok, params = pcall(function() return fn.params end)
+  if not ok or type(params) ~= "table" then return nil end
+  local a = {}
+  for i, p in ipairs(params) do
+    local ty = p.type or ""
+    if p.size > 8 then a[i] = ("\0"):rep(p.size)
+    elseif ty:match("^f") then a[i] = 1.5
+    elseif p.size == 8 then
+      a[i] = open_one("phaseprobe.cuda.buffer") or 0
+    else a[i] = 1 end
+  end
+  return a
+end
+
+-- A launch description for fn:launch (what = "launch"), w:launch_loop
+-- ("loop") or s:timed ("timed").
+local function launch_desc(what, fn, self)
+  local d = { grid = chance(0.9) and pick { 1, 2, { 1, 1 } } or pick { 0, -1, { 1, 2, 3, 4 }, 2 ^ 40 },
+    block = chance(0.9) and pick { 1, 32, { 8, 8 } } or pick { 2048, 0, "x" } }
+  if what == "loop" or what == "timed" then
+    -- mostly a function of the stream's (or window's) own context
+    local want
+    pcall(function() want = self.context or self.stream.context end)
+    fn = nil
+    for _ = 1, 6 do
+      local f = open_one("phaseprobe.cuda.function")
+      local ok, same = pcall(function() return f.module.context == want end)
+      if ok and same then fn = f break end
+    end
+    if not fn and want and chance(0.8) then
+      local ok, f = pcall(function()
+        local mod = want:load(chance(0.5) and KINDS_PTX or SAXPY_PTX)
+        keep(mod)
+        return mod:func(pick { "kinds", "noargs", "two", "saxpy" })
+      end)
+      if ok then fn = f; keep(f) end
+    end
+    fn = fn or from_pool("phaseprobe.cuda.function")
+    d.fn = chance(0.95) and fn or any()
+  end
+  if chance(0.85) then
+    d.args = fn and fitting_args(fn) or nil
+  else
+    local a = {}
+    for i = 1, R(7) - 1 do
+      a[i] = pick { 1, 2.5, -1, true, "xxxx", ("\0"):rep(12), from_pool("phaseprobe.cuda.buffer") or 0,
+        from_pool("phaseprobe.cuda.global") or 0, 2 ^ 40 }
+    end
+    d.args = a
+  end
+  if chance(0.2) then d.shared = pick { 0, 1024, 1 << 20 } end
+  if chance(0.1) then d.cooperative = true end
+  if what == "launch" or what == "costs" then
+    if chance(0.3) then d.stream = from_pool("phaseprobe.cuda.stream") end
+    if what == "costs" and chance(0.5) then d.samples = R(5) end
+  else
+    if chance(0.3) then d.iterations = R(4) - 1 end
+    if chance(0.2) then d.fence = true end
+    if chance(0.2) then
+      d.reset = { target = from_pool("phaseprobe.cuda.buffer") or from_pool("phaseprobe.cuda.global"),
+        bytes = pick { nil, 1, 4, 1 << 30 }, value = pick { nil, 0, 255, 256 } }
+    end
+    if chance(0.1) then d.source = pick { "event", "cupti", "bogus" } end
+  end
+  if what == "timed" and chance(0.2) then d.spin_us = pick { 0, 0.5, 1 } end
+  if chance(0.03) then d.bogus = 1 end
+  return opts(d)
+end
+
+-- Plausible arguments, by entry name; self (for methods) is chosen apart.
+local H = {}
+H["pp.add_ns"] = function() return phase_name(), number() end
+H["pp.add_nested_ns"] = function() return nested_name(), number() end
+H["pp.cache"] = function() return pick { "ptx", "mod", "nosuch" }, pick { "hit", "miss", "disk_hit", "x" } end
+H["pp.charge"] = function() return phase_name(), chance(0.8) and pp.mark() or number() end
+H["pp.charge_since"] = H["pp.charge"]
+H["pp.lap"] = H["pp.charge"]
+H["pp.charge_nested"] = function() return nested_name(), chance(0.8) and pp.mark() or number() end
+H["pp.charge_remainder"] = function() return phase_name(), pp.mark(), phase_name() end
+H["pp.count"] = function()
+  local s = pp.schema()
+  return (#s.counts > 0 and chance(0.8)) and pick(s.counts) or string_value(), number()
+end
+H["pp.counts"] = function()
+  local s = pp.schema()
+  local t = {}
+  for _, c in ipairs(s.counts) do if chance(0.5) then t[c] = chance(0.9) and R(1000) or number() end end
+  if chance(0.1) then t[string_value()] = 1 end
+  return opts(t)
+end
+H["pp.device_window_ns"] = function() return number() end
+H["pp.probe_ns"] = H["pp.device_window_ns"]
+H["pp.kernel_ns"] = function() return number(), pick { "event", "cupti", "user", "none", "x" }, number() end
+H["pp.enable"] = function() return chance(0.9) end
+H["pp.emit"] = function()
+  if chance(0.3) then return nil end
+  return opts { seq = chance(0.5) and R(100) or nil, wall_ns = chance(0.5) and number() or nil,
+    enqueue_ns = chance(0.2) and number() or nil }
+end
+H["pp.measure"] = function() return phase_name(), callback(), any() end
+H["pp.measure_nested"] = function() return nested_name(), callback(), any() end
+H["pp.phase"] = function() return phase_name() end
+H["pp.nested"] = function() return nested_name() end
+H["pp.phase_ns"] = H["pp.phase"]
+H["pp.schema"] = function()
+  if chance(0.5) then return nil end
+  return schema_def()
+end
+H["pp.use"] = function() return from_pool("phaseprobe.schema") or pp.default_schema() end
+H["pp.select_clock"] = function() return pick { "tsc", "monotonic", "monotonic_raw", "sundial" } end
+H["pp.sink"] = function() return pick { "none", "none", "/dev/null", SCRATCH .. "/sink.log", -1, 1000, 99999 } end
+H["pp.tag"] = function() return pick { "device", "shape", "k" .. R(9), "Bad", "" }, pick { "x", "y1", nil, "a b", ("v"):rep(200) } end
+H["pp.ticks_to_ns"] = function() return number(), number() end
+H["pp.store.capacity"] = function() return pick { nil, 0, 10, 1000, 100000, -1 } end
+H["pp.store.enable"] = function() return chance(0.8) end
+H["pp.store.get"] = function() return small_int() end
+H["pp.store.records"] = function() return chance(0.5) and nil or small_int() end
+H["pp.parse.file"] = function() return read_path(), parse_opts() end
+H["pp.parse.string"] = function() return log_text(), parse_opts() end
+H["pp.parse.lines"] = function() return lines_iter(), parse_opts() end
+H["pp.parse.new"] = function() return parse_opts() end
+H["pp.parse.store"] = function() return parse_opts() end
+H["pp.parse.summarize"] = function() return opts(number_list(R(200))) end
+H["pp.parse.fit_line"] = function()
+  local n = R(100)
+  return opts(number_list(n)), opts(number_list(chance(0.9) and n or R(100)))
+end
+H["pp.ptx.scan"] = function() return pick(PTX_TEXTS), ptx_opts(false) end
+H["pp.ptx.summary"] = H["pp.ptx.scan"]
+H["pp.ptx.scan_file"] = function() return read_path(), ptx_opts(true) end
+H["pp.ptx.count"] = function() return pick(PTX_TEXTS), pick { "bar.sync", "BARRIER_MARK", "", "\0" } end
+H["pp.ptx.digest"] = function() return pick(PTX_TEXTS) end
+H["pp.ptx.lines"] = H["pp.ptx.digest"]
+H["pp.cuda.context"] = function() return pick { 0, 0, 0, 1, -1, 2 ^ 40 } end
+H["pp.cuda.spin_us"] = function() return pick { 0, 0.5, 1, -1, 0 / 0 } end
+H["pp.truth.sleep_ns"] = function() return pick { 0, 10, 1000, -1 } end
+H["pp.truth.spin_ns"] = H["pp.truth.sleep_ns"]
+
+H["phaseprobe.parser:file"] = function() return read_path(), chance(0.5) and callback() or nil end
+H["phaseprobe.parser:string"] = function() return log_text(), chance(0.3) and string_value() or nil end
+H["phaseprobe.parser:lines"] = function() return lines_iter(), chance(0.3) and string_value() or nil end
+local function field() return pick(FIELD_NAMES) end
+local function sel_of(c)
+  local s = from_pool("phaseprobe.selection")
+  if chance(0.6) then return nil end
+  return s
+end
+H["phaseprobe.columns:kind"] = function() return field() end
+H["phaseprobe.columns:row"] = function() return small_int(), chance(0.3) and opts { field(), field() } or nil end
+H["phaseprobe.columns:get"] = function() return small_int(), field() end
+H["phaseprobe.columns:line"] = function() return small_int() end
+H["phaseprobe.columns:values"] = function(c) return field(), sel_of(c) end
+H["phaseprobe.columns:summary"] = H["phaseprobe.columns:values"]
+H["phaseprobe.columns:fit"] = function(c) return field(), field(), sel_of(c) end
+H["phaseprobe.columns:fits"] = function(c) return opts { field(), field() }, opts { field() }, sel_of(c) end
+H["phaseprobe.columns:lincomb"] = function(c)
+  return opts { { field(), 1 }, { field(), -0.5 } }, sel_of(c), chance(0.3) and number() or nil
+end
+H["phaseprobe.columns:where"] = function(c) return field(), pick { 1, 3, "x", "y", nil, 1.5 }, sel_of(c) end
+H["phaseprobe.columns:range"] = function(c) return field(), number(), number(), sel_of(c) end
+H["phaseprobe.columns:select"] = function() return chance(0.3) and nil or opts { small_int(), small_int(), 1 } end
+H["phaseprobe.columns:group"] = function(c) return field(), sel_of(c) end
+H["phaseprobe.columns:distinct"] = function(c) return field(), sel_of(c), chance(0.3) and number() or nil end
+H["phaseprobe.columns:prefixes"] = function(c) return sel_of(c) end
+H["phaseprobe.columns:order"] = H["phaseprobe.columns:prefixes"]
+H["phaseprobe.selection:get"] = function() return small_int() end
+H["phaseprobe.schema.__index"] = function() return pick { "prefix", "phases", "fields", "id", "counts", "x", 1 } end
+
+H["phaseprobe.cuda.context:load"] = function()
+  return pick(PTX_TEXTS), chance(0.3) and opts { jit_log = chance(0.5), log_size = pick { 256, 4096, 100 },
+    opt_level = pick { 0, 3, 9 }, max_registers = pick { 32, 0 } } or nil
+end
+H["phaseprobe.cuda.context:load_file"] = function()
+  return read_path(), chance(0.5) and opts { max_bytes = pick { 1, 1 << 20 } } or nil
+end
+H["phaseprobe.cuda.context:alloc"] = function() return pick { 4, 64, 4096, 0, -1, 1 << 40 } end
+H["phaseprobe.cuda.context:event_floor"] = function() return pick { nil, 1, 9, 64, 65 } end
+H["phaseprobe.cuda.context:event_costs"] = function() return pick { nil, 1, 5, 0 } end
+H["phaseprobe.cuda.context:calibrate_events"] = function()
+  return chance(0.5) and opts { samples = pick { 1, 5, 0 }, source = pick { "auto", "event", "cupti", "x" } } or nil
+end
+H["phaseprobe.cuda.context:kernel_source"] = function() return pick { nil, "event", "cupti", "x" } end
+H["phaseprobe.cuda.context.__index"] = function()
+  return pick { "name", "ordinal", "closed", "usable", "stream", "events_idle", "event_floor_ns", "x", 1 }
+end
+H["phaseprobe.cuda.module:func"] = function() return pick(FUNC_NAMES) end
+H["phaseprobe.cuda.module:global"] = function() return pick(GLOBAL_NAMES) end
+H["phaseprobe.cuda.module.__index"] = function() return pick { "jit_ns", "info_log", "ptx_bytes", "context", "closed", "x" } end
+H["phaseprobe.cuda.function:launch"] = function(fn) return launch_desc("launch", fn) end
+H["phaseprobe.cuda.function:launch_costs"] = function(fn) return launch_desc("costs", fn) end
+H["phaseprobe.cuda.function:max_active_blocks"] = function() return pick { 32, 1024, 0, 1 << 40 }, pick { nil, 0, 1 << 20 } end
+H["phaseprobe.cuda.function.__index"] = function() return pick { "name", "params", "param_bytes", "registers", "closed", "x" } end
+H["phaseprobe.cuda.global:read"] = function() return pick { nil, 0, 4, 24, 100, -1 }, pick { nil, 0, 4, 30 } end
+H["phaseprobe.cuda.global:write"] = function() return pick { "abcd", "", ("x"):rep(30) }, pick { nil, 0, 20 } end
+H["phaseprobe.cuda.global:read_u32"] = function() return pick { nil, 0, 4, 22 } end
+H["phaseprobe.cuda.global:write_u32"] = function() return pick { 0, 7, -1, 1 << 32 }, pick { nil, 0, 21 } end
+H["phaseprobe.cuda.global.__index"] = function() return pick { "ptr", "size", "name", "closed", "x" } end
+H["phaseprobe.cuda.buffer:upload"] = function()
+  if chance(0.5) then return pick { "abcd", ("y"):rep(100), "" }, pick { nil, 0, 2, 1 << 40 } end
+  return opts(number_list(R(20))), pick { "u8", "i32", "u32", "i64", "u64", "f32", "f64", "x", nil }, pick { nil, 0, 8 }
+end
+H["phaseprobe.cuda.buffer:download"] = function()
+  return pick { nil, "u8", "i32", "f32", "f64", "u64", "x" }, pick { nil, 0, 1, 4, 1 << 62, -1, 1 << 61 },
+    pick { nil, 0, 4, 64, 1 << 40, -1 }
+end
+H["phaseprobe.cuda.buffer:memset"] = function() return pick { 0, 255, 256, -1 }, chance(0.3) and from_pool("phaseprobe.cuda.stream") or nil end
+H["phaseprobe.cuda.buffer.__index"] = function() return pick { "ptr", "size", "context", "closed", "x" } end
+H["phaseprobe.cuda.stream:timed"] = function(st) return launch_desc("timed", nil, st) end
+H["phaseprobe.cuda.stream.__index"] = function() return pick { "default", "context", "closed", "x" } end
+H["phaseprobe.cuda.stream.__call"] = function() return from_pool("phaseprobe.cuda.context"), opts { non_blocking = chance(0.5) } end
+H["phaseprobe.cuda.window:spin_us"] = function() return pick { 0, 0.5, 1, -1, 0 / 0 } end
+H["phaseprobe.cuda.window:launch_loop"] = function(w) return launch_desc("loop", nil, w) end
+H["phaseprobe.cuda.window.__index"] = function() return pick { "stage", "probe_ns", "kernel_src", "cupti_why", "stream", "x" } end
+
+H["records.read"] = function() return read_path(), parse_opts() end
+H["records.read_many"] = function() return { read_path(), read_path() }, parse_opts() end
+H["records.from_string"] = function() return log_text(), parse_opts() end
+H["records.from_lines"] = function() return lines_iter(), parse_opts() end
+H["records.from_store"] = function() return parse_opts() end
+H["records.from_list"] = function() return records_list(), chance(0.3) and { prefix = "lst" } or nil end
+H["records.wrap"] = function() return from_pool("phaseprobe.columns") or sample_cols, from_pool("phaseprobe.selection") end
+H["records.is_set"] = function() return set_value() end
+H["records.set:where"] = function() return field(), pick { 1, "x", false, { 1, 3 } } end
+H["records.set:range"] = function() return field(), number(), number() end
+H["records.set:filter"] = function() return callback() end
+H["records.set:head"] = function() return pick { 0, 1, 3, 1000, -1, 0 / 0 } end
+H["records.set:select"] = function() return field(), field() end
+H["records.set:group"] = function() return field() end
+H["records.set:summary"] = function() return field() end
+H["records.set:summaries"] = function() return { field(), field() } end
+H["records.set:values"] = function() return field() end
+H["records.set:distinct"] = function() return field(), pick { nil, 1, 10 } end
+H["records.set:fit"] = function() return field(), field() end
+H["records.set:fits"] = function() return { field() }, { field() } end
+H["records.set:lincomb"] = function() return { { field(), 1 } }, chance(0.3) and 0 or nil end
+H["records.set:view"] = function() return chance(0.5) and { field(), field() } or nil, pick { nil, 1, 5 } end
+H["records.set:record"] = function() return small_int() end
+H["records.set:row"] = H["records.set:record"]
+H["records.set:line"] = H["records.set:record"]
+H["records.set:has"] = function() return field() end
+H["records.groups:get"] = function() return pick { "x", "y", 1, nil } end
+H["records.groups:summary"] = function() return field() end
+local function out_path() return pick(OUT_FILES) end
+H["export.csv"] = function() return set_value(), out_path() end
+H["export.jsonl"] = H["export.csv"]
+H["export.trace"] = function() return set_value(), out_path(), chance(0.3) and { name = "run" } or nil end
+H["export.trace_runs"] = function() return { { name = "a", set = set_value() } }, out_path() end
+H["export.trace_text"] = function() return { { name = "a", set = set_value() } } end
+H["export.read_csv"] = function() return pick { FILES.csv, FILES.jsonl, FILES.dir, FILES.missing, "/dev/zero" },
+  { max_bytes = pick { 100, 1 << 20 } } end
+H["export.read_jsonl"] = function() return pick { FILES.jsonl, FILES.csv, FILES.dir, FILES.missing, "/dev/zero" },
+  { max_bytes = pick { 100, 1 << 20 } } end
+H["export._encode"] = function() return any(), "fuzz" end
+H["recview.collect"] = function() return chance(0.5) and set_value() or records_list() end
+H["recview.record_mt"] = function() return "p", { field(), field() } end
+H["recview.fields"] = function() return from_pool("record") or {} end
+H["recview.prefix"] = H["recview.fields"]
+H["recview.layout"] = H["recview.fields"]
+H["recview.tags"] = H["recview.fields"]
+H["recview.ordered_keys"] = H["recview.fields"]
+H["recview.u"] = function() return from_pool("record") or {}, field() end
+H["recview.sat_add"] = function() return R(1000), R(1000) end
+H["recview.u64_text"] = function() return pick { 0, -1, math.mininteger, 12345 } end
+H["recview.parse_u64"] = function() return pick { "0", "18446744073709551615", "18446744073709551616", "007" } end
+H["recview.parse_int"] = function() return pick { "-1", "12", "x", "-9223372036854775808" } end
+H["recview.phase_short"] = function() return pick { "ptx_ns", "a" } end
+H["recview.nested_short"] = function() return pick { "sub_ptx_digest_ns", "a" } end
+
+-- Calls that spin, sleep, launch or read by design are kept short; paths
+-- that would read without end get a small max_bytes.
+local function tame(e, a, n)
+  local name = e.name
+  local function clamp(i, hi)
+    if type(a[i]) == "number" and not (a[i] >= 0 and a[i] <= hi) then a[i] = hi end
+  end
+  if name == "pp.truth.sleep_ns" or name == "pp.truth.spin_ns" then clamp(1, 1000) end
+  if name == "pp.cuda.spin_us" then clamp(1, 1) end
+  if name:match(":spin_us$") then clamp(2, 1) end
+  if name:match("event_costs$") then clamp(2, 5) end
+  for i = 1, n do
+    local v = a[i]
+    if type(v) == "table" then
+      local raw = rawget
+      if type(raw(v, "iterations")) == "number" and not (raw(v, "iterations") <= 3) then v.iterations = 3 end
+      if type(raw(v, "samples")) == "number" and not (raw(v, "samples") <= 5) then v.samples = 5 end
+      if type(raw(v, "spin_us")) == "number" and not (raw(v, "spin_us") <= 1) then v.spin_us = 1 end
+    elseif v == "/dev/zero" and name:match(":file$") then
+      a[i] = "/dev/null" -- the parser's own cap may be the default
+    elseif v == "/dev/zero" then
+      local o = a[i + 1]
+      if type(o) ~= "table" or getmetatable(o) ~= nil then
+        o = {}
+        a[i + 1] = o
+        if n < i + 1 then n = i + 1 end
+      end
+      if not (type(rawget(o, "max_bytes")) == "number" and rawget(o, "max_bytes") <= (1 << 20)) then
+        o.max_bytes = 1 << 20
+      end
+    end
+  end
+  if name == "pp.sink" and type(a[1]) ~= "string" and not (math.type(a[1]) == "integer" and (a[1] < 0 or a[1] >= 1000)) then
+    a[1] = "none"
+  end
+  if name == "pp.sink" and type(a[1]) == "string" and a[1] ~= "none" and a[1] ~= "/dev/null" then
+    a[1] = SCRATCH .. "/sink.log"
+  end
+  if name == "phaseprobe.cuda.context:alloc" and type(a[2]) == "number" and a[2] > (1 << 24) and a[2] < (1 << 28) then
+    a[2] = 1 << 20
+  end
+  return n
+end
+
+-- ---- calls ------------------------------------------------------------------
+local total = 0
+local trace = false
+
+local function describe(v)
+  local t = type(v)
+  if t == "string" then
+    if #v > 24 then return ("<string %d>"):format(#v) end
+    return ("%q"):format(v):gsub("\n", "n")
+  end
+  if t == "number" then return tostring(v) end
+  if t == "table" or t == "userdata" then
+    local c = class_of(v)
+    if c then return "<" .. c .. ">" end
+    return "<" .. t .. (getmetatable(v) and " with metatable" or "") .. ">"
+  end
+  return "<" .. t .. ">"
+end
+
+local function args_for(e)
+  local a, n = {}, 0
+  local self
+  if e.class then
+    local closes = e.name:match("__gc$") or e.name:match("__close$") or e.name:match(":close$")
+      or e.name:match(":free$") or e.name:match(":discard$")
+    if CLOSERS[e.class] and not closes and chance(0.8) then self = open_one(e.class) end
+    if self == nil then self = from_pool(e.class) end
+    if self == nil or chance(0.05) then self = wrong_object() end
+    if e.class == "record" and chance(0.5) then self = from_pool("record") end
+  end
+  local h = H[e.name]
+  if h and chance(0.9) then
+    local r = table.pack(h(self))
+    for i = 1, r.n do a[i] = r[i] end
+    n = r.n
+  else
+    n = R(4) - 1
+    for i = 1, n do a[i] = any() end
+  end
+  -- hostility on top of plausible arguments
+  if n > 0 and chance(0.1) then a[R(n)] = any() end
+  if chance(0.03) then n = n + 1; a[n] = any() end
+  if e.class then
+    table.insert(a, 1, self)
+    n = n + 1
+  end
+  return a, tame(e, a, n)
+end
+
+local function note_result(ok, ...)
+  if not ok then return end
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    keep(v)
+    if type(v) == "table" and getmetatable(v) == nil then
+      -- lists of records, groups: keep a few of their members
+      for j = 1, 3 do
+        local x = rawget(v, j)
+        if x ~= nil then keep(x) end
+      end
+      for _, k in ipairs { "sel", "set", "cols" } do
+        local x = rawget(v, k)
+        if x ~= nil then keep(x) end
+      end
+    end
+  end
+end
+
+call_entry = function(e)
+  depth = depth + 1
+  local a, n = args_for(e)
+  total = total + 1
+  e.calls = e.calls + 1
+  if trace or total == TRACE_FROM then
+    trace = true
+    local parts = {}
+    for i = 1, n do parts[i] = describe(a[i]) end
+    io.stderr:write(("[%d] %s(%s)\n"):format(total, e.name, table.concat(parts, ", ")))
+    io.stderr:flush()
+  end
+  local r = table.pack(pcall(e.fn, table.unpack(a, 1, n)))
+  if r[1] then e.ok = e.ok + 1 end
+  if SHOW_ERRORS and not r[1] and e.name:find(SHOW_ERRORS) then
+    io.stderr:write(("[%d] %s: %s\n"):format(total, e.name, tostring(r[2])))
+  end
+  note_result(table.unpack(r, 1, r.n))
+  depth = depth - 1
+  return r[1]
+end
+
+
+close_some = function()
+  for _ = 1, R(2) do
+    local c = pick(CLOSER_NAMES)
+    local v = from_pool(c)
+    if v then pcall(function() return v[CLOSERS[c]](v) end) end
+  end
+end
+
+-- Scopes: opened in a coroutine that yields with them open; later resumed,
+-- closed (coroutine.close runs their __close) or left to the collector.
+local suspended = {}
+local function scope_action()
+  local r = R(3)
+  if r == 1 or #suspended == 0 then
+    local co = coroutine.create(function()
+      local _ <close> = pp.phase(phase_name())
+      coroutine.yield()
+      local _n <close> = pp.nested(nested_name())
+      if chance(0.3) then pp.emit() end
+      coroutine.yield()
+    end)
+    pcall(coroutine.resume, co)
+    if #suspended < 8 then suspended[#suspended + 1] = co end
+  elseif r == 2 then
+    local i = R(#suspended)
+    pcall(coroutine.resume, suspended[i])
+  else
+    local i = R(#suspended)
+    pcall(coroutine.close, table.remove(suspended, i))
+  end
+end
+
+-- Objects get closed often (by the fuzz itself): now and then a fresh one
+-- of each kind is made the plausible way, so that calls on open objects
+-- keep happening. These calls count like the others.
+local function direct(name, f, ...)
+  local e = by_name[name]
+  total = total + 1
+  if e then e.calls = e.calls + 1 end
+  if trace or total == TRACE_FROM then
+    trace = true
+    io.stderr:write(("[%d] %s (making an object to work on)\n"):format(total, name))
+  end
+  local r = table.pack(pcall(f, ...))
+  if r[1] and e then e.ok = e.ok + 1 end
+  note_result(table.unpack(r, 1, r.n))
+  if r[1] then return r[2] end
+  return nil
+end
+
+
+local function need_ctx()
+  return open_one("phaseprobe.cuda.context") or direct("pp.cuda.context", pp.cuda.context, 0)
+end
+
+local function need_mod()
+  local m = open_one("phaseprobe.cuda.module")
+  if m then return m end
+  local ctx = need_ctx()
+  return ctx and direct("phaseprobe.cuda.context:load", ctx.load, ctx,
+    chance(0.7) and KINDS_PTX or SAXPY_PTX)
+end
+
+local function need_stream()
+  local st = open_one("phaseprobe.cuda.stream")
+  if st and chance(0.7) then return st end
+  local ctx = need_ctx()
+  if not ctx then return nil end
+  if chance(0.5) then return direct("phaseprobe.cuda.stream.__call", ctx.stream, ctx) end
+  st = ctx.stream
+  keep(st)
+  return st
+end
+
+local function refill()
+  local r = R(10)
+  if r <= 4 then
+    local mod = need_mod()
+    if mod then
+      direct("phaseprobe.cuda.module:func", mod.func, mod, pick { "kinds", "noargs", "two", "saxpy" })
+    end
+  elseif r == 5 then
+    local mod = need_mod()
+    if mod then direct("phaseprobe.cuda.module:global", mod.global, mod, pick { "counter", "blob" }) end
+  elseif r == 6 then
+    local ctx = need_ctx()
+    if ctx then direct("phaseprobe.cuda.context:alloc", ctx.alloc, ctx, pick { 4, 64, 4096 }) end
+  elseif r == 7 then
+    local st = need_stream()
+    if st then direct("phaseprobe.cuda.stream:window", st.window, st) end
+  elseif r == 8 then
+    direct("pp.parse.new", pp.parse.new)
+  elseif r == 9 then
+    direct("pp.parse.string", pp.parse.string, log_text())
+  else
+    direct("records.from_string", records.from_string, log_text())
+  end
+end
+
+local function begin_some()
+  if chance(0.5) then pcall(pp.enable) end
+  if not pp.is_open() then pcall(pp.begin) end
+end
+
+-- ---- the run ------------------------------------------------------------------
+if not QUIET then
+  io.stderr:write(("lua_api_fuzz: seed %d, %d entry points, up to %d calls%s\n"):format(SEED,
+    #entries, CALLS, SECONDS > 0 and (" or " .. SECONDS .. " s") or ""))
+end
+
+local stopped_by_time = false
+while total < CALLS do
+  if SECONDS > 0 and total % 256 == 0 and os.time() - t_start >= SECONDS then
+    stopped_by_time = true
+    break
+  end
+  local r = random()
+  if r < 0.02 then
+    collectgarbage()
+  elseif r < 0.06 then
+    collectgarbage("step", R(200))
+  elseif r < 0.08 then
+    scope_action()
+  elseif r < 0.10 then
+    begin_some()
+  elseif r < 0.16 then
+    refill()
+  end
+  call_entry(entries[R(#entries)])
+  if not QUIET and total % 100000 < 1 then
+    io.stderr:write(("lua_api_fuzz: seed %d: %d calls, %.0f s\n"):format(SEED, total, os.clock() - clock0))
+  end
+end
+for i = #suspended, 1, -1 do pcall(coroutine.close, suspended[i]) end
+pcall(pp.sink, "none")
+
+-- ---- the report ----------------------------------------------------------------
+local unreached, never_ok = {}, {}
+local lines = {}
+for _, e in ipairs(entries) do
+  if e.calls == 0 then unreached[#unreached + 1] = e.name end
+  if e.calls > 0 and e.ok == 0 then never_ok[#never_ok + 1] = e.name end
+  lines[#lines + 1] = ("  %-44s %8d calls %8d returned"):format(e.name, e.calls, e.ok)
+end
+print(("lua_api_fuzz: seed %d: %d calls over %d entry points in %.1f s cpu, no sanitizer report")
+  :format(SEED, total, #entries, os.clock() - clock0))
+if not QUIET then print(table.concat(lines, "\n")) end
+print(("reached %d of %d entry points; %d never returned normally%s"):format(#entries - #unreached,
+  #entries, #never_ok, #never_ok > 0 and (": " .. table.concat(never_ok, ", ")) or ""))
+if #unreached > 0 and not stopped_by_time then
+  print("NOT REACHED: " .. table.concat(unreached, ", "))
+  os.exit(1)
+end
+os.exit(0, true)

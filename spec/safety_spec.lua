@@ -1,0 +1,590 @@
+-- The module lives in the process it measures: misuse, hostile arguments
+-- and oversized inputs must end in an error or a clean refusal, never in a
+-- crash, a read of freed memory or unbounded growth.
+--
+-- Cases that crashed (or corrupted memory) run in their own interpreter, so
+-- a crash fails the case instead of the whole run; under `make asan` that
+-- interpreter is sanitized too (LD_PRELOAD is inherited).
+local pp = require "phaseprobe"
+local files = require "helpers.files"
+
+local ROOT = os.getenv("PWD") or "."
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- Runs a Lua chunk in a fresh interpreter (with a time limit); returns the
+-- lines it reported as key<TAB>value, its whole output and whether it
+-- exited cleanly.
+local PRELUDE = [[
+package.cpath = "./?.so;" .. package.cpath
+package.path = "./lua/?.lua;./spec/?.lua;" .. package.path
+pp = require "phaseprobe"
+function report(k, ...)
+  local t = {}
+  for i = 1, select("#", ...) do t[i] = tostring((select(i, ...))) end
+  io.write(k, "\t", (table.concat(t, " | "):gsub("\n", "\\n")), "\n")
+  io.flush()
+end
+function try(k, f, ...)
+  local r = table.pack(pcall(f, ...))
+  if r[1] then report(k, "ok", table.unpack(r, 2, r.n))
+  else report(k, "error: " .. tostring(r[2])) end
+end
+]]
+
+local function sub(chunk, opts)
+  opts = opts or {}
+  local path = os.tmpname()
+  files.spit(path, PRELUDE .. chunk)
+  local env = ""
+  for k, v in pairs(opts.env or {}) do env = env .. k .. "=" .. q(v) .. " " end
+  local cmd = ("%s timeout %d lua5.4 %s %s 2>&1"):format(env, opts.timeout or 60, q(path),
+    opts.stdin and ("< " .. q(opts.stdin)) or "")
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local ok = p:close()
+  os.remove(path)
+  local r = { _out = out, _ok = ok }
+  for k, v in out:gmatch("([%w_]+)\t([^\n]*)") do r[k] = v end
+  return r
+end
+
+local function clean(r)
+  assert(r._ok, "the interpreter did not exit cleanly:\n" .. r._out)
+  assert(not r._out:find("AddressSanitizer", 1, true), r._out)
+  assert(not r._out:find("runtime error", 1, true), r._out)
+  return r
+end
+
+describe("records print as their line, however long (#12 defect 1)", function()
+  it("a parsed record of 60 fields prints byte for byte as its line", function()
+    local r = clean(sub [[
+      local f = {}
+      for i = 1, 60 do f[i] = ("field_%02d_abcdefgh=%d"):format(i, i) end
+      local line = "p " .. table.concat(f, " ")
+      local c = pp.parse.string(line .. "\n")
+      local s = tostring(c:row(1))
+      report("same", s == line, #s, #line)
+      -- a column view of the same record, and its tags-and-extras path
+      local v = c:row(1, { "field_60_abcdefgh", "field_01_abcdefgh" })
+      report("view", tostring(v))
+    ]])
+    assert.are.equal("true | 1252 | 1252", r.same)
+    assert.are.equal("p field_60_abcdefgh=60 field_01_abcdefgh=1", r.view)
+  end)
+
+  it("records of a 20-phase schema survive pp.records.from_list(pp.store.records())", function()
+    local r = clean(sub [[
+      local phases = {}
+      for i = 1, 20 do phases[i] = "phase_number_" .. i end
+      pp.schema { prefix = "wide", phases = phases }
+      pp.enable(); pp.sink("none"); pp.store.enable(true); pp.store.clear()
+      for i = 1, 5 do
+        pp.begin()
+        for k = 1, 20 do pp.add_ns(phases[k], i * 1000 + k) end
+        pp.emit { seq = i }
+      end
+      local set = pp.records.from_list(pp.store.records())
+      report("n", set:count())
+      report("v", set[5].phase_number_20_ns, set[1].phase_number_1_ns)
+    ]])
+    assert.are.equal("5", r.n)
+    assert.are.equal("5020 | 1001", r.v)
+  end)
+
+  it("a default-schema record with saturated values and full tags prints as the sink's line", function()
+    local log = os.tmpname()
+    local r = clean(sub([[
+      pp.enable(); pp.sink(]] .. ("%q"):format(log) .. [[)
+      for i = 1, 8 do pp.tag("tag_key_" .. i, ("v"):rep(18)) end
+      pp.begin()
+      for _, ph in ipairs(pp.default_schema().phases) do pp.add_ns(ph, math.maxinteger); pp.add_ns(ph, 5) end
+      pp.add_nested_ns("ptx_digest", math.maxinteger)
+      pp.counts { nodes = math.maxinteger, ptx_bytes = math.maxinteger }
+      pp.kernel_ns(math.maxinteger, "user", math.maxinteger)
+      local rec = pp.emit { seq = math.maxinteger, wall_ns = math.maxinteger, enqueue_ns = math.maxinteger,
+        wait_ns = math.maxinteger, device_window_ns = math.maxinteger }
+      pp.sink("none")
+      report("line", tostring(rec))
+    ]]))
+    local want = files.slurp(log):gsub("\n$", "")
+    os.remove(log)
+    assert.truthy(#want > 1000, "the line is long: " .. #want)
+    assert.are.equal(want, r.line)
+  end)
+end)
+
+describe("lengths from Lua never size an allocation through __len (#12 defect 2)", function()
+  it("summarize, fit_line, cols:select and cols:row use the raw length", function()
+    local r = clean(sub [[
+      local function liar(t) return setmetatable(t, { __len = function() return 2^61 + 4 end }) end
+      local xs, ys = {}, {}
+      for i = 1, 100000 do xs[i] = i; ys[i] = 2 * i end
+      try("summarize", function() return pp.parse.summarize(liar(xs)).count end)
+      try("fit", function() return pp.parse.fit_line(liar(xs), liar(ys)).n end)
+      local c = pp.parse.string("p a=1 b=2\np a=3 b=4\n")
+      try("select", function() return #c:select(liar({ 2, 1, 2 })) end)
+      try("row", function() return tostring(c:row(2, liar({ "b" }))) end)
+      try("fits", function() return c:fits(liar({ "a" }), liar({ "b" })).b.a.n end)
+      try("lincomb", function() return c:lincomb(liar({ { "a", 1 }, { "b", 1 } })).count end)
+    ]])
+    assert.are.equal("ok | 100000", r.summarize)
+    assert.are.equal("ok | 100000", r.fit)
+    assert.are.equal("ok | 2", r.select)
+    assert.are.equal("ok | p b=4", r.row)
+    assert.are.equal("ok | 2", r.fits)
+    assert.are.equal("ok | 2", r.lincomb)
+  end)
+
+  it("option lists (parser prefixes, PTX markers, schema names) are read by their raw length", function()
+    local function liar(t) return setmetatable(t, { __len = function() error("__len consulted") end }) end
+    local ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n// MARK\nret;\n}\n"
+    assert.are.equal(1, pp.ptx.scan(ptx, { markers = liar { "MARK" } }).markers.MARK)
+    local _, rep = pp.parse.string("pfx a=1\n", { prefix = liar { "pfx" }, numeric = liar { "a" } })
+    assert.are.equal(1, rep.parsed)
+    local s = pp.schema { prefix = "rawlen", phases = liar { "one" }, counts = liar { "items" }, use = false }
+    assert.are.same({ "one" }, s.phases)
+  end)
+end)
+
+describe("buffer downloads check count times element size (#12 defect 3)", function()
+  local sub_cuda = require "helpers.cuda_sub"
+  local ready = sub_cuda.fake_ready()
+  it("buf:download(type, n) with n * size past 2^64 raises", function()
+    if not ready then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local r = clean(sub([[
+      local ctx = assert(pp.cuda.context(0))
+      local buf = ctx:alloc(64)
+      try("wrap", function() return buf:download("f32", 1 << 62) end)
+      try("past", function() return buf:download("f64", 9) end)
+      try("offset", function() return buf:download("u8", 1, 64) end)
+      try("fits", function() return #buf:download("f64", 8) end)
+    ]], { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    assert.matches("error: .*do not fit", r.wrap)
+    assert.matches("error: .*do not fit", r.past)
+    assert.matches("error: .*do not fit", r.offset)
+    assert.are.equal("ok | 8", r.fits)
+  end)
+end)
+
+describe("a parser closed inside its own callback (#12 defect 4)", function()
+  it("p:lines stops and raises when its iterator closes the parser", function()
+    local r = clean(sub [[
+      local p = pp.parse.new()
+      local n = 0
+      try("lines", p.lines, p, function()
+        n = n + 1
+        if n == 3 then p:close(); collectgarbage() end
+        if n < 1000 then return "x a=" .. n end
+      end)
+      report("calls", n)
+      try("after", p.finish, p)
+      report("str", tostring(p))
+    ]])
+    assert.matches("error: .*closed inside its own callback", r.lines)
+    assert.are.equal("3", r.calls)
+    assert.matches("closed parser", r.after)
+    assert.are.equal("phaseprobe.parser (closed)", r.str)
+  end)
+
+  it("p:file stops and raises when its progress callback closes the parser", function()
+    local big = os.tmpname()
+    files.spit(big, ("x a=1\n"):rep(3500000)) -- 21 MB: past the first progress call
+    local r = clean(sub([[
+      local p = pp.parse.new()
+      local calls = 0
+      try("file", p.file, p, ]] .. ("%q"):format(big) .. [[, function()
+        calls = calls + 1
+        p:close(); collectgarbage()
+      end)
+      report("calls", calls)
+    ]]))
+    os.remove(big)
+    assert.matches("error: .*closed inside its own callback", r.file)
+    assert.are.equal("1", r.calls)
+  end)
+
+  it("a progress callback that raises stops the reading at once", function()
+    local big = os.tmpname()
+    files.spit(big, ("x a=1\n"):rep(8000000)) -- 48 MB: three progress calls
+    local calls = 0
+    local p <close> = pp.parse.new()
+    local ok, err = pcall(p.file, p, big, function()
+      calls = calls + 1
+      error("enough")
+    end)
+    os.remove(big)
+    assert.is_false(ok)
+    assert.matches("progress callback: .*enough", err)
+    assert.are.equal(1, calls)
+    -- what was read before the stop is kept
+    local cols = p:finish()
+    assert.is_true(cols:count() > 0)
+  end)
+end)
+
+describe("option strings outlive the calls that read them (#12 defect 5)", function()
+  -- An options table whose __index makes fresh strings and lists, collects
+  -- garbage and allocates strings of every small size, so that a string
+  -- used after its last reference went would read someone else's bytes.
+  local HOSTILE = [[
+    local junk = {}
+    local function churn()
+      collectgarbage(); collectgarbage()
+      for i = 1, 3000 do junk[i % 1000 + 1] = ("Z"):rep(i % 80 + 1) .. "" end
+    end
+    function hostile(fresh)
+      return setmetatable({}, { __index = function(_, k)
+        local v = fresh[k]
+        if type(v) == "function" then v = v() end
+        churn()
+        return v
+      end })
+    end
+  ]]
+
+  it("parser options: prefix, numeric and source", function()
+    local r = clean(sub(HOSTILE .. [[
+      local opts = hostile {
+        prefix = function() return ("pfx_"):rep(3) .. "x" end,
+        numeric = function() return { ("num"):rep(2) .. "_field" } end,
+        source = function() return ("src"):rep(5) .. "_name" end,
+      }
+      local c, rep = pp.parse.string("pfx_pfx_pfx_x numnum_field=7 other=1\nnoise\n", opts)
+      report("parsed", rep.parsed, rep.file, c:get(1, "numnum_field"))
+      local c2, rep2 = pp.parse.lines(("x a=1\n"):gmatch("[^\n]+"), opts)
+      report("lines", rep2.file)
+    ]]))
+    assert.are.equal("1 | srcsrcsrcsrcsrc_name | 7", r.parsed)
+    assert.are.equal("srcsrcsrcsrcsrc_name", r.lines)
+  end)
+
+  it("schema definitions: prefix and name lists", function()
+    local r = clean(sub(HOSTILE .. [[
+      local s = pp.schema(hostile {
+        prefix = function() return ("pre"):rep(4) .. "-fix" end,
+        phases = function() return { ("alpha"):rep(2), ("beta"):rep(3) } end,
+        nested = function() return { ("alpha"):rep(2) .. "_inner" } end,
+        counts = function() return { ("items"):rep(2) } end,
+        caches = function() return { ("store"):rep(2) } end,
+        use = false,
+      })
+      report("s", s.prefix, table.concat(s.phases, ","), table.concat(s.nested, ","),
+        table.concat(s.counts, ","), table.concat(s.caches, ","))
+    ]]))
+    assert.are.equal("prepreprepre-fix | alphaalpha,betabetabeta | alphaalpha_inner | itemsitems | storestore", r.s)
+  end)
+
+end)
+
+describe("metamethods called directly check their argument (#12 defect 7)", function()
+  it("the scope's __close, a record's __tostring and a schema's __index refuse foreign values", function()
+    local r = clean(sub [[
+      pp.enable(); pp.sink("none"); pp.begin()
+      try("close", getmetatable(pp.phase("ptx")).__close, {})
+      try("close_nil", getmetatable(pp.phase("ptx")).__close)
+      local rec = pp.emit()
+      try("tostring", getmetatable(rec).__tostring, 42)
+      try("schema", getmetatable(pp.schema()).__index, {}, "prefix")
+      local p = pp.parse.new()
+      try("parser_gc", getmetatable(p).__gc, io.stdout)
+      try("cols_len", getmetatable(pp.parse.string("p a=1")).__len, p)
+    ]])
+    assert.matches("error: .*bad argument #1 .*phaseprobe%.scope expected, got table", r.close)
+    assert.matches("error: .*bad argument #1 .*phaseprobe%.scope expected, got no value", r.close_nil)
+    assert.matches("error: .*table expected, got number", r.tostring)
+    assert.matches("error: .*phaseprobe%.schema expected", r.schema)
+    assert.matches("error: .*phaseprobe%.parser expected", r.parser_gc)
+    assert.matches("error: .*phaseprobe%.columns expected", r.cols_len)
+  end)
+end)
+
+describe("a record's field list cannot be written through it (#12 defect 8)", function()
+  it("r._fields is read-only; tostring(r) is unaffected by attempts", function()
+    local r = clean(sub [[
+      pp.enable(); pp.sink("none"); pp.begin()
+      local rec = pp.emit { seq = 7 }
+      local line = tostring(rec)
+      try("write", function() rec._fields[1] = {} end)
+      try("append", function() rec._fields[#rec._fields + 1] = "x" end)
+      report("same", tostring(rec) == line, rec._fields[1], #rec._fields == #pp.default_schema().fields)
+      local c = pp.parse.string("p a=1 b=2\n")
+      local row = c:row(1)
+      try("row", function() row._fields[1] = {} end)
+      report("rowline", tostring(row), table.concat(row._fields, ","))
+      local n = 0
+      for i, f in ipairs(rec._fields) do n = n + 1 end
+      local m = 0
+      for k, f in pairs(rec._fields) do m = m + 1 end
+      report("iter", n == #rec._fields, m == n)
+    ]])
+    assert.matches("error: .*read%-only", r.write)
+    assert.matches("error: .*read%-only", r.append)
+    assert.are.equal("true | seq | true", r.same)
+    assert.matches("error: .*read%-only", r.row)
+    assert.are.equal("p a=1 b=2 | a,b", r.rowline)
+    assert.are.equal("true | true", r.iter)
+  end)
+
+  it("records read back from CSV carry a read-only field list too", function()
+    local recview = require "phaseprobe.recview"
+    local mt = recview.record_mt("p", { "a", "b" })
+    local rec = setmetatable({ a = 1, b = 2 }, mt)
+    local ok, err = pcall(function() rec._fields[1] = {} end)
+    assert.is_false(ok)
+    assert.matches("read%-only", err)
+    assert.are.equal("p a=1 b=2", tostring(rec))
+  end)
+end)
+
+describe("the current schema is per thread (#12 defect 12)", function()
+  it("C threads: each dispatch opens under its own thread's schema; a new thread starts with the default", function()
+    local p = io.popen("build/schema_threads 20000 2>&1")
+    local out = p:read("a")
+    local ok = p:close()
+    assert.truthy(out:find("^ok dispatches=60000 wrong=0"), out)
+    assert.is_true(ok)
+  end)
+
+  it("Lua states in threads: pp.use in one never reaches another's dispatches", function()
+    local p = io.popen("build/multi_state 3 spec/fixtures/scripts/multi_state_schema.lua 2>&1")
+    local out = p:read("a")
+    local ok = p:close()
+    assert.is_true(ok, out)
+    for t = 0, 2 do
+      assert.truthy(out:find(("thread %d: dispatches=20000 wrong=0"):format(t), 1, true), out)
+    end
+  end)
+end)
+
+describe("record metatables are not kept forever (#12 defect 13)", function()
+  it("layouts leave no lasting memory once their records are gone", function()
+    local names = {}
+    for i = 1, 14 do names[i] = ("field_%02d"):format(i) end
+    local parts = {}
+    for i, n in ipairs(names) do parts[i] = n .. "=" .. i end
+    local c = pp.parse.string("p " .. table.concat(parts, " ") .. "\n")
+    local function layouts(from, to)
+      for mask = from, to do
+        local list = {}
+        for b = 1, 14 do
+          if mask & (1 << (b - 1)) ~= 0 then list[#list + 1] = names[b] end
+        end
+        local r = c:row(1, list)
+        assert(r._fields[1] == list[1])
+      end
+    end
+    -- What may last is the cache's own table, sized by the most layouts
+    -- alive within one collection cycle (a few hundred KiB at most here);
+    -- a metatable kept per layout costs over 500 bytes each.
+    layouts(1, 6000)
+    collectgarbage(); collectgarbage()
+    local before = collectgarbage("count")
+    layouts(6001, 16383)
+    collectgarbage(); collectgarbage()
+    local grew = (collectgarbage("count") - before) * 1024
+    assert.is_true(grew < 1024 * 1024, ("%d bytes kept after 10,383 more layouts"):format(math.floor(grew)))
+  end)
+end)
+
+describe("the ptx command (#12 defect 14)", function()
+  local function sh(cmd)
+    local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+    local out = p:read("a")
+    p:close()
+    local body, rc = out:match("^(.*)rc=(%d+)\n$")
+    return tonumber(rc), body
+  end
+
+  it("a missing file or a directory is a clean error, exit 1, no traceback", function()
+    local rc, out = sh(q(ROOT .. "/bin/phaseprobe") .. " ptx /nonexistent/x.ptx")
+    assert.are.equal(1, rc, out)
+    assert.matches("^phaseprobe ptx: .*/nonexistent/x%.ptx.*No such file or directory\n$", out)
+    local rc2, out2 = sh(q(ROOT .. "/bin/phaseprobe") .. " ptx /tmp")
+    assert.are.equal(1, rc2, out2)
+    assert.matches("^phaseprobe ptx: .*/tmp.*directory\n$", out2)
+    assert.falsy(out2:find("traceback", 1, true))
+  end)
+end)
+
+describe("every command fails when standard output cannot be written (#12 defect 15)", function()
+  local FIXTURE = "spec/fixtures/logs/mixed.log"
+  local PTX = "spec/fixtures/ptx/vyre_grid3.ptx"
+  -- lines of the fixture that every command accepts
+  local CLEAN = os.tmpname()
+  do
+    local keep, n = {}, 0
+    for l in io.lines(FIXTURE) do
+      n = n + 1
+      if n == 1 or n == 4 or n == 8 or n == 14 then keep[#keep + 1] = l end
+    end
+    files.spit(CLEAN, table.concat(keep, "\n") .. "\n")
+  end
+  teardown(function() os.remove(CLEAN) end)
+  local bin = q(ROOT .. "/bin/phaseprobe")
+  local cases = {
+    { "report", "report --lenient " .. FIXTURE },
+    { "fit", "fit --lenient --phase ptx " .. FIXTURE },
+    { "compare", "compare --lenient --by shape prose cjk " .. FIXTURE },
+    { "whatif", "whatif --lenient --remove ptx_digest " .. FIXTURE },
+    { "ptx", "ptx " .. PTX },
+    { "ptx from stdin", "ptx - < " .. PTX },
+    { "export", "export --jsonl " .. CLEAN },
+    { "trace", "trace " .. CLEAN },
+    { "html", "html " .. CLEAN },
+    { "plot", "plot --phase ptx " .. CLEAN },
+    { "demo", "demo --replay " .. "spec/fixtures/demo-cpu-double.log" },
+    { "help", "help" },
+    { "--help", "--help" },
+    { "a command's --help", "report --help" },
+    { "--version", "--version" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local p = io.popen(bin .. " " .. c[2] .. " > /dev/full 2>&1; echo \"rc=$?\"")
+      local out = p:read("a")
+      p:close()
+      local rc = tonumber(out:match("rc=(%d+)\n$"))
+      assert.are_not.equal(0, rc, out)
+      assert.falsy(out:find("traceback", 1, true), out)
+    end)
+  end
+end)
+
+describe("reading is bounded (#12 defect 16)", function()
+  it("a per-input cap of at least 8 GiB by default", function()
+    assert.is_true(pp.parse.max_bytes >= 8 * 2^30)
+    assert.is_true(pp.ptx.max_bytes >= 8 * 2^30)
+  end)
+
+  it("pp.parse.file on /dev/zero stops at the cap with nil, message, in bounded memory", function()
+    local r = clean(sub([[
+      local c, err = pp.parse.file("/dev/zero", { max_bytes = 64 << 20 })
+      report("zero", c, err)
+      report("kb", collectgarbage("count") < 4096)
+      local p = pp.parse.new { max_bytes = 1 << 20 }
+      report("string", p:string(("x a=1\n"):rep(100)) == p)
+      report("over", p:file("/dev/zero"))
+      local cols, rep = p:finish()
+      report("kept", cols:count(), rep.parsed)
+    ]], { timeout = 60 }))
+    assert.matches("^nil | .*/dev/zero.*67108864 bytes.*max_bytes", r.zero)
+    assert.are.equal("true", r.string)
+    assert.matches("^nil | .*/dev/zero.*1048576 bytes.*max_bytes", r.over)
+    assert.are.equal("100 | 100", r.kept)
+  end)
+
+  it("standard input is capped the same way", function()
+    local r = clean(sub([[
+      report("stdin", pp.parse.file("-", { max_bytes = 1 << 20 }))
+    ]], { stdin = "/dev/zero", timeout = 60 }))
+    assert.matches("^nil | %(stdin%).*1048576 bytes.*max_bytes", r.stdin)
+  end)
+
+  it("a line longer than the parser's line limit is counted, not kept whole", function()
+    local long = ("y"):rep(pp.parse.max_line + 10)
+    local _, rep = pp.parse.string("p a=" .. long .. "\nnoise " .. long .. "\np b=2\n")
+    assert.are.equal(3, rep.total)
+    assert.are.equal(1, rep.parsed)
+    assert.are.equal(1, rep.rejected)
+    assert.are.equal(1, rep.other)
+    assert.matches("longer than " .. pp.parse.max_line, rep.errors[1].what)
+  end)
+
+  it("pp.ptx.scan_file on /dev/zero or a directory returns nil, message", function()
+    local r = clean(sub([[
+      report("zero", pp.ptx.scan_file("/dev/zero", { max_bytes = 1 << 20 }))
+      report("dir", pp.ptx.scan_file("/tmp"))
+      report("missing", pp.ptx.scan_file("/nonexistent.ptx"))
+    ]], { timeout = 60 }))
+    assert.matches("^nil | pp%.ptx%.scan_file: .*/dev/zero.*1048576 bytes.*max_bytes", r.zero)
+    assert.matches("^nil | pp%.ptx%.scan_file: .*/tmp.*directory", r.dir)
+    assert.matches("^nil | pp%.ptx%.scan_file: .*No such file", r.missing)
+  end)
+end)
+
+-- Beyond the listed defects: what the sweep over the bindings found.
+describe("CUDA launch descriptions read through __index (#12 sweep)", function()
+  local sub_cuda = require "helpers.cuda_sub"
+  local ready = sub_cuda.fake_ready()
+  local PTX = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry noargs()\n{\n  ret;\n}\n"
+  it("a description that closes the module, the stream or the window is refused after reading", function()
+    if not ready then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local r = clean(sub(([[
+      local ctx = assert(pp.cuda.context(0))
+      local function fn() return ctx:load(%q):func("noargs") end
+      local f1 = fn()
+      try("module", f1.launch, f1, setmetatable({ grid = 1, block = 1 }, { __index = function(_, k)
+        if k == "args" then f1.module:close() end
+      end }))
+      local s = ctx:stream()
+      local t = { grid = 1, block = 1, stream = s }
+      setmetatable(t, { __index = function(_, k)
+        if k == "args" and s then t.stream = nil; s:close(); s = nil; collectgarbage(); collectgarbage() end
+      end })
+      local f2 = fn()
+      try("stream", f2.launch, f2, t)
+      local w = ctx.stream:window()
+      local f3 = fn()
+      try("window", w.launch_loop, w, setmetatable({ fn = f3, grid = 1, block = 1 }, { __index = function(_, k)
+        if k == "args" then w:discard() end
+      end }))
+      local st = ctx:stream()
+      try("timed", st.timed, st, setmetatable({ fn = f3, grid = 1, block = 1 }, { __index = function(_, k)
+        if k == "args" then st:close() end
+      end }))
+      try("fine", f3.launch, f3, { grid = 1, block = 1 })
+    ]]):format(PTX), { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    assert.matches("error: .*closed module", r.module)
+    assert.matches("error: .*closed stream", r.stream)
+    assert.matches("error: .*closed window", r.window)
+    assert.matches("error: .*closed stream", r.timed)
+    assert.are.equal("ok", r.fine)
+  end)
+
+  it("ctx:load_file is bounded like every whole-file read", function()
+    if not ready then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local r = clean(sub([[
+      local ctx = assert(pp.cuda.context(0))
+      report("zero", ctx:load_file("/dev/zero", { max_bytes = 1 << 20 }))
+      report("dir", ctx:load_file("/tmp"))
+    ]], { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    assert.matches("^nil | ctx:load_file: '/dev/zero' is larger than 1048576 bytes", r.zero)
+    assert.matches("^nil | ctx:load_file: cannot read '/tmp': Is a directory", r.dir)
+  end)
+end)
+
+describe("other readers are bounded too (#12 sweep)", function()
+  it("export.read_csv and read_jsonl stop at max_bytes with nil, message", function()
+    local export = require "phaseprobe.output.export"
+    assert.is_true(export.MAX_BYTES >= 8 * 2^30)
+    local r = clean(sub [[
+      local export = require "phaseprobe.output.export"
+      report("csv", export.read_csv("/dev/zero", { max_bytes = 1 << 20 }))
+      report("jsonl", export.read_jsonl("/tmp"))
+    ]])
+    assert.matches("^nil | export%.read_csv: '/dev/zero' is larger than 1048576 bytes", r.csv)
+    assert.matches("^nil | export%.read_jsonl: cannot read '/tmp': Is a directory", r.jsonl)
+  end)
+end)
+
+describe("records print any value without calling into it (#12 sweep)", function()
+  it("floats, booleans and tables in a record print plainly, __tostring is not called", function()
+    local c = pp.parse.string("p a=1\n")
+    local r = c:row(1)
+    r.f = 1.5
+    r.g = 3.0
+    r.h = true
+    r.t = setmetatable({}, { __tostring = function() error("called") end })
+    assert.are.equal("p a=1 f=1.5 g=3.0 h=true t=table", tostring(r))
+  end)
+end)
