@@ -155,7 +155,8 @@ $(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
 
 # Threads that each choose a schema: dispatches open under their own.
 $(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
 $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
