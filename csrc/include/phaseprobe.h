@@ -306,6 +306,16 @@ int pp_sink_file_with(const char *path, const pp_sink_opts *opts);
  * unload, and the close of each Lua state using it. */
 int pp_flush(unsigned timeout_ms);
 
+/* Where the library's notices go (a line sink that fails or falls behind,
+ * the store full): stderr by default, written by the writer thread,
+ * non-blocking, each said once. pp_notices_fd(fd): on a descriptor of the
+ * library's own for fd (2: stderr, followed if it is redirected later; -1:
+ * nowhere). pp_notices_file(path): appended to path, opened as
+ * pp_sink_file opens. Notices already raised go to the old target first.
+ * 0, or -1 with errno. */
+int pp_notices_fd(int fd);
+int pp_notices_file(const char *path);
+
 /* In-memory store: bounded; records it does not keep are counted. Keeps the
  * first `capacity` records emitted (later ones are refused: the default) or
  * the last (the oldest is let go). No allocation per record. */

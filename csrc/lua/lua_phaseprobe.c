@@ -792,6 +792,42 @@ static int l_sink(lua_State *L) {
   return 1;
 }
 
+/* notices("stderr" | "none" | path | fd) -> true, or nil, message: where the
+ * module's notices go (a sink that fails or falls behind, the store full). */
+static int l_notices(lua_State *L) {
+  int rc;
+  const char *what = NULL;
+  if (lua_isinteger(L, 1)) {
+    lua_Integer fd = lua_tointeger(L, 1);
+    if (fd < -1 || fd > INT_MAX)
+      return luaL_argerror(L, 1, "descriptor out of range");
+    rc = pp_notices_fd((int)fd);
+  } else {
+    what = luaL_checkstring(L, 1);
+    if (strcmp(what, "stderr") == 0)
+      rc = pp_notices_fd(2);
+    else if (strcmp(what, "none") == 0)
+      rc = pp_notices_fd(-1);
+    else if (*what == 0)
+      return luaL_argerror(L, 1, "\"stderr\", \"none\", a path or a descriptor expected");
+    else
+      rc = pp_notices_file(what);
+  }
+  if (rc != 0) {
+    int e = errno;
+    luaL_pushfail(L);
+    if (what)
+      lua_pushfstring(L, "phaseprobe.notices: cannot open '%s': %s", what,
+                      e == ETIMEDOUT ? "open() did not return within 2 s" : strerror(e));
+    else
+      lua_pushfstring(L, "phaseprobe.notices: descriptor %d: %s",
+                      (int)lua_tointeger(L, 1), strerror(e));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* flush([timeout_ms = 1000]) -> true, or nil, message */
 static int l_flush(lua_State *L) {
   lua_Integer ms = luaL_optinteger(L, 1, 1000);
@@ -960,6 +996,7 @@ static const luaL_Reg plain_fns[] = {
     {"default_schema", l_default_schema},
     {"sink", l_sink},
     {"flush", l_flush},
+    {"notices", l_notices},
     {"stats", l_stats},
     {"clock", l_clock},
     {"select_clock", l_select_clock},
