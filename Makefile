@@ -35,8 +35,9 @@ INCLUDEDIR ?= $(PREFIX)/include
 CLIBDIR    ?= $(PREFIX)/lib
 PKGCONFIGDIR ?= $(CLIBDIR)/pkgconfig
 
-# Parallel unless the caller chose a job count (make -jN, or MAKEFLAGS).
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# Parallel unless the caller chose a job count (make -jN, or MAKEFLAGS). A
+# make run by ours (MAKELEVEL > 0) shares its parent's job slots.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
   MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 # Quiet unless V=1: one line per product, the compiler's own messages always.
@@ -250,7 +251,9 @@ demo: demo-deps
 #   (pp_cuda.h) and the .pc file names their directory in its Cflags.
 LUA_FILES  := $(shell cd lua && find phaseprobe -name '*.lua' | LC_ALL=C sort)
 DEMO_LOG   := examples/data/demo-h200.log
-PUB_HDRS   := $(wildcard csrc/include/*.h)
+# pp_cuda.h (which needs cuda.h) only when the library holds the CUDA layer.
+PUB_HDRS   := $(filter-out $(if $(filter -DPP_HAVE_CUDA_H,$(CPPFLAGS)),,csrc/include/pp_cuda.h), \
+                $(wildcard csrc/include/*.h))
 PC_CFLAGS  := -I$${includedir}/phaseprobe$(if $(filter -DPP_HAVE_CUDA_H,$(CPPFLAGS)), -I$(CUDA_HOME)/include)
 
 install: install-lua install-c
