@@ -106,12 +106,37 @@ __attribute__((constructor)) static void pp_init_from_env(void) {
   pp_enable_from_env();
 }
 
+/* The device layer's hooks (csrc/cuda/cupti.c sets them when it starts;
+ * they stay: the module is kept mapped from then on). */
+static const pp_device_hooks *device_hooks;
+
+void pp_set_device_hooks(const pp_device_hooks *h) {
+  __atomic_store_n(&device_hooks, h, __ATOMIC_RELEASE);
+}
+
+const pp_device_hooks *pp_device_hooks_get(void) {
+  return __atomic_load_n(&device_hooks, __ATOMIC_ACQUIRE);
+}
+
+int pp_acc_link_device(uint64_t span) {
+  pp_acc *a = tls_acc;
+  if (!a || !a->open)
+    return -1;
+  a->device_span = span;
+  return 0;
+}
+
 PP_EXPORT void pp_begin(void) {
   if (!pp_enabled())
     return;
   pp_acc *a = pp_acc_get();
   if (!a)
     return;
+  if (a->device_span) { /* a dispatch dropped before its emit */
+    const pp_device_hooks *h = pp_device_hooks_get();
+    if (h)
+      h->orphan(a->device_span);
+  }
   pp_acc_clear(a);
   a->schema = pp_schema_current();
   a->open = 1;
@@ -254,6 +279,27 @@ PP_EXPORT void pp_record_kernel(uint64_t ns, pp_kernel_src src,
   a->kernel_ns = ns;
   a->kernel_src = src;
   a->kernel_floor_ns = floor_ns;
+}
+
+PP_EXPORT void pp_record_kernel_error(uint64_t ns) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (a)
+    a->kernel_error_ns = ns;
+}
+
+PP_EXPORT void pp_record_device_timeline(const pp_device_timeline *t) {
+  if (!pp_enabled() || !t)
+    return;
+  pp_acc *a = open_acc();
+  if (!a)
+    return;
+  a->tl = *t;
+  a->has_timeline = 1;
+  a->kernel_ns = t->kernel_ns;
+  a->kernel_src = PP_KSRC_CUPTI;
+  a->kernel_floor_ns = 0;
 }
 
 PP_EXPORT void pp_record_kernel_ns(uint64_t ns) {

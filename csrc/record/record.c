@@ -72,17 +72,78 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   v[s->f_probe] = pp_sat_add(a->probe_ns, est);
   v[s->f_ksrc] = (uint64_t)a->kernel_src;
   v[s->f_kfloor] = a->kernel_floor_ns;
+  v[s->f_kerr] = a->kernel_error_ns;
+  int keep_window = d.device_window_ns != PP_AUTO || a->has_window;
+  if (a->has_timeline)
+    pp_record_fill_timeline(&r, &a->tl, keep_window);
+  uint64_t span = a->device_span;
   pp_acc_clear(a);
-  if (out)
+  const pp_device_hooks *h = span ? pp_device_hooks_get() : NULL;
+  if (h) {
+    /* The device timeline comes later: the span keeps the record and
+     * delivers it then; the caller's copy says so. */
+    v[s->f_ksrc] = PP_KSRC_PENDING;
+    int kept = h->defer(span, &r, keep_window);
+    if (out)
+      *out = r;
+    if (kept)
+      return 0;
+  } else if (out) {
     *out = r;
+  }
   pp_sinks_deliver(&r);
   return 0;
 }
 
-/* ---- the line ------------------------------------------------------------ */
-static const char *const ksrc_names[] = {"none", "event", "cupti", "user"};
+void pp_record_fill_timeline(pp_record *r, const pp_device_timeline *t,
+                             int keep_window) {
+  const pp_schema *s = r->schema;
+  uint64_t *v = r->values;
+  if (!t) {
+    v[s->f_ksrc] = PP_KSRC_NONE;
+    v[s->f_kernel] = 0;
+    return;
+  }
+  uint64_t origin = v[s->f_start];
+#define PP_SINCE_(x) ((x) > origin ? (x) - origin : 0)
+  v[s->f_ksrc] = PP_KSRC_CUPTI;
+  v[s->f_kernel] = t->kernel_ns;
+  v[s->f_kfloor] = 0;
+  v[s->f_kerr] = 0;
+  if (!keep_window)
+    v[s->f_window] = t->window_ns;
+  v[s->f_kernels] = t->kernels;
+  v[s->f_launch_at] = PP_SINCE_(t->first_launch_ns);
+  v[s->f_kfirst] = PP_SINCE_(t->first_start_ns);
+  v[s->f_klast] = PP_SINCE_(t->last_end_ns);
+  v[s->f_latency] = t->launch_latency_ns;
+  v[s->f_hostgap] = t->host_gap_ns;
+#undef PP_SINCE_
+}
 
-const char *pp_ksrc_name(uint64_t k) { return k < 4 ? ksrc_names[k] : "none"; }
+/* ---- the line ------------------------------------------------------------ */
+static const char *const ksrc_names[] = {"none", "event", "cupti", "user",
+                                         "pending"};
+
+const char *pp_ksrc_name(uint64_t k) { return k < 5 ? ksrc_names[k] : "none"; }
+
+PP_EXPORT const char *pp_kernel_src_name(pp_kernel_src src) {
+  return pp_ksrc_name((uint64_t)src);
+}
+
+PP_EXPORT int pp_record_field_present(const pp_record *r, size_t i) {
+  const pp_schema *s = r->schema;
+  if (i >= s->nfields)
+    return 0;
+  switch (s->kind[i]) {
+  case PP_FIELD_DEVICE:
+    return r->values[s->f_ksrc] == PP_KSRC_CUPTI;
+  case PP_FIELD_EVENT_ERROR:
+    return r->values[s->f_ksrc] == PP_KSRC_EVENT && r->values[i] != 0;
+  default:
+    return 1;
+  }
+}
 
 static const char digit_pairs[] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536"
@@ -117,6 +178,8 @@ size_t pp_record_format(const pp_record *r, char *out) {
   memcpy(p, s->prefix, n);
   p += n;
   for (size_t i = 0; i < s->nfields; i++) {
+    if (s->kind[i] >= PP_FIELD_DEVICE && !pp_record_field_present(r, i))
+      continue;
     *p++ = ' ';
     n = strlen(s->field[i]);
     memcpy(p, s->field[i], n);

@@ -1073,6 +1073,11 @@ PP_EXPORT int pp_notices_file(const char *path) {
 PP_EXPORT int pp_flush(unsigned timeout_ms) {
   pthread_once(&once, init_once);
   uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+  /* Records still waiting for their device timeline are completed first
+   * (within the same timeout), so what was emitted before is written. */
+  const pp_device_hooks *h = pp_device_hooks_get();
+  if (h)
+    h->drain(timeout_ms ? (uint64_t)timeout_ms * 1000000ull : 1);
   pthread_mutex_lock(&q_lock);
   if (writer_state == 0 && n_free == n_chunks && !retired && !notice_len) {
     pthread_mutex_unlock(&q_lock); /* nothing held anywhere */
