@@ -7,8 +7,8 @@
 --   luarocks --lua-version=5.4 make                       (build and install)
 --   make rock   (phaseprobe-0.1.0-1.src.rock from this tree, no server needed)
 --   luarocks --lua-version=5.4 install --deps-mode=none ./phaseprobe-0.1.0-1.src.rock
--- --deps-mode=none when lua-cjson comes from Debian (lua-cjson), which
--- LuaRocks does not see. xxhash.h is found where LuaRocks looks for headers
+-- --deps-mode=none when lua-cjson and luafilesystem come from Debian
+-- (lua-cjson, lua-filesystem), which LuaRocks does not see. xxhash.h is found where LuaRocks looks for headers
 -- (XXHASH_DIR=/path or XXHASH_INCDIR=/path/include on the luarocks command
 -- line to point elsewhere). The CUDA toolkit headers are optional, which
 -- external_dependencies cannot say: they are looked for in $CUDA_HOME
@@ -34,6 +34,7 @@ installs and analyses logs on machines without a GPU.]],
 dependencies = {
   "lua >= 5.4, < 5.5",
   "lua-cjson",           -- the JSON lines and trace exports
+  "luafilesystem",       -- the command lists its command folders
 }
 external_dependencies = {
   XXHASH = { header = "xxhash.h" },  -- the PTX digest (header-only)

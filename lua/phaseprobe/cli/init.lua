@@ -196,6 +196,10 @@ local function list_dir(dir)
     if ok2 then for f in iter, state do out[#out + 1] = f end end
     return out
   end
+  -- without lfs, ls: only for a folder that exists (a process each)
+  local d = io.open(dir, "r")
+  if not d then return out end
+  d:close()
   local p = io.popen('ls -1 "' .. dir:gsub('"', '\\"') .. '" 2>/dev/null')
   if p then
     for f in p:lines() do out[#out + 1] = f end
