@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SCOPE_DEPTH 64
 #define STATE_MT "phaseprobe.state"
@@ -877,6 +878,24 @@ static int l_thread_id(lua_State *L) {
   return 1;
 }
 
+/* pp.isatty(fd | file) -> boolean: whether a descriptor (or a Lua file
+ * handle's) is a terminal. The command line draws its progress line only
+ * then, so files and pipes never receive one. */
+static int l_isatty(lua_State *L) {
+  int fd;
+  luaL_Stream *s = luaL_testudata(L, 1, LUA_FILEHANDLE);
+  if (s) {
+    luaL_argcheck(L, s->closef != NULL && s->f != NULL, 1, "closed file");
+    fd = fileno(s->f);
+  } else {
+    lua_Integer n = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, n >= 0 && n <= INT_MAX, 1, "a file descriptor is >= 0");
+    fd = (int)n;
+  }
+  lua_pushboolean(L, fd >= 0 && isatty(fd) == 1);
+  return 1;
+}
+
 /* ---- lazily loaded Lua submodules ------------------------------------------ */
 /* pp.records -> require "phaseprobe.records", when such a file exists. */
 static int lazy_index(lua_State *L) {
@@ -952,6 +971,7 @@ static const luaL_Reg plain_fns[] = {
     {"now", l_now},
     {"ticks_to_ns", l_ticks_to_ns},
     {"thread_id", l_thread_id},
+    {"isatty", l_isatty},
     {NULL, NULL}};
 
 static int nothing(lua_State *L) {
