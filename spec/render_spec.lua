@@ -271,8 +271,8 @@ describe("rendered in headless Chromium", function()
     assert(export.csv(records, tmp("plot.csv")))
     local stderr = io.stderr
     io.stderr = { write = function() end }
-    local code = require("phaseprobe.cli.cmd_plot").run { tmp("plot.csv"), "--phase", "ptx_ns", "--by", "nodes",
-      "-o", tmp("ptx.svg") }
+    local code = require("phaseprobe.cli").main { "plot", tmp("plot.csv"), "--phase", "ptx_ns",
+      "--by", "nodes", "-o", tmp("ptx.svg") }
     io.stderr = stderr
     assert.are.equal(0, code)
     assert.matches('^<%?xml version="1.0" encoding="UTF%-8"%?>\n<svg xmlns="http://www.w3.org/2000/svg"',
@@ -291,7 +291,7 @@ describe("rendered in headless Chromium", function()
   it("the stacked bars written alone by `phaseprobe plot --bars`", function()
     if not need_chromium() then return end
     assert(export.jsonl(records, tmp("bars.jsonl")))
-    assert.are.equal(0, require("phaseprobe.cli.cmd_plot").run { tmp("bars.jsonl"), "--bars", "-o", tmp("bars.svg") })
+    assert.are.equal(0, require("phaseprobe.cli").main { "plot", tmp("bars.jsonl"), "--bars", "-o", tmp("bars.svg") })
     local img = screenshot(chromium, tmp("bars.svg"), tmp("bars.png"), 950, 400)
     -- every phase wide enough to see (1% of the longest bar: several pixels)
     -- shows its colour inside the bars, beyond its legend swatch (14x14)
@@ -321,14 +321,13 @@ describe("with the analysis module", function()
       pending("phaseprobe.analysis.analyze is not in this build: the report's fallback fit is used")
       return
     end
-    local cli = require "phaseprobe.cli.cliutil"
     local records = gen.generate()
-    local fits = assert(cli.analysis_fits(records))
+    local fits = assert(html.analysis_fits(records))
     assert.matches("^scales with", fits.ptx_ns.verdict)
     assert.are.equal("fixed per dispatch", fits.prepare_ns.verdict)
     assert.are.equal(0, fits.prepare_ns.slope)
     -- asked for nodes, every phase is drawn against nodes
-    local by_nodes = assert(cli.analysis_fits(records, "nodes"))
+    local by_nodes = assert(html.analysis_fits(records, "nodes"))
     assert.are.equal("nodes", by_nodes.ptx_ns.quantity)
     assert.is_true(math.abs(by_nodes.ptx_ns.slope - gen.PTX_NS_PER_NODE) < 1)
     local page = html.report(records, { fits = fits })

@@ -5,6 +5,7 @@ local fit = require "phaseprobe.analysis.fit"
 local report = require "phaseprobe.output.report"
 
 local C = {
+  reads = true,
   summary = "fit each phase against each counted quantity: fixed, scales with Q, or inconclusive",
   usage = [[
 usage: phaseprobe fit [options] FILE...
@@ -23,7 +24,7 @@ options:
   --min-effect X   change over the observed range, relative to the median,
                    that counts as scaling (default 0.2)
   --min-quality X  Theil-Sen quality needed for "scales with" (default 0.5)
-]] .. cli.DATA_HELP,
+]] .. cli.INPUT_HELP,
 }
 
 local function verdicts(ctx, set, opts, fopts)
@@ -45,7 +46,7 @@ local function verdicts(ctx, set, opts, fopts)
 end
 
 function C.run(args, ctx)
-  local opts, files = ctx.options(args, cli.data_spec {
+  local opts, files = ctx.options(args, {
     ["--phase"] = "list", ["--quantity"] = "list", ["--group"] = "value",
     ["--min-distinct"] = "value", ["--min-effect"] = "value", ["--min-quality"] = "value",
     short = { ["-g"] = "--group" } })
@@ -53,7 +54,7 @@ function C.run(args, ctx)
   if opts.min_distinct then fopts.min_distinct = cli.number(opts.min_distinct, "--min-distinct", 2) end
   if opts.min_effect then fopts.min_effect = cli.number(opts.min_effect, "--min-effect", 0) end
   if opts.min_quality then fopts.min_quality = cli.number(opts.min_quality, "--min-quality", 0) end
-  local set = cli.load(ctx, opts, files)
+  local set = ctx.read(files)
   if opts.quantity then
     for _, q in ipairs(opts.quantity) do
       if not set:has(q) then ctx.usage("--quantity: no field '" .. q .. "' in the records") end

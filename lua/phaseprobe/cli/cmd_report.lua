@@ -4,6 +4,7 @@ local analyze = require "phaseprobe.analysis.analyze"
 local report = require "phaseprobe.output.report"
 
 local C = {
+  reads = true,
   summary = "time per phase, scaling verdicts, starvation, residue and probe overhead",
   usage = [[
 usage: phaseprobe report [options] FILE...
@@ -17,7 +18,7 @@ options:
   --group F        a section per value of field or tag F (or @file)
   --fields A,B     summarise these fields instead of the phases
   --records N      also list the first N records (per-dispatch view)
-]] .. cli.DATA_HELP,
+]] .. cli.INPUT_HELP,
 }
 
 local function section(ctx, title)
@@ -52,10 +53,10 @@ local function body(ctx, set, opts, with_scaling)
 end
 
 function C.run(args, ctx)
-  local opts, files = ctx.options(args, cli.data_spec {
+  local opts, files = ctx.options(args, {
     ["--group"] = "value", ["--fields"] = "value", ["--records"] = "value",
     short = { ["-g"] = "--group" } })
-  local set, rep = cli.load(ctx, opts, files)
+  local set, rep = ctx.read(files)
   ctx.write(report.parse(rep, { limit = 0 }):gsub("\n.*", ""), "\n")
   local pre = {}
   for _, p in ipairs(set:prefixes()) do pre[#pre + 1] = string.format("%s (%d)", p.prefix, p.n) end

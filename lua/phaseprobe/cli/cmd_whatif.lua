@@ -4,6 +4,7 @@ local whatif = require "phaseprobe.analysis.whatif"
 local report = require "phaseprobe.output.report"
 
 local C = {
+  reads = true,
   summary = "project wall and enqueue time under a change; check it against a measured variant",
   usage = [[
 usage: phaseprobe whatif [options] STEP... FILE...
@@ -24,11 +25,11 @@ other options:
   --encode F       field naming a dispatch's encode (default encode)
   --wait P         phases on the wait side: their savings do not reduce
                    enqueue_ns (repeatable; default release, readback)
-]] .. cli.DATA_HELP,
+]] .. cli.INPUT_HELP,
 }
 
 function C.run(args, ctx)
-  local opts, files = ctx.options(args, cli.data_spec {
+  local opts, files = ctx.options(args, {
     ["--remove"] = "list", ["--scale"] = "list", ["--hits"] = "list",
     ["--dispatches"] = "value", ["--variant"] = "value", ["--base"] = "value",
     ["--per-encode"] = "value", ["--encode"] = "value", ["--wait"] = "list" })
@@ -49,7 +50,7 @@ function C.run(args, ctx)
     wopts.wait_phases = {}
     for i, w in ipairs(opts.wait) do wopts.wait_phases[i] = w:match("_ns$") and w or w .. "_ns" end
   end
-  local set = cli.load(ctx, opts, files)
+  local set = ctx.read(files)
   local ok, r = pcall(function()
     if opts.variant then
       local k, v = cli.pair(opts.variant, "--variant")

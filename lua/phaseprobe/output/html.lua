@@ -89,6 +89,37 @@ function M.fallback_fit(points, quantity)
   return fit
 end
 
+--- Fits from the analysis (phaseprobe.analysis.analyze.scaling: Theil-Sen
+-- fits and verdicts against every counted quantity) as the plain data the
+-- page and plots take: { [label] = {intercept=, slope=, verdict=, note=,
+-- quantity=, r2=, method=} }. With `by` (the user's --by), only fits
+-- against that quantity are kept (and verdicts without one: fixed,
+-- inconclusive), so the plots show what was asked.
+function M.analysis_fits(set, by)
+  local records = require "phaseprobe.records"
+  local analyze = require "phaseprobe.analysis.analyze"
+  if not records.is_set(set) then set = records.from_list(recview.collect(set, "html.analysis_fits")) end
+  local s = analyze.scaling(set)
+  local fits = {}
+  for _, list in ipairs { s.phases or {}, s.nested or {} } do
+    for _, v in ipairs(list) do
+      local f = by and v.quantity ~= by and type(v.fits) == "table" and v.fits[by] or nil
+      if f and f.ok and f.ts then
+        -- asked for another quantity than the verdict's: its own fit, the
+        -- verdict kept as it is
+        fits[v.name] = { verdict = v.verdict .. (v.quantity and (" (plotted against " .. by .. ")") or ""),
+          note = v.reason, quantity = by, intercept = f.ts.intercept, slope = f.ts.slope,
+          r2 = f.ls and f.ls.r2, method = "Theil-Sen" }
+      elseif not by or v.quantity == nil or v.quantity == by then
+        fits[v.name] = { verdict = v.verdict, note = v.reason, quantity = v.quantity,
+          intercept = v.fixed_ns, slope = v.ns_per_unit, r2 = v.r2, method = "Theil-Sen",
+          legend = v.ns_per_unit == 0 and "fixed cost (median)" or nil }
+      end
+    end
+  end
+  return fits
+end
+
 ------------------------------------------------------------------------------
 -- describe
 ------------------------------------------------------------------------------

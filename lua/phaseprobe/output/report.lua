@@ -413,7 +413,7 @@ end
 --- A parse report (pp.parse.*): the counts, then each error as file:line:column: what.
 function M.parse(rep, opts)
   opts = opts or {}
-  local out = { string.format("%d lines: %d records, %d rejected, %d other",
+  local out = { string.format("%d lines: %d records, %d damaged, %d other",
     rep.total, rep.parsed, rep.rejected, rep.other) }
   local limit = opts.limit or 20
   for i, e in ipairs(rep.errors or {}) do
