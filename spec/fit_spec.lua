@@ -143,14 +143,15 @@ describe("fit.verdict", function()
     local one = set:where("nodes", 500) -- nodes 1 value, grid_blocks 3
     local v = fit.verdict(one, "ptx_ns", { "nodes", "grid_blocks" }, { min_n = 3 })
     assert.are.equal("fixed per dispatch", v.verdict)
-    assert.are.same({ "untested (< 3 values): nodes" }, v.notes)
+    assert.are.same({ "untested (too little support): nodes" }, v.notes)
   end)
 
   it("needs min_distinct values of some quantity", function()
     local two = set:where{ nodes = { 100, 200 } }
     local v = fit.verdict(two, "ptx_ns", { "nodes" })
     assert.are.equal("inconclusive", v.verdict)
-    assert.are.equal("too few distinct values of every quantity (need 3; most: nodes with 2)", v.reason)
+    assert.are.equal("no quantity has the support to decide (need 3 values each on 5% of the "
+      .. "records or 30 records; most values: nodes with 2)", v.reason)
     local few = set:head(4)
     assert.are.equal("too few records (4, need 5)", fit.verdict(few, "ptx_ns", Q).reason)
     local relaxed = fit.verdict(two, "ptx_ns", { "nodes" }, { min_distinct = 2 })

@@ -196,10 +196,11 @@ end
 
 --- Splits a set by a knob field into (base, variant): the variant is the
 -- records with field = value; the base those lacking the field or with
--- field = base_value (default "none").
+-- field = base_value (default: "none" or "base", the two names a run
+-- without the knob goes by).
 function M.split(set, field, value, base_value)
   local variant = set:where(field, value)
-  local base = set:where { [field] = { false, base_value or "none" } }
+  local base = set:where { [field] = base_value and { false, base_value } or { false, "none", "base" } }
   return base, variant
 end
 

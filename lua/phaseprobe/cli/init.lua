@@ -323,6 +323,9 @@ function M.run(cmd, name, args, out, err)
       return 2
     end
     local msg = mt == InputError and res.msg or tostring(res)
+    -- the command names itself: a library's own prefix
+    -- ("phaseprobe.whatif: ...") would say it twice
+    msg = msg:gsub("^phaseprobe%.[%w_.]+[:%w_]*: ", "")
     err:write(string.format("%s: %s\n", ctx.name, msg))
     return 1
   end
