@@ -248,7 +248,9 @@ local function make_ctx(cmd, name, out, err)
     for k, v in pairs(spec or {}) do all[k] = v end
     local opts, pos = M.parse_options(args, all)
     ctx.opts, ctx.raw, ctx.wide = opts, opts.raw, opts.wide
-    if opts.raw then require("phaseprobe.output.report").raw = true end
+    local report = require "phaseprobe.output.report"
+    if opts.raw then report.raw = true end
+    if opts.wide then report.wide = true end
     return opts, pos
   end
   function ctx.fail(msg) M.input_error(msg) end
