@@ -303,6 +303,9 @@ function M.run(cmd, name, args, out, err)
   end
   local ctx = make_ctx(cmd, prog .. " " .. name, out, err)
   ctx.opts = {}
+  -- --raw and --wide set the report module's style for this command only
+  local report = require "phaseprobe.output.report"
+  local raw, wide = report.raw, report.wide
   local okr, res = xpcall(cmd.run, function(e)
     local mt = getmetatable(e)
     if mt == UsageError or mt == InputError then return e end
@@ -311,6 +314,7 @@ function M.run(cmd, name, args, out, err)
     end
     return e
   end, args, ctx)
+  report.raw, report.wide = raw, wide
   local fok, fmsg = out:flush()
   if okr and failed(fok, fmsg) then
     err:write(string.format("%s: %s\n", ctx.name, write_failure(fmsg)))
