@@ -23,6 +23,8 @@
 local pp = require "phaseprobe"
 local cli = require "phaseprobe.cli"
 local records = require "phaseprobe.records"
+local csv = require "phaseprobe.output.csv"
+local json = require "phaseprobe.output.json"
 
 local M = {}
 
@@ -124,95 +126,45 @@ local function prefix_for(names, given)
   return ref.prefix
 end
 
+-- A value as shown in a message: quoted, control characters escaped.
+local function shown(v)
+  return '"' .. v:gsub("%c", function(c)
+    return ({ ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" })[c] or string.format("\\%03d", c:byte())
+  end) .. '"'
+end
+
 local function bad_value(v)
   return v == "" or v:find("[%s=%c]") ~= nil
 end
 
--- One CSV record: cells of a row given as a line (several physical lines
--- joined by "\n" when a quoted cell holds line breaks). Returns the list
--- of cells (nil for an empty unquoted cell), or nil and what is wrong, or
--- nil, nil, true when a quote is still open at the end.
-local function csv_cells(text)
-  if not text:find('"', 1, true) then
-    local cells, pos = {}, 1
-    while true do
-      local c = text:find(",", pos, true)
-      local cell = text:sub(pos, (c or #text + 1) - 1)
-      cells[#cells + 1] = cell ~= "" and cell or false
-      if not c then return cells end
-      pos = c + 1
-    end
-  end
-  local cells, pos, n = {}, 1, #text
-  while true do
-    local cell
-    if text:sub(pos, pos) == '"' then
-      local parts, p = {}, pos + 1
-      while true do
-        local q = text:find('"', p, true)
-        if not q then return nil, nil, true end
-        parts[#parts + 1] = text:sub(p, q - 1)
-        if text:sub(q + 1, q + 1) == '"' then
-          parts[#parts + 1] = '"'
-          p = q + 2
-        else
-          p = q + 1
-          break
-        end
-      end
-      cell = table.concat(parts)
-      pos = p
-      local after = text:sub(pos, pos)
-      if after ~= "," and after ~= "" then return nil, "text after a closing quote" end
-      if cell == "" then cell = false end
-    else
-      local e = text:find(",", pos, true) or n + 1
-      cell = text:sub(pos, e - 1)
-      if cell:find('"', 1, true) then return nil, "a quote inside an unquoted cell" end
-      if cell == "" then cell = false end
-      pos = e
-    end
-    cells[#cells + 1] = cell
-    if pos > n then return cells end
-    pos = pos + 1 -- past ','
-    if pos > n then
-      cells[#cells + 1] = false
-      return cells
-    end
-  end
-end
-
--- Record lines from CSV lines: the header names the fields. Damaged rows
--- are noted in `bad` ({line=, what=}) and fed as blank lines, so the
--- parser's line numbers stay those of the file.
+-- Record lines from CSV lines (csv.rows): the header names the fields.
+-- Damaged rows are noted in `bad` ({line=, what=}) and fed as blank lines,
+-- as are a row's extra physical lines, so the parser's line numbers stay
+-- those of the file.
 local function csv_feed(next_line, name, opts, bad, max_line)
+  local rows = csv.rows(next_line, max_line)
   local header, prefix
-  local lineno = 0
-  local pending = {} -- blank lines owed for the extra physical lines of a row
-  return function()
-    if #pending > 0 then return table.remove(pending) end
-    local line = next_line()
-    if line == nil then return nil end
-    lineno = lineno + 1
-    local start = lineno
-    if line:sub(-1) == "\r" then line = line:sub(1, -2) end
-    if not header then
-      if line:sub(1, 3) == "\239\187\191" then line = line:sub(4) end -- UTF-8 byte order mark
-      if not line:find("%S") then return "" end
-      local cells, what, open = csv_cells(line)
-      if not cells then
-        cli.input_error(string.format("%s:%d: the CSV header: %s", name, start,
-          what or "a quoted name never closed"))
+  local seen = 0 -- physical lines accounted for
+  local queue, head = {}, 1
+  -- the record line of one row ("" when it gives none)
+  local function line_of(row)
+    if row.what then
+      if not header then
+        cli.input_error(string.format("%s:%d: the CSV header: %s", name, row.line, row.what))
       end
+      bad[#bad + 1] = { line = row.line, what = row.what }
+      return ""
+    end
+    if not header then
       header = {}
       local names = {}
-      for i, c in ipairs(cells) do
-        if not c or not c:match("^[%a_][%w_]*$") or #c > 63 then
+      for i, c in ipairs(row) do
+        if not c:match("^[%a_][%w_]*$") or #c > 63 then
           cli.input_error(string.format("%s:%d: CSV column %d (%s) is not a field name", name,
-            start, i, c and ("'" .. c .. "'") or "empty"))
+            row.line, i, c ~= "" and ("'" .. c .. "'") or "empty"))
         end
         if names[c] then
-          cli.input_error(string.format("%s:%d: CSV column '%s' appears twice", name, start, c))
+          cli.input_error(string.format("%s:%d: CSV column '%s' appears twice", name, row.line, c))
         end
         names[c] = true
         header[i] = c
@@ -220,84 +172,42 @@ local function csv_feed(next_line, name, opts, bad, max_line)
       prefix = prefix_for(names, opts.prefix)
       return ""
     end
-    if not line:find("%S") then return "" end
-    local cells, what, open = csv_cells(line)
-    while open and #line <= max_line do
-      local more = next_line()
-      if more == nil then break end
-      lineno = lineno + 1
-      pending[#pending + 1] = ""
-      if more:sub(-1) == "\r" then more = more:sub(1, -2) end
-      line = line .. "\n" .. more
-      cells, what, open = csv_cells(line)
+    if #row ~= #header then
+      bad[#bad + 1] = { line = row.line,
+        what = string.format("%d cells, the header has %d", #row, #header) }
+      return ""
     end
-    if open then what = "a quoted cell never closed" end
-    if cells and #cells ~= #header then
-      what = string.format("%d cells, the header has %d", #cells, #header)
-      cells = nil
-    end
-    if cells then
-      local parts = { prefix }
-      for i, c in ipairs(cells) do
-        if c then
-          if bad_value(c) then
-            what = string.format("column '%s': %q cannot be a record value (blanks, '=' or "
-              .. "control characters)", header[i], c)
-            break
-          end
-          parts[#parts + 1] = header[i] .. "=" .. c
+    local parts = { prefix }
+    for i, c in ipairs(row) do
+      if c ~= "" then
+        if bad_value(c) then
+          bad[#bad + 1] = { line = row.line, what = string.format("column '%s': %s cannot be a "
+            .. "record value (blanks, '=' or control characters)", header[i], shown(c)) }
+          return ""
         end
-      end
-      if not what then
-        if #parts == 1 then return "" end
-        return table.concat(parts, " ")
+        parts[#parts + 1] = header[i] .. "=" .. c
       end
     end
-    bad[#bad + 1] = { line = start, what = what }
-    return ""
+    return #parts > 1 and table.concat(parts, " ") or ""
+  end
+  return function()
+    if head > #queue then
+      local row = rows()
+      if row == nil then return nil end
+      -- blank lines skipped before the row, the row, then its other lines
+      queue, head = {}, 1
+      for _ = seen + 1, row.line - 1 do queue[#queue + 1] = "" end
+      queue[#queue + 1] = line_of(row)
+      for _ = 2, row.lines do queue[#queue + 1] = "" end
+      seen = row.line + row.lines - 1
+    end
+    head = head + 1
+    return queue[head - 1]
   end
 end
 
--- The keys of a flat JSON object in text order with their raw number
--- tokens (cjson has already accepted the line).
-local function scan_object(line, decode)
-  local keys, raw = {}, {}
-  local pos = line:find("{", 1, true) + 1
-  local function skip_ws(p) return line:find("[^ \t\r\n]", p) or #line + 1 end
-  local function string_end(p)
-    local q = p + 1
-    while true do
-      local c = line:find('[\\"]', q)
-      if line:sub(c, c) == "\\" then q = c + 2 else return c end
-    end
-  end
-  pos = skip_ws(pos)
-  if line:sub(pos, pos) == "}" then return keys, raw end
-  while true do
-    local kend = string_end(pos)
-    local key = decode(line:sub(pos, kend))
-    pos = skip_ws(skip_ws(kend + 1) + 1)
-    local c = line:sub(pos, pos)
-    local vend
-    if c == '"' then
-      vend = string_end(pos)
-    elseif c == "{" or c == "[" then
-      return nil, key
-    else
-      vend = (line:find("[ \t\r\n,}]", pos) or #line + 1) - 1
-      raw[key] = line:sub(pos, vend)
-    end
-    keys[#keys + 1] = key
-    pos = skip_ws(vend + 1)
-    if line:sub(pos, pos) == "}" then return keys, raw end
-    pos = skip_ws(pos + 1)
-  end
-end
-
--- Record lines from JSON lines, one flat object each.
+-- Record lines from JSON lines, one flat object each (json.fields).
 local function jsonl_feed(next_line, opts, bad)
-  local cjson = require("cjson").new()
-  local decode = cjson.decode
   local lineno = 0
   return function()
     local line = next_line()
@@ -305,46 +215,39 @@ local function jsonl_feed(next_line, opts, bad)
     lineno = lineno + 1
     if not line:find("%S") then return "" end
     local what
-    local ok, obj = pcall(decode, line)
-    if not ok then
-      what = "not JSON: " .. tostring(obj):gsub("^.-: ", "")
-    elseif type(obj) ~= "table" or line:match("^%s*%[") then
-      what = "not a JSON object (one record per line)"
+    local obj, keys, raw = json.fields(line)
+    if not obj then
+      what = keys
     else
-      local keys, raw = scan_object(line, decode)
-      if not keys then
-        what = string.format("field '%s': nested values are not record fields", raw)
-      else
-        local names = {}
-        for _, k in ipairs(keys) do names[k] = true end
-        local parts = { prefix_for(names, opts.prefix) }
-        for _, k in ipairs(keys) do
-          local v = obj[k]
-          local text
-          if type(v) == "number" then
-            text = raw[k]
-          elseif type(v) == "string" then
-            text = v
-          else
-            what = string.format("field '%s': %s is not a number or a string", k,
-              raw[k] or type(v))
-            break
-          end
-          if not k:match("^[%a_][%w_]*$") or #k > 63 then
-            what = string.format("key %q is not a field name", k)
-            break
-          end
-          if bad_value(text) then
-            what = string.format("field '%s': %q cannot be a record value (blanks, '=' or "
-              .. "control characters)", k, text)
-            break
-          end
-          parts[#parts + 1] = k .. "=" .. text
+      local names = {}
+      for _, k in ipairs(keys) do names[k] = true end
+      local parts = { prefix_for(names, opts.prefix) }
+      for _, k in ipairs(keys) do
+        local v = obj[k]
+        local text
+        if type(v) == "number" then
+          text = raw[k]
+        elseif type(v) == "string" then
+          text = v
+        else
+          what = string.format("field '%s': %s is not a number or a string", k,
+            raw[k] or type(v))
+          break
         end
-        if not what then
-          if #parts == 1 then return "" end
-          return table.concat(parts, " ")
+        if not k:match("^[%a_][%w_]*$") or #k > 63 then
+          what = string.format("key %s is not a field name", shown(k))
+          break
         end
+        if bad_value(text) then
+          what = string.format("field '%s': %s cannot be a record value (blanks, '=' or "
+            .. "control characters)", k, shown(text))
+          break
+        end
+        parts[#parts + 1] = k .. "=" .. text
+      end
+      if not what then
+        if #parts == 1 then return "" end
+        return table.concat(parts, " ")
       end
     end
     bad[#bad + 1] = { line = lineno, what = what }

@@ -403,13 +403,14 @@ function M.starvation(st)
   add("starvation", st.starvation, "device_window_ns - kernel_ns")
   add("residue", st.residue, "unattributed_ns")
   add("probe", st.probe, "probe_ns (the probe's own cost)")
-  local out = { M.table(rows, {
+  local out = {}
+  if #rows > 0 then out[1] = M.table(rows, {
     { key = "name", title = "" }, { key = "n", title = "n" },
     { key = "median", title = "median", fmt = M.ns }, { key = "mean", title = "mean", fmt = M.ns },
     { key = "p90", title = "p90", fmt = M.ns }, { key = "sum", title = "total", fmt = M.ns },
     { key = "share", title = "of wall", fmt = M.pct },
     { key = "what", title = "what", align = "left", wrap = true },
-  }) }
+  }) end
   for _, n in ipairs(st.notes or {}) do
     for _, l in ipairs(M.wrap("note: " .. n, M.width, "")) do out[#out + 1] = l end
   end
