@@ -531,9 +531,10 @@ end
 -- ---- main --------------------------------------------------------------------------------------
 local function usage(out)
   out("usage: phaseprobe demo [--log PATH] [--rounds N] [--events] [--replay PATH] [--data PATH]")
+  out("                      [--verbose]")
   out("  On a GPU: dispatches three program shapes under three knob sets and reports the phase")
   out("  decomposition, kernel times from CUPTI's timeline where CUPTI runs (--events: the event")
-  out("  pairs). Without one: reports a log recorded on the GPU machine.")
+  out("  pairs). Without one: reports a log recorded on the GPU machine (--verbose: why no GPU).")
 end
 
 local function parse_args(args)
@@ -557,6 +558,8 @@ local function parse_args(args)
       o.data = value()
     elseif a == "--events" then
       o.events = true
+    elseif a == "--verbose" or a == "-v" then
+      o.verbose = true
     elseif a == "-h" or a == "--help" then
       o.help = true
     else
@@ -571,7 +574,7 @@ local function default_data()
   local here = package.searchpath("phaseprobe.dispatch.demo", package.path)
   if here then
     local root = here:gsub("[^/]*$", ""):gsub("lua/phaseprobe/dispatch/$", "")
-    local p = (root ~= "" and root or "./") .. M.DATA_FILE
+    local p = ((root ~= "" and root or "./") .. M.DATA_FILE):gsub("[^/.][^/]*/%.%./", "")
     local f = io.open(p, "r")
     if f then
       f:close()
@@ -671,6 +674,8 @@ function M.main(args, out, err)
   args = args or {}
   out = out or function(line) io.stdout:write(line, "\n") end
   if err == nil then err = io.stderr end
+  -- the status line only on a terminal (one rule: phaseprobe.cli.progress)
+  if err and not require("phaseprobe.cli.progress").enabled(err) then err = false end
   local ok, o = pcall(parse_args, args)
   if not ok then
     out(tostring(o))
@@ -686,7 +691,9 @@ function M.main(args, out, err)
   local dev, why = D.cuda_device(0)
   if not dev then
     local data = o.data or default_data()
-    out(fmt("phaseprobe demo: no GPU here (%s); reporting the recorded log %s instead", tostring(why), data))
+    out("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows"
+      .. (o.verbose and "" or " (--verbose: why)"))
+    if o.verbose then out("  why: " .. tostring(why)) end
     return M.replay(data, out)
   end
   local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)
