@@ -49,13 +49,20 @@ function C.run(args, ctx)
   C.need_fields(ctx, set, opts, { "by", "group" })
   local sources = {}
   for _, f in ipairs(files) do sources[#sources + 1] = f == "-" and "(stdin)" or f end
-  local page = html.report(recview.collect(set), {
+  local prog = ctx.progress("drawing the plots", { unit = "plots" })
+  prog.every_call = true
+  local drawn = 0
+  local page = html.report(set, {
     title = opts.title,
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-    fits = html.analysis_fits(set, opts.by),
+    progress = function()
+      drawn = drawn + 1
+      prog:update(drawn)
+    end,
   })
+  prog:done()
   local w = ctx.output(opts.output)
   w.write(page)
   w.close()

@@ -59,7 +59,7 @@ function C.run(args, ctx)
   end
   require("phaseprobe.cli.cmd_html").need_fields(ctx, set, opts, { "by", "group" })
   local fits = label and html.analysis_fits(set, opts.by) or nil
-  local desc = html.describe(records, { group = opts.group, by = opts.by, fits = fits })
+  local desc = html.describe(set, { group = opts.group, by = opts.by, fits = fits })
   local text
   if opts.bars then
     text = svg.stacked_bars(desc.bars)
