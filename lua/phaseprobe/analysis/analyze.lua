@@ -23,6 +23,8 @@
 -- bindings, fixpoint, grid_blocks, user counters, numeric tags, and
 -- <cache>_cache_misses.
 local fit = require "phaseprobe.analysis.fit"
+-- the text a result prints as in the REPL (loaded when first needed)
+local function report() return require "phaseprobe.output.report" end
 
 local M = {}
 
@@ -137,7 +139,8 @@ function M.phases(set, info)
       out[#out + 1] = { name = f, kind = "total", summary = s, share = share(s) }
     end
   end
-  return out
+  return report().printable(out, function(t) return "phaseprobe.phases\n" .. report().phases(t) end,
+    "phaseprobe.phases")
 end
 
 -- Quantities that move together: for the verdict v (a phase scaling with
@@ -191,8 +194,9 @@ end
 -- names both (v.collinear).
 function M.scaling(set, opts)
   local info = M.schema(set, opts)
-  local out = { quantities = info.quantities, phases = {}, nested = {}, rule = info.rule,
-    untested = {} }
+  local out = report().printable({ quantities = info.quantities, phases = {}, nested = {},
+    rule = info.rule, untested = {} }, function(t) return "phaseprobe.scaling\n" .. report().scaling(t) end,
+    "phaseprobe.scaling")
   local fopts = {}
   for k, v in pairs(opts or {}) do fopts[k] = v end
   fopts.support = {}
@@ -375,7 +379,9 @@ end
 --  probe = {summary=, share=}            probe_ns;
 --  notes = {...}}                          what was not measured.
 function M.starvation(set)
-  local out = { n = set:count(), notes = {} }
+  local out = report().printable({ n = set:count(), notes = {} }, function(t)
+    return "phaseprobe.starvation\n" .. report().starvation(t)
+  end, "phaseprobe.starvation")
   out.wall = set:has("wall_ns") and set:summary("wall_ns") or nil
   if set:has("device_window_ns") and set:has("kernel_ns") then
     local win = set:range("device_window_ns", 1)

@@ -44,7 +44,7 @@ M.defaults = {
 
 --- Fit of plain arrays: {n, distinct_x, xmin, xmax, ymedian, ok, ls={...}, ts={...}}.
 function M.line(xs, ys)
-  return pp.parse.fit_line(xs, ys)
+  return report.printable(pp.parse.fit_line(xs, ys), report.fit_text("x", "y"), "phaseprobe.fit")
 end
 
 --- Effect of a fit: Theil-Sen slope times the x range, over max(|median y|, 1).
@@ -99,7 +99,8 @@ end
 --  fits={[q]=fit}, notes={...}}.
 function M.verdict(set, y, quantities, opts, fits)
   local s = set:summary(y)
-  local res = { name = y, n = s.count, median = s.median, fits = {}, also = {}, notes = {} }
+  local res = report.printable({ name = y, n = s.count, median = s.median, fits = {}, also = {},
+    notes = {} }, report.verdict_text, "phaseprobe.verdict")
   local function inconclusive(reason)
     res.verdict, res.reason = "inconclusive", reason
     return res

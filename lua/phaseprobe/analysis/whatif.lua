@@ -191,7 +191,9 @@ function M.project(set, scenario, opts)
         enqueue = r.measured.enqueue and d * r.measured.enqueue }
     end
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.whatif\n" .. require("phaseprobe.output.report").whatif(t)
+  end, "phaseprobe.whatif")
 end
 
 --- Splits a set by a knob field into (base, variant): the variant is the
@@ -220,7 +222,9 @@ function M.check(base, variant, scenario, opts)
     local p, m = r.projected[k], r.variant[k]
     if p and m and m ~= 0 then r.error[k] = (p - m) / m end
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.whatif\n" .. require("phaseprobe.output.report").whatif(t)
+  end, "phaseprobe.whatif")
 end
 
 return M

@@ -293,6 +293,70 @@ function M.summaries(items, opts)
   return text
 end
 
+-- ---- printable results (the REPL prints them with tostring) --------------
+
+local printable_mts = setmetatable({}, { __mode = "k" })
+
+--- Gives the plain table t a metatable whose __tostring is render(t), so
+-- the REPL prints it as text; returns t. Tables that already have a
+-- metatable are left as they are.
+function M.printable(t, render, name)
+  if type(t) ~= "table" or getmetatable(t) ~= nil then return t end
+  local mt = printable_mts[render]
+  if not mt then
+    mt = { __tostring = render, __name = name or "phaseprobe.result" }
+    printable_mts[render] = mt
+  end
+  return setmetatable(t, mt)
+end
+
+--- A summary (set:summary) of the field `name`, as a one-row table.
+function M.summary_text(name)
+  return function(s)
+    local fmt = name:match("_ns$") and M.ns or M.num
+    return "phaseprobe.summary of " .. name .. "\n"
+      .. M.summaries({ { name = name, summary = s } }, { fmt = function(v) return fmt(v) end })
+  end
+end
+
+--- A line fit (set:fit, fit.line) of y against x, both methods.
+function M.fit_text(x, y)
+  return function(f)
+    local out = { string.format("phaseprobe.fit of %s against %s: %s points, %s distinct %s",
+      y or "y", x or "x", M.num(f.n or 0), M.num(f.distinct_x or 0), x or "x") }
+    if f.ok and f.ls and f.ts then
+      local fmt = (y or ""):match("_ns$") and M.equation or function(a, b, q)
+        return string.format("%s %s %s x %s", M.num(a), b < 0 and "-" or "+", M.num(math.abs(b)), q)
+      end
+      out[#out + 1] = string.format("  least squares  %s  (R2 %s)", fmt(f.ls.intercept, f.ls.slope,
+        x or "x"), M.q(f.ls.r2))
+      out[#out + 1] = string.format("  Theil-Sen      %s  (quality %s, %s pairs%s)",
+        fmt(f.ts.intercept, f.ts.slope, x or "x"), M.q(f.ts.quality), M.num(f.ts.pairs or 0),
+        f.ts.sampled and ", sampled" or "")
+    else
+      out[#out + 1] = "  no fit (fewer than 2 distinct x)"
+    end
+    return table.concat(out, "\n")
+  end
+end
+
+--- A list of names (set:fields) on wrapped lines.
+function M.list_text(title)
+  return function(list)
+    local names = {}
+    for i, v in ipairs(list) do names[i] = tostring(v) end
+    return table.concat(M.wrap(string.format("%s (%d): %s", title, #names,
+      table.concat(names, ", ")), M.width, ""), "\n")
+  end
+end
+
+--- One scaling verdict (fit.verdict): its row and its fits.
+function M.verdict_text(v)
+  local text = M.scaling({ quantities = {}, phases = { v }, nested = {} }):gsub("^[^\n]*\n", "")
+  if v.fits and next(v.fits) then text = text .. "\n" .. M.fits(v) end
+  return "phaseprobe.verdict\n" .. text
+end
+
 -- ---- analysis reports ------------------------------------------------------
 
 local function lines(t) return table.concat(t, "\n") end
@@ -536,7 +600,7 @@ function M.whatif(r)
     end
   end
   local cols = {
-    { key = "name", title = string.format("%d dispatches", r.n) },
+    { key = "name", title = M.num(r.n) .. " dispatches" },
     { key = "measured", title = "measured", fmt = M.ns },
     { key = "projected", title = "projected", fmt = M.ns },
     { key = "change", title = "change", fmt = M.pct },
