@@ -352,9 +352,13 @@ end
 -- one line ("run.log: 8 damaged record lines (lines 5, 9, ...)"), or nil.
 function M.say_damaged(ctx, rep)
   if rep.rejected == 0 then return nil end
+  local report = require "phaseprobe.output.report"
+  local function say(text)
+    ctx.err:write(table.concat(report.wrap(text, report.width, ""), "\n    "), "\n")
+  end
   for i, e in ipairs(rep.errors or {}) do
     if i > M.SHOW then break end
-    ctx.err:write(string.format("%s:%d:%d: %s\n", e.file, e.line, e.column, e.what))
+    say(string.format("%s:%d:%d: %s", e.file, e.line, e.column, e.what))
   end
   local per = {}
   for _, s in ipairs(rep.files or {}) do
@@ -368,7 +372,7 @@ function M.say_damaged(ctx, rep)
         table.concat(lines, ", "), s.rejected > #lines and ", ..." or "")
     end
   end
-  return table.concat(per, "; ")
+  return table.concat(per, "; "), say
 end
 
 -- ---- --where ----------------------------------------------------------------
@@ -450,10 +454,10 @@ function M.read(ctx, files, ropts)
   end
   local cols, rep = p:finish()
   merge_bad(rep, bad_by_file)
-  local damaged = M.say_damaged(ctx, rep)
+  local damaged, say = M.say_damaged(ctx, rep)
   if damaged then
     if opts.strict then cli.input_error(damaged .. ": refused (--strict)") end
-    ctx.err:write(string.format("%s: %s: left out (--strict refuses them)\n", ctx.name, damaged))
+    say(string.format("%s: %s: left out (--strict refuses them)", ctx.name, damaged))
   end
   if rep.parsed == 0 then
     local where = #files == 1 and (files[1] == "-" and "(stdin)" or files[1])
