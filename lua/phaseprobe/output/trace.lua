@@ -284,7 +284,56 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
       end
     end
   end
+  -- The common case in one string.format (generated for this layout):
+  -- every phase and nested region charged, the nested regions within their
+  -- phase, some residue. It returns false for any other dispatch, which
+  -- then takes the general path below.
+  local fast
+  do
+    local fmts, src, args = { DISPATCH }, {}, { "d.args", "dur // 1000", "dur % 1000", "tid",
+      "start // 1000", "start % 1000" }
+    local nphases = #L.phases
+    local conds = {}
+    src[#src + 1] = "local format, F, u = ...\nreturn function(d, emit)\n"
+      .. "  local ph, get = d.phases, d.get\n"
+      .. "  local tid, start, dur, named = d.track.tid, d.start, d.dur, d.named\n"
+      .. "  if dur <= named then return false end\n"
+    for k = 1, nphases do
+      src[#src + 1] = ("  local p%d = ph[%d].dur\n  if p%d <= 0 then return false end\n"
+        .. "  local t%d = start + ph[%d].at\n"):format(k, k, k, k, k)
+      fmts[#fmts + 1] = pf[k]
+      for _, a in ipairs { "p%d", "p%d // 1000", "p%d %% 1000", "tid", "t%d // 1000", "t%d %% 1000" } do
+        args[#args + 1] = a:format(k)
+      end
+      local at = {}
+      for j, n in ipairs(nested[k]) do
+        local v = ("n%d_%d"):format(k, j)
+        src[#src + 1] = ("  local %s = u(get(%q))\n  if %s <= 0 then return false end\n"):format(v, n.label, v)
+        local ts = ("(t%d%s)"):format(k, #at > 0 and (" + " .. table.concat(at, " + ")) or "")
+        fmts[#fmts + 1] = n.fmt
+        for _, a in ipairs { v, v .. " // 1000", v .. " % 1000", "tid", ts .. " // 1000", ts .. " % 1000" } do
+          args[#args + 1] = a
+        end
+        at[#at + 1] = v
+      end
+      if #at > 0 then conds[#conds + 1] = ("%s > p%d"):format(table.concat(at, " + "), k) end
+    end
+    if #conds > 0 then
+      src[#src + 1] = "  if " .. table.concat(conds, " or ") .. " then return false end\n"
+    end
+    src[#src + 1] = "  local r, tr = dur - named, start + named\n"
+    fmts[#fmts + 1] = UNATTR
+    for _, a in ipairs { "r", "r // 1000", "r % 1000", "tid", "tr // 1000", "tr % 1000" } do
+      args[#args + 1] = a
+    end
+    src[#src + 1] = "  emit(format(F, " .. table.concat(args, ", ") .. "))\n  return true\nend\n"
+    if #args < 200 then
+      local chunk = load(table.concat(src), "=trace host", "t", {})
+      fast = chunk and chunk(format, table.concat(fmts), u)
+    end
+  end
   return function(d, emit)
+    if fast and fast(d, emit) then return end
     local tid, start = d.track.tid, d.start
     local dur = d.dur
     emit(format(DISPATCH, d.args, dur // 1000, dur % 1000, tid, start // 1000, start % 1000))
