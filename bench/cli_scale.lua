@@ -3,8 +3,10 @@
 -- reference-format log of a million records (bench/gen_log.lua, written
 -- under /tmp and removed after), each a separate process, in alternating
 -- rounds; `report` is the baseline of the same run. Prints min/median/max
--- seconds, the ratio to report, records a second, the peak resident memory
--- (/usr/bin/time) and the output's size, then the goals of issue 16.
+-- seconds, the ratio to report, records a second, the CPU seconds (user +
+-- system, median; less moved than wall time by other work on the machine)
+-- and the peak resident memory (/usr/bin/time), the output's size, then the
+-- goals of issue 16 (judged on wall time).
 --
 --   lua5.4 bench/cli_scale.lua              (make bench runs it)
 --   PP_BENCH_N=100000 PP_BENCH_ROUNDS=1 lua5.4 bench/cli_scale.lua
@@ -36,17 +38,19 @@ local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 local function command(args, out)
   local mem = dir .. "/mem"
   local cmd = "./bin/phaseprobe " .. args .. " > /dev/null"
-  if has_time then cmd = "/usr/bin/time -f %M -o " .. q(mem) .. " " .. cmd end
+  if has_time then cmd = "/usr/bin/time -f '%M %U %S' -o " .. q(mem) .. " " .. cmd end
   cmd = "PHASEPROBE_PROGRESS=0 " .. cmd .. " 2>/dev/null"
   local s = pp.now()
   local ok = os.execute(cmd)
   local el = (pp.now() - s) / 1e9
   if not ok then error("failed: " .. cmd) end
-  local rss
+  local rss, cpu
   if has_time then
     local f = io.open(mem)
-    rss = f and tonumber(f:read("l"))
+    local l = f and f:read("l") or ""
     if f then f:close() end
+    local m, us, sy = l:match("^(%d+) ([%d.]+) ([%d.]+)")
+    rss, cpu = tonumber(m), us and (tonumber(us) + tonumber(sy)) or nil
   end
   local size
   if out then
@@ -57,7 +61,7 @@ local function command(args, out)
       os.remove(out)
     end
   end
-  return el, rss, size
+  return el, rss, size, cpu
 end
 
 local variants = {
@@ -69,24 +73,26 @@ local variants = {
   { name = "html", args = "html " .. q(log) .. " -o " .. q(dir .. "/r.html"), out = dir .. "/r.html" },
 }
 for _, v in ipairs(variants) do
-  v.rss, v.size = {}, nil
+  v.rss, v.cpu, v.size = {}, {}, nil
   v.run = function()
-    local _, rss, size = command(v.args, v.out)
+    local _, rss, size, cpu = command(v.args, v.out)
     v.rss[#v.rss + 1] = rss
+    v.cpu[#v.cpu + 1] = cpu
     v.size = size or v.size
   end
 end
 rounds.run(variants, ROUNDS, 1, pp.now)
 
 local base = variants[1].median
-print(("%-26s %8s %8s %8s %9s %11s %10s %10s"):format("command (" .. ROUNDS .. " rounds, s)", "min",
-  "median", "max", "x report", "records/s", "peak RSS", "output"))
+print(("%-26s %8s %8s %8s %9s %11s %8s %10s %10s"):format("command (" .. ROUNDS .. " rounds, s)",
+  "min", "median", "max", "x report", "records/s", "CPU s", "peak RSS", "output"))
 for _, v in ipairs(variants) do
   local rss = 0
   for _, r in ipairs(v.rss) do rss = math.max(rss, r) end
   v.peak = rss
-  print(("%-26s %8.2f %8.2f %8.2f %9.2f %11.0f %7.0f MB %7s"):format(v.name, v.min / 1e9,
-    v.median / 1e9, v.max / 1e9, v.median / base, N / (v.median / 1e9), rss / 1024,
+  local cpu = #v.cpu > 0 and rounds.median(v.cpu) or 0
+  print(("%-26s %8.2f %8.2f %8.2f %9.2f %11.0f %8.2f %7.0f MB %7s"):format(v.name, v.min / 1e9,
+    v.median / 1e9, v.max / 1e9, v.median / base, N / (v.median / 1e9), cpu, rss / 1024,
     v.size and ("%.0f MB"):format(v.size / 1e6) or "-"))
 end
 local r, t, a, h = variants[1], variants[2], variants[3], variants[4]
