@@ -339,3 +339,62 @@ describe("with the analysis module", function()
     assert.is_nil(page:find("(fallback fit)", 1, true))
   end)
 end)
+
+describe("a scatter of a large log with outliers", function()
+  local records_mod = require "phaseprobe.records"
+  local points = require "phaseprobe.output.points"
+  -- 6,000 dispatches of three sizes, 4 of them 7 to 14 ms in readback
+  local function log()
+    local lines = {}
+    for i = 1, 6000 do
+      local nodes = ({ 100, 1000, 5000 })[(i - 1) % 3 + 1]
+      local rb = 200000 + (i * 7919) % 20000
+      if i % 1500 == 7 then rb = 7000000 + i * 1000 end
+      lines[i] = ("d seq=%d nodes=%d wall_ns=%d kernel_ns=0 prepare_ns=%d readback_ns=%d "
+        .. "named_host_ns=%d unattributed_ns=0 shape=s%d"):format(i, nodes, 1000 * nodes + rb,
+        1000 * nodes, rb, 1000 * nodes + rb, nodes)
+    end
+    return (records_mod.from_string(table.concat(lines, "\n")))
+  end
+
+  it("keeps the outliers one by one above a break, and bins the bulk", function()
+    local set = log()
+    local p = points.gather({ { name = "all", set = set } }, "nodes", "readback_ns")
+    assert.are.equal(6000, p.n)
+    assert.is_true(p.binned)
+    assert.are.equal(4, p.outliers)
+    assert.are.equal(4, p.outliers_drawn)
+    assert.is_true(p.y.bulk < 1e6 and p.y.bulk >= 220000, "bulk " .. p.y.bulk)
+    local counted = #p.series[1].outliers
+    for _, pt in ipairs(p.series[1].points) do counted = counted + pt[3] end
+    assert.are.equal(6000, counted)
+    local desc = html.describe(set, { group = "shape" })
+    local s
+    for _, sc in ipairs(desc.scatters) do if sc.label == "readback_ns" then s = sc end end
+    local text = svg.scatter(s.svg)
+    assert.truthy(text:find('fill="#fbf3f0"', 1, true), "the band above the break")
+    assert.truthy(text:find("outlier above the break", 1, true))
+    assert.matches("4 above .* drawn above the axis break", s.svg.note)
+    -- the axis of the bulk is in microseconds, not stretched to the outliers' ms
+    assert.truthy(text:find(">readback time (µs)</text>", 1, true))
+  end)
+
+  it("draws a fitted line only where it is at or above zero, and wraps long subtitles", function()
+    local long = string.rep("a long explanation of the verdict ", 8)
+    local text = svg.scatter { title = "t", subtitle = long, x = { label = "n" }, y = { label = "y", unit = "ns" },
+      points = { { 0, 10 }, { 100, 500 }, { 200, 1000 } },
+      fit = { intercept = -300, slope = 6, verdict = "scales" } }
+    -- the line starts where intercept + slope x = 0 (x = 50), on the x axis
+    local x1, y1 = text:match('<line clip%-path="url%(#[%w]+%)" x1="([%d.]+)" y1="([%d.]+)"')
+    local axis_y = text:match('<g stroke="#333" stroke%-width="1.2"><line x1="[%d.]+" y1="([%d.]+)"')
+    assert.are.equal(tonumber(axis_y), tonumber(y1))
+    assert.is_true(tonumber(x1) > 84)
+    -- no line of the subtitle passes the width
+    local n = 0
+    for l in text:gmatch('<text x="84" y="[%d.]+" font%-size="13" fill="#333">([^<]*)</text>') do
+      assert.is_true(svg.text_width(l, 13) <= 760 - 84, l)
+      n = n + 1
+    end
+    assert.is_true(n >= 3, n .. " subtitle lines")
+  end)
+end)
