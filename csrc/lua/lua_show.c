@@ -34,7 +34,7 @@ typedef struct {
 } showbuf;
 
 static int showbuf_gc(lua_State *L) {
-  showbuf *b = lua_touserdata(L, 1);
+  showbuf *b = luaL_testudata(L, 1, "phaseprobe.showbuf"); /* only ours, even called by hand */
   if (b) {
     free(b->p);
     b->p = NULL;
