@@ -86,9 +86,8 @@ function M.support(set, q, opts)
     end
   end
   if held >= need then return { ok = true, distinct = distinct } end
-  return { ok = false, distinct = distinct, why = string.format(
-    "%d of %d values on %s of the records or %d records, need %d: %s%s", held, distinct,
-    pct(opt(opts, "min_share")), opt(opts, "min_records"), need, table.concat(parts, ", "),
+  return { ok = false, distinct = distinct, need = need, why = string.format(
+    "%d of %d values held: %s%s", held, distinct, table.concat(parts, ", "),
     distinct > #parts and ", ..." or "") }
 end
 

@@ -406,8 +406,10 @@ function M.scaling(s)
   if s.untested and #s.untested > 0 then
     local parts = {}
     for _, u in ipairs(s.untested) do parts[#parts + 1] = u.name .. " (" .. u.why .. ")" end
-    head = head .. "\n" .. table.concat(M.wrap("not used for verdicts: " .. table.concat(parts, "; "),
-      M.width, ""), "\n")
+    local d = require("phaseprobe.analysis.fit").defaults
+    head = head .. "\n" .. table.concat(M.wrap(string.format("not used for verdicts (a quantity needs "
+      .. "%d values, each held by %s of the records or %d of them): %s", d.min_distinct,
+      M.pct(d.min_share), d.min_records, table.concat(parts, "; ")), M.width, ""), "\n")
   end
   local cols = { { key = "name", title = "phase" } }
   local same = true
