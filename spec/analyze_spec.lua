@@ -46,7 +46,7 @@ describe("analyze.schema", function()
     local set = records.read("spec/fixtures/logs/mixed.log")
     local info = analyze.schema(set)
     assert.are.equal("reference", info.rule)
-    assert.are.same(analyze.DEFAULT_PHASES, info.phases)
+    assert.are.same(require("phaseprobe.record").DEFAULT_PHASES, info.phases)
     assert.are.same({ { label = "sub_ptx_digest_ns", parent = "ptx_ns" },
       { label = "sub_ptx_vsa_ns", parent = "ptx_ns" } }, info.nested)
     assert.are.same({ "nodes", "ptx_bytes", "buffers", "bindings", "fixpoint", "grid_blocks",

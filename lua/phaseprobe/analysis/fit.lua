@@ -43,6 +43,12 @@ function M.line(xs, ys)
   return pp.parse.fit_line(xs, ys)
 end
 
+--- Summary of a plain array of numbers: {count, min, median, mean, p90,
+-- p99, max, sum} (the same C code as set:summary).
+function M.summary(xs)
+  return pp.parse.summarize(xs)
+end
+
 --- Effect of a fit: Theil-Sen slope times the x range, over max(|median y|, 1).
 function M.effect(f)
   if not f.ok then return 0 end
@@ -62,7 +68,15 @@ local function pct(x) return string.format("%.0f%%", x * 100) end
 --  ns_per_unit=, quality=, r2=, ls_slope=, effect=, also={...},
 --  fits={[q]=fit}, notes={...}}.
 function M.verdict(set, y, quantities, opts, fits)
-  local s = set:summary(y)
+  local all = {}
+  for _, q in ipairs(quantities) do all[q] = fits and fits[q] or set:fit(q, y) end
+  return M.decide(y, set:summary(y), all, quantities, opts)
+end
+
+--- The verdict from the pieces verdict() takes from a set: the summary of
+-- y and its fit against each quantity ({[q] = fit}), for values that are
+-- not a field of a set (a difference of two fields, say).
+function M.decide(y, s, fits, quantities, opts)
   local res = { name = y, n = s.count, median = s.median, fits = {}, also = {}, notes = {} }
   local function inconclusive(reason)
     res.verdict, res.reason = "inconclusive", reason
@@ -77,7 +91,7 @@ function M.verdict(set, y, quantities, opts, fits)
   local candidates, testable, small, poor, untestable = {}, 0, 0, {}, {}
   local largest, most
   for _, q in ipairs(quantities) do
-    local f = fits and fits[q] or set:fit(q, y)
+    local f = fits[q]
     res.fits[q] = f
     if f.distinct_x < opt(opts, "min_distinct") then
       untestable[#untestable + 1] = q

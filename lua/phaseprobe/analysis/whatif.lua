@@ -26,6 +26,7 @@
 -- Per encode needs dispatches per encode: from an `encode` field (distinct
 -- values) or opts.dispatches_per_encode.
 local analyze = require "phaseprobe.analysis.analyze"
+local record = require "phaseprobe.record"
 
 local M = {}
 
@@ -49,8 +50,8 @@ function M.resolve(info, name)
     end
   end
   local names = {}
-  for _, p in ipairs(info.phases) do names[#names + 1] = analyze.short(p) end
-  for _, n in ipairs(info.nested) do names[#names + 1] = analyze.short(n.label) end
+  for _, p in ipairs(info.phases) do names[#names + 1] = record.short(p) end
+  for _, n in ipairs(info.nested) do names[#names + 1] = record.short(n.label) end
   error(string.format("phaseprobe.whatif: no phase or nested region '%s' (known: %s)",
     tostring(name), table.concat(names, ", ")), 0)
 end
@@ -99,7 +100,7 @@ local function add_scaled(steps, list, info)
         tostring(name), tostring(factor)), 0)
     end
     local label, kind, parent = M.resolve(info, name)
-    steps[#steps + 1] = { what = string.format("scale %s by %g", analyze.short(label), factor),
+    steps[#steps + 1] = { what = string.format("scale %s by %g", record.short(label), factor),
       field = label, kind = kind, parent = parent, coef = 1 - factor }
   end
 end
@@ -120,7 +121,7 @@ function M.project(set, scenario, opts)
   local steps, notes = {}, {}
   for _, name in ipairs(scenario.remove or {}) do
     local label, kind, parent = M.resolve(info, name)
-    steps[#steps + 1] = { what = "remove " .. analyze.short(label), field = label, kind = kind,
+    steps[#steps + 1] = { what = "remove " .. record.short(label), field = label, kind = kind,
       parent = parent, coef = 1 }
   end
   add_scaled(steps, scenario.scale or {}, info)

@@ -2,13 +2,13 @@
 -- share beyond the command framework (phaseprobe.cli, whose ctx, option
 -- parser and log reading they use): a module whose run also works called
 -- directly, inputs that may be .csv / .jsonl exports as well as logs, one
--- run per input, writing a text to a file, and the fits of the analysis.
+-- run per input, writing a text to a file.
 --
 -- Exit codes (those of phaseprobe.cli): 0 done, 1 bad or unreadable input
 -- (the message names the file and line), 2 usage error (the usage follows).
 local cli = require "phaseprobe.cli"
 local export = require "phaseprobe.output.export"
-local recview = require "phaseprobe.recview"
+local records = require "phaseprobe.records"
 
 local M = {}
 
@@ -25,7 +25,7 @@ function M.command(name, summary, usage, body)
   return C
 end
 
--- Records of one input as an array: .csv and .jsonl through the
+-- Records of one input as a record set: .csv and .jsonl through the
 -- exporters' readers, anything else as a log through ctx.read. Any
 -- rejected record line makes the input bad (ctx.read names each as
 -- file:line:column) and nothing is written.
@@ -43,14 +43,12 @@ local function load(ctx, path)
     end
   end
   if not set then ctx.fail(err) end
-  local ok, list = pcall(recview.collect, set, path)
-  if not ok then ctx.fail(tostring(list)) end
-  if #list == 0 then ctx.fail(("%s: no records found"):format(path)) end
-  return list
+  if set:count() == 0 then ctx.fail(("%s: no records found"):format(path)) end
+  return set
 end
 
---- Every input as a run { name = basename, path =, set = array of
--- records }; a usage error when there is none.
+--- Every input as a run { name = basename, path =, set = record set };
+-- a usage error when there is none.
 function M.runs(ctx, paths)
   if #paths == 0 then ctx.usage("no LOG given") end
   local runs = {}
@@ -75,73 +73,24 @@ function M.write_output(ctx, path, text)
   if not ok or not cok then ctx.fail(("writing '%s' failed: %s"):format(path, tostring(werr or cerr))) end
 end
 
--- All runs' records in one array.
+-- All runs' records in one set.
 function M.concat(runs)
-  local all = {}
-  for _, run in ipairs(runs) do
-    for _, r in ipairs(run.set) do all[#all + 1] = r end
-  end
-  return all
+  if #runs == 1 then return runs[1].set end
+  local sets = {}
+  for i, run in ipairs(runs) do sets[i] = run.set end
+  return records.concat(sets)
 end
 
---- A usage error unless some record has each of the fields named by the
+--- A usage error unless the set has each of the fields named by the
 -- options `names` (e.g. { "by", "group" }) that opts sets.
-function M.need_fields(ctx, records, opts, names)
+function M.need_fields(ctx, set, opts, names)
   for _, o in ipairs(names) do
     local name = opts[o]
-    local found = name == nil
-    for _, r in ipairs(records) do
-      if found then break end
-      found = r[name] ~= nil
-    end
-    if not found then
+    if name ~= nil and not set:has(name) then
       ctx.usage(("--%s %s: no record has a field '%s' (counts: %s)"):format(o, name, name,
-        table.concat(recview.layout(records[1]).counts, ", ")))
+        table.concat(set:layout().counts, ", ")))
     end
   end
-end
-
--- Fits from the analysis module (phaseprobe.analysis.analyze.scaling: Theil-Sen
--- fits and verdicts against every counted quantity), as the plain data the
--- report and plots take: { [label] = {intercept=, slope=, verdict=, note=,
--- quantity=, r2=, method=} }. nil when that module is not installed or
--- fails; the report then uses its own least-squares fallback. This is the
--- one place the two modules meet.
---
--- With `by` (the user's --by), only fits against that quantity are kept (and
--- verdicts without one: fixed, inconclusive), so the plots show what was asked.
-function M.analysis_fits(records, by)
-  local ok1, recmod = pcall(require, "phaseprobe.records")
-  local ok2, analyze = pcall(require, "phaseprobe.analysis.analyze")
-  if not (ok1 and ok2 and type(recmod) == "table" and type(analyze) == "table"
-        and type(recmod.from_list) == "function" and type(analyze.scaling) == "function") then
-    return nil
-  end
-  local ok, s = pcall(function()
-    local set = recmod.is_set and recmod.is_set(records) and records or recmod.from_list(records)
-    return analyze.scaling(set)
-  end)
-  if not ok or type(s) ~= "table" then return nil end
-  local fits = {}
-  for _, list in ipairs { s.phases or {}, s.nested or {} } do
-    for _, v in ipairs(list) do
-      if type(v.name) == "string" then
-        local f = by and v.quantity ~= by and type(v.fits) == "table" and v.fits[by] or nil
-        if f and f.ok and f.ts then
-          -- asked for another quantity than the verdict's: its own fit, the
-          -- verdict kept as it is
-          fits[v.name] = { verdict = v.verdict .. (v.quantity and (" (plotted against " .. by .. ")") or ""),
-            note = v.reason, quantity = by, intercept = f.ts.intercept, slope = f.ts.slope,
-            r2 = f.ls and f.ls.r2, method = "Theil-Sen" }
-        elseif not by or v.quantity == nil or v.quantity == by then
-          fits[v.name] = { verdict = v.verdict, note = v.reason, quantity = v.quantity,
-            intercept = v.fixed_ns, slope = v.ns_per_unit, r2 = v.r2, method = "Theil-Sen",
-            legend = v.ns_per_unit == 0 and "fixed cost (median)" or nil }
-        end
-      end
-    end
-  end
-  return fits
 end
 
 return M

@@ -28,16 +28,15 @@ local SPEC = {
 return util.command("html", "write a self-contained HTML report with SVG plots", USAGE, function(argv, ctx)
   local opts, pos = ctx.options(argv, SPEC)
   local runs = util.runs(ctx, pos)
-  local records = util.concat(runs)
-  util.need_fields(ctx, records, opts, { "by", "group" })
+  local set = util.concat(runs)
+  util.need_fields(ctx, set, opts, { "by", "group" })
   local sources = {}
   for _, r in ipairs(runs) do sources[#sources + 1] = r.path end
-  util.write_output(ctx, opts.output, html.report(records, {
+  util.write_output(ctx, opts.output, html.report(set, {
     title = opts.title,
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-    fits = util.analysis_fits(records, opts.by),
   }))
   return 0
 end)

@@ -1,7 +1,7 @@
 -- phaseprobe plot: one SVG plot.
 local util = require "phaseprobe.cli.cliutil"
 local html = require "phaseprobe.output.html"
-local recview = require "phaseprobe.recview"
+local record = require "phaseprobe.record"
 local svg = require "phaseprobe.output.svg"
 
 local USAGE = [[
@@ -29,7 +29,7 @@ local SPEC = {
 local function find_label(L, name)
   for _, list in ipairs { L.phases, L.nested } do
     for _, label in ipairs(list) do
-      if label == name or recview.phase_short(label) == name or label == "sub_" .. name .. "_ns" then
+      if label == name or record.short(label) == name or label == "sub_" .. name .. "_ns" then
         return label
       end
     end
@@ -41,8 +41,8 @@ return util.command("plot", "write one SVG plot (a phase against a quantity, or 
     local opts, pos = ctx.options(argv, SPEC)
     if not opts.phase and not opts.bars then ctx.usage("say --phase PHASE or --bars") end
     if opts.phase and opts.bars then ctx.usage("give one of --phase and --bars") end
-    local records = util.concat(util.runs(ctx, pos))
-    local L = recview.layout(records[1])
+    local set = util.concat(util.runs(ctx, pos))
+    local L = set:layout()
     local label
     if opts.phase then
       label = find_label(L, opts.phase)
@@ -54,9 +54,8 @@ return util.command("plot", "write one SVG plot (a phase against a quantity, or 
           :format(opts.phase, table.concat(names, ", ")))
       end
     end
-    util.need_fields(ctx, records, opts, { "by", "group" })
-    local fits = label and util.analysis_fits(records, opts.by) or nil
-    local desc = html.describe(records, { group = opts.group, by = opts.by, fits = fits })
+    util.need_fields(ctx, set, opts, { "by", "group" })
+    local desc = html.describe(set, { group = opts.group, by = opts.by })
     local text
     if opts.bars then
       text = svg.stacked_bars(desc.bars)

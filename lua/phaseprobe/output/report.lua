@@ -376,7 +376,12 @@ function M.value(v, indent)
   if is_list(v) then
     local all_tables, keys, seen = true, {}, {}
     for _, row in ipairs(v) do
-      if type(row) ~= "table" then all_tables = false break end
+      -- tables, or records (phaseprobe.record: pairs gives their fields)
+      local mt = getmetatable(row)
+      if type(row) ~= "table" and not (mt and mt.__name == "phaseprobe.record") then
+        all_tables = false
+        break
+      end
       for k, x in pairs(row) do
         if type(x) ~= "table" and not seen[k] then seen[k] = true; keys[#keys + 1] = k end
       end

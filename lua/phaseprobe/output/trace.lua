@@ -10,7 +10,8 @@
 -- Sits after the record sets in the flow; the JSON text of its events comes
 -- from output/json.lua. Integer args past 2^63-1 are written as strings
 -- (trace readers parse integers as int64).
-local recview = require "phaseprobe.recview"
+local record = require "phaseprobe.record"
+local records = require "phaseprobe.records"
 local files = require "phaseprobe.output.files"
 local json = require "phaseprobe.output.json"
 local cjson = require("cjson").new() -- own instance: no global settings touched
@@ -52,9 +53,9 @@ local function phase_offsets(r, L)
   -- to end in schema order
   local at, list = 0, {}
   for _, p in ipairs(L.phases) do
-    local d = recview.u(r, p)
+    local d = record.u(r, p)
     list[#list + 1] = { label = p, at = at, dur = d }
-    at = recview.sat_add(at, d)
+    at = record.sat_add(at, d)
   end
   return list, at
 end
@@ -81,7 +82,7 @@ end
 local function plan_run(records)
   local absolute = #records > 0
   for _, r in ipairs(records) do
-    if recview.u(r, "start_ns") == 0 then
+    if record.u(r, "start_ns") == 0 then
       absolute = false
       break
     end
@@ -91,12 +92,12 @@ local function plan_run(records)
   local base = 0
   if absolute then
     table.sort(order, function(a, b)
-      local sa, sb = recview.u(records[a], "start_ns"), recview.u(records[b], "start_ns")
+      local sa, sb = record.u(records[a], "start_ns"), record.u(records[b], "start_ns")
       if sa ~= sb then return sa < sb end
       return a < b
     end)
-    base = recview.u(records[order[1]], "start_ns")
-    local last = recview.u(records[order[#order]], "start_ns")
+    base = record.u(records[order[1]], "start_ns")
+    local last = record.u(records[order[#order]], "start_ns")
     if last - base > MAX_SPAN then
       local o = {}
       for i = 1, #records do o[i] = i end
@@ -119,7 +120,10 @@ end
 
 -- Emits the events of one run through `emit(event)`; returns its metadata.
 local function run_events(run, pid, tids, emit)
-  local records = recview.collect(run.set, "export.trace")
+  local set = run.set
+  local records = {}
+  for i = 1, set:count() do records[i] = set:record(i) end
+  local L = set:layout()
   local plan = plan_run(records)
   emit { name = "process_name", ph = "M", pid = pid, args = { name = run.name } }
   emit { name = "process_sort_index", ph = "M", pid = pid, args = { sort_index = pid } }
@@ -130,7 +134,7 @@ local function run_events(run, pid, tids, emit)
   local ntracks = 0
   local shifted = 0
   local function track(r)
-    local real = recview.u(r, "tid")
+    local real = record.u(r, "tid")
     local t = tracks[real]
     if t then return t end
     ntracks = ntracks + 1
@@ -160,14 +164,13 @@ local function run_events(run, pid, tids, emit)
 
   for _, i in ipairs(plan.order) do
     local r = records[i]
-    local L = recview.layout(r)
     local t = track(r)
     local phases, named = phase_offsets(r, L)
-    local wall = r.wall_ns ~= nil and recview.u(r, "wall_ns") or named
+    local wall = r.wall_ns ~= nil and record.u(r, "wall_ns") or named
     local dur = math.max(wall, named)
     local start
     if plan.absolute then
-      start = recview.u(r, "start_ns") - plan.base
+      start = record.u(r, "start_ns") - plan.base
       if start < t.host_end then
         shifted = shifted + 1
         start = t.host_end
@@ -175,11 +178,11 @@ local function run_events(run, pid, tids, emit)
     else
       start = t.host_end
     end
-    t.host_end = recview.sat_add(start, dur)
+    t.host_end = record.sat_add(start, dur)
 
     local extra = {}
-    if r.start_ns ~= nil and plan.absolute and start ~= recview.u(r, "start_ns") - plan.base then
-      extra.shifted_ns = start - (recview.u(r, "start_ns") - plan.base)
+    if r.start_ns ~= nil and plan.absolute and start ~= record.u(r, "start_ns") - plan.base then
+      extra.shifted_ns = start - (record.u(r, "start_ns") - plan.base)
     end
     if named > wall then extra.note = "named phases exceed wall_ns: the slice is as long as their sum" end
     emit { name = "dispatch", cat = "host", ph = "X", pid = pid, tid = t.tid, ts = us(start), dur = us(dur),
@@ -187,12 +190,12 @@ local function run_events(run, pid, tids, emit)
 
     for _, ph in ipairs(phases) do
       if ph.dur > 0 then
-        emit { name = recview.phase_short(ph.label), cat = "phase", ph = "X", pid = pid, tid = t.tid,
+        emit { name = record.short(ph.label), cat = "phase", ph = "X", pid = pid, tid = t.tid,
           ts = us(start + ph.at), dur = us(ph.dur), args = { [ph.label] = ph.dur } }
         -- nested regions measured inside this phase, end to end from its start
         local at = 0
         for _, n in ipairs(L.nested) do
-          local nd = recview.u(r, n)
+          local nd = record.u(r, n)
           if L.parent[n] == ph.label and nd > 0 then
             local d = math.min(nd, ph.dur - at)
             if d > 0 then
@@ -212,7 +215,7 @@ local function run_events(run, pid, tids, emit)
     end
 
     -- device tracks
-    local window, kernel = recview.u(r, "device_window_ns"), recview.u(r, "kernel_ns")
+    local window, kernel = record.u(r, "device_window_ns"), record.u(r, "kernel_ns")
     local after_stage, launch_at = device_offsets(phases)
     local dstart
     if window > 0 then
@@ -253,8 +256,8 @@ local function check_runs(runs)
     error("export.trace_runs: expected a list of runs { {name=, set=}, ... }", 3)
   end
   for i, run in ipairs(runs) do
-    if type(run) ~= "table" or type(run.name) ~= "string" or type(run.set) ~= "table" then
-      error(("export.trace_runs: run %d must be { name = string, set = records }"):format(i), 3)
+    if type(run) ~= "table" or type(run.name) ~= "string" or not records.is_set(run.set) then
+      error(("export.trace_runs: run %d must be { name = string, set = a record set }"):format(i), 3)
     end
   end
 end
@@ -323,7 +326,7 @@ end
 -- opts.name: the process name (default "phaseprobe").
 function M.trace(set, path, opts)
   opts = opts or {}
-  recview.collect(set, "export.trace")
+  json.check_set(set, "export.trace")
   return M.trace_runs({ { name = opts.name or "phaseprobe", set = set } }, path)
 end
 
