@@ -10,8 +10,9 @@
  *   r.ptx_ns, r.shape      the value (nil when the record has no such field)
  *   tostring(r)            the record's line, byte for byte the C line
  *   r._prefix, r._fields   its prefix and its field names in line order (a
- *                          read-only list; tags of emitted records are not
- *                          fields of the schema and are not in it)
+ *                          read-only list; for an emitted record, the
+ *                          schema's fields: tags are not in it, and fields
+ *                          its line leaves out read as nil)
  *   r:_table()             every field and tag as a plain table
  *   r:_text(name)          a value as the line prints it (exact)
  *   pairs(r)               fields in line order, then tags
@@ -39,7 +40,6 @@
 #define RECORD_MT "phaseprobe.record"
 #define COLS_MT "phaseprobe.columns"
 
-static const char *const ksrc_names[] = {"none", "event", "cupti", "user"};
 
 enum { REC_OWN = 0, REC_ROW = 1 };
 
@@ -168,18 +168,22 @@ static void push_own_index(lua_State *L, const pp_schema *s) {
   lua_remove(L, -2);
 }
 
-/* Position of field `k` (stack index) in an own record's schema, or -1. */
+/* Position of field `k` (stack index) in an own record's schema, or -1
+ * (also for a field the record's line leaves out: device-timeline fields
+ * without CUPTI, an unmeasured kernel_error_ns). */
 static int own_field(lua_State *L, const lrec *r, int k) {
   push_own_index(L, r->u.schema);
   lua_pushvalue(L, k);
   lua_Integer i = lua_rawget(L, -2) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
   lua_pop(L, 2);
+  if (i > 0 && !pp_field_present(r->u.schema, r->tail, (size_t)i - 1))
+    return -1;
   return (int)i - 1;
 }
 
 static void push_own_field(lua_State *L, const lrec *r, int i) {
   if (r->u.schema->kind[i] == PP_FIELD_KERNEL_SRC)
-    lua_pushstring(L, r->tail[i] < 4 ? ksrc_names[r->tail[i]] : "none");
+    lua_pushstring(L, pp_ksrc_name(r->tail[i]));
   else
     pp_lua_push_u64(L, r->tail[i]);
 }
@@ -462,6 +466,8 @@ static int rec_text(lua_State *L) {
 static int push_nth(lua_State *L, int ri, const lrec *r, size_t *pos) {
   if (r->kind == REC_OWN) {
     const pp_schema *s = r->u.schema;
+    while (*pos < s->nfields && !pp_field_present(s, r->tail, *pos))
+      (*pos)++;
     if (*pos < s->nfields) {
       lua_pushstring(L, s->field[*pos]);
       push_own_field(L, r, (int)*pos);
@@ -805,12 +811,14 @@ static size_t own_fields(const lrec *r, pp_cols_field *f) {
   const pp_schema *s = r->u.schema;
   size_t n = 0;
   for (size_t i = 0; i < s->nfields; i++) {
+    if (!pp_field_present(s, r->tail, i))
+      continue;
     pp_cols_field *x = &f[n++];
     x->name = s->field[i];
     x->nlen = strlen(s->field[i]);
     x->neg = 0;
     if (s->kind[i] == PP_FIELD_KERNEL_SRC) {
-      const char *k = r->tail[i] < 4 ? ksrc_names[r->tail[i]] : "none";
+      const char *k = pp_ksrc_name(r->tail[i]);
       x->v.kind = PP_VAL_STR;
       x->v.s = k;
       x->v.len = strlen(k);

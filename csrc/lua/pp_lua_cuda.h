@@ -38,6 +38,8 @@ typedef struct lcu_ctx {
   pp_kernel_src ksrc;  /* default kernel-time source of its windows        */
   int cupti_held;      /* holds one pp_cupti_start (ctx:kernel_source)     */
   int floor_method;    /* 0: back-to-back pairs, else pp_cuda_cal_method   */
+  pp_cuda_calibration cal; /* the last calibration; with points (CUPTI), */
+                           /* its windows take floor and error from it    */
 } lcu_ctx;
 
 typedef struct lcu_mod {
@@ -89,6 +91,8 @@ typedef struct lcu_window {
   pp_cuda_window w;
   int holds; /* events taken from the pool (counts in c->live)             */
   int collected;
+  uint64_t gap_ns[2]; /* probe-clock ns at the start and end of a host gap  */
+                      /* spun by launch_loop{spin_us=} (tests, truth)       */
 } lcu_window;
 
 /* ---- lua_cuda.c ----------------------------------------------------------- */

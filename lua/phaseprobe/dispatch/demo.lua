@@ -193,6 +193,13 @@ local function shape_summary(set)
   end
   local st = starvation(set)
   s.med.starvation_ns = st.count > 0 and st.median or 0
+  -- CUPTI's timeline: the device's idle time in the window, split
+  if r1.kernel_src == "cupti" then
+    for _, f in ipairs{ "launch_latency_ns", "host_gap_ns", "kernels" } do
+      local sm = set:has(f) and set:summary(f) or { count = 0 }
+      s.med[f] = sm.count > 0 and sm.median or 0
+    end
+  end
   return s
 end
 
@@ -219,6 +226,11 @@ local function report_shape(out, name, s, per_round)
   out(fmt("  enqueue %s ns, wait %s ns; device window %s ns, kernel %s ns, starvation (window - kernel) %s ns",
     thousands(s.med.enqueue_ns), thousands(s.med.wait_ns), thousands(s.med.device_window_ns),
     thousands(s.med.kernel_ns), thousands(s.med.starvation_ns)))
+  if s.med.launch_latency_ns then
+    out(fmt("  device timeline (CUPTI, probe clock): %s kernels; idle in the window: launch latency %s ns, "
+      .. "host gap %s ns", thousands(s.med.kernels), thousands(s.med.launch_latency_ns),
+      thousands(s.med.host_gap_ns)))
+  end
   if per_round then
     out(fmt("  per round of %d dispatches: wall %.3f ms", per_round, per_round * s.med.wall_ns / 1e6))
   end
@@ -442,6 +454,10 @@ function M.run(o)
   -- short collector pauses: a pause inside a dispatch lands in some phase
   local gc_mode = collectgarbage("generational")
   local records = {}
+  -- with CUPTI's timeline a record is completed after its emit: the run's
+  -- records are read back from the store, complete, at the end
+  local timeline = dev.ctx and dev.ctx.kernel_source and dev.ctx:kernel_source() == "cupti"
+  local stored0 = pp.store.count()
   local total = 0
   for _, sh in ipairs(shapes) do total = total + rounds * sh.per_round * #knob_sets end
   local done = 0
@@ -462,7 +478,7 @@ function M.run(o)
       for _ = 1, rounds * sh.per_round do
         local res = d:dispatch(prog, { n = sh.n, inputs = inputs, block = sh.block, shape = sh.name })
         local rec = res.record
-        if rec then
+        if rec and not timeline then
           records[#records + 1] = rec
           check_sums(checks, rec)
         end
@@ -494,6 +510,14 @@ function M.run(o)
     end
   end
   progress_clear(err)
+  if timeline then
+    pp.flush(5000)
+    for i = stored0 + 1, pp.store.count() do
+      local rec = pp.store.get(i)
+      records[#records + 1] = rec
+      check_sums(checks, rec)
+    end
+  end
   d:close()
   collectgarbage(gc_mode)
   return records, checks
@@ -501,9 +525,10 @@ end
 
 -- ---- main --------------------------------------------------------------------------------------
 local function usage(out)
-  out("usage: phaseprobe demo [--log PATH] [--rounds N] [--replay PATH] [--data PATH]")
+  out("usage: phaseprobe demo [--log PATH] [--rounds N] [--events] [--replay PATH] [--data PATH]")
   out("  On a GPU: dispatches three program shapes under three knob sets and reports the phase")
-  out("  decomposition. Without one: reports a log recorded on the GPU machine.")
+  out("  decomposition, kernel times from CUPTI's timeline where CUPTI runs (--events: the event")
+  out("  pairs). Without one: reports a log recorded on the GPU machine.")
 end
 
 local function parse_args(args)
@@ -525,6 +550,8 @@ local function parse_args(args)
       o.replay = value()
     elseif a == "--data" then
       o.data = value()
+    elseif a == "--events" then
+      o.events = true
     elseif a == "-h" or a == "--help" then
       o.help = true
     else
@@ -602,6 +629,12 @@ function M.live(dev, o, out, err)
   local clock0 = pp.now()
   pp.enable()
   pp.use(pp.default_schema())
+  -- kernel times from CUPTI's timeline, on the probe clock, when CUPTI runs
+  -- here (--events keeps the reference's event pairs)
+  local source = "event"
+  if not o.events and dev.ctx and dev.ctx.kernel_source then
+    source = dev.ctx:kernel_source("cupti") or dev.ctx:kernel_source("event")
+  end
   if o.log then
     write_header(o.log, dev, rounds)
     local ok, msg = pp.sink(o.log)
@@ -609,9 +642,10 @@ function M.live(dev, o, out, err)
   else
     pp.sink("none")
   end
-  out(fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds",
+  out(fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds; kernel times: %s",
     tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0,
-    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds))
+    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds,
+    source == "cupti" and "CUPTI's timeline" or "the event pairs"))
   local list, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
     shapes = o.shapes, knob_sets = o.knob_sets, why_unverified = o.why_unverified }
   if o.log then
