@@ -56,10 +56,10 @@ function M.sets(a, b, opts)
   local labels = opts.labels or { "a", "b" }
   for i, s in ipairs({ a, b }) do
     if s:count() == 0 then
-      error(string.format("phaseprobe.compare: group '%s' has no records", labels[i]), 2)
+      error(string.format("phaseprobe.analysis.compare: group '%s' has no records", labels[i]), 2)
     end
     if not s:has("wall_ns") then
-      error(string.format("phaseprobe.compare: group '%s' has no wall_ns field", labels[i]), 2)
+      error(string.format("phaseprobe.analysis.compare: group '%s' has no wall_ns field", labels[i]), 2)
     end
   end
   -- records without a wall time take no part

@@ -52,7 +52,7 @@ function M.resolve(info, name)
   local names = {}
   for _, p in ipairs(info.phases) do names[#names + 1] = record.short(p) end
   for _, n in ipairs(info.nested) do names[#names + 1] = record.short(n.label) end
-  error(string.format("phaseprobe.whatif: no phase or nested region '%s' (known: %s)",
+  error(string.format("phaseprobe.analysis.whatif: no phase or nested region '%s' (known: %s)",
     tostring(name), table.concat(names, ", ")), 0)
 end
 
@@ -71,7 +71,7 @@ local function cache_price(set, c)
   local phase, misses, hits = c .. "_ns", c .. "_cache_misses", c .. "_cache_hits"
   for _, f in ipairs({ phase, misses, hits }) do
     if not set:has(f) then
-      error(string.format("phaseprobe.whatif: hits %s: no field '%s'", c, f), 0)
+      error(string.format("phaseprobe.analysis.whatif: hits %s: no field '%s'", c, f), 0)
     end
   end
   local miss = set:range(misses, 1)
@@ -83,7 +83,7 @@ local function cache_price(set, c)
     return p
   end
   if p.n_hit == 0 then
-    error(string.format("phaseprobe.whatif: hits %s: no dispatch hit the %s cache without "
+    error(string.format("phaseprobe.analysis.whatif: hits %s: no dispatch hit the %s cache without "
       .. "a miss, so a hit cannot be priced", c, c), 0)
   end
   p.miss_cost = miss:summary(phase).median
@@ -96,7 +96,7 @@ local function add_scaled(steps, list, info)
   for name, factor in pairs(list) do
     if type(name) == "number" then name, factor = factor[1], factor[2] end
     if type(factor) ~= "number" or factor < 0 then
-      error(string.format("phaseprobe.whatif: scale %s: the factor must be a number >= 0, got %s",
+      error(string.format("phaseprobe.analysis.whatif: scale %s: the factor must be a number >= 0, got %s",
         tostring(name), tostring(factor)), 0)
     end
     local label, kind, parent = M.resolve(info, name)
@@ -114,9 +114,9 @@ end
 function M.project(set, scenario, opts)
   opts = opts or {}
   scenario = scenario or {}
-  if not set:has("wall_ns") then error("phaseprobe.whatif: no wall_ns field", 0) end
+  if not set:has("wall_ns") then error("phaseprobe.analysis.whatif: no wall_ns field", 0) end
   set = set:range("wall_ns") -- records without a wall time take no part
-  if set:count() == 0 then error("phaseprobe.whatif: no records to project", 0) end
+  if set:count() == 0 then error("phaseprobe.analysis.whatif: no records to project", 0) end
   local info = analyze.schema(set)
   local steps, notes = {}, {}
   for _, name in ipairs(scenario.remove or {}) do
@@ -129,13 +129,13 @@ function M.project(set, scenario, opts)
   local touched = {}
   for _, s in ipairs(steps) do
     if touched[s.field] then
-      error("phaseprobe.whatif: the scenario touches " .. s.field .. " twice", 0)
+      error("phaseprobe.analysis.whatif: the scenario touches " .. s.field .. " twice", 0)
     end
     touched[s.field] = s
   end
   for _, s in ipairs(steps) do
     if s.kind == "nested" and s.parent and touched[s.parent] then
-      error(string.format("phaseprobe.whatif: the scenario touches both %s and its nested "
+      error(string.format("phaseprobe.analysis.whatif: the scenario touches both %s and its nested "
         .. "region %s; they overlap", s.parent, s.field), 0)
     end
   end
@@ -143,7 +143,7 @@ function M.project(set, scenario, opts)
     local p = cache_price(set, c)
     if p.note then notes[#notes + 1] = p.note end
     if touched[p.phase] then
-      error(string.format("phaseprobe.whatif: the scenario touches %s and also turns %s "
+      error(string.format("phaseprobe.analysis.whatif: the scenario touches %s and also turns %s "
         .. "misses into hits; they overlap", p.phase, c), 0)
     end
     steps[#steps + 1] = { what = "hits " .. c, field = p.misses_field, kind = "cache",
@@ -210,7 +210,7 @@ end
 function M.check(base, variant, scenario, opts)
   local r = M.project(base, scenario, opts)
   if variant:has("wall_ns") then variant = variant:range("wall_ns") end
-  if variant:count() == 0 then error("phaseprobe.whatif: the variant has no records", 0) end
+  if variant:count() == 0 then error("phaseprobe.analysis.whatif: the variant has no records", 0) end
   r.variant = { n = variant:count(), wall = variant:summary("wall_ns").mean }
   if r.projected.enqueue and variant:has("enqueue_ns") then
     r.variant.enqueue = variant:summary("enqueue_ns").mean

@@ -188,7 +188,7 @@ function M.ptx(prog)
 
   local head = {
     "//",
-    string.format("// phaseprobe.lower v%d: %d nodes, %d buffers, %d grid barriers",
+    string.format("// phaseprobe.dispatch.lower v%d: %d nodes, %d buffers, %d grid barriers",
       M.LOWERING_VERSION, prog.nodes, nb, barriers),
     "//",
     "",
