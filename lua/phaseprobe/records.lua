@@ -12,6 +12,12 @@
 --
 -- Field names are the line's names ("ptx_ns", "nodes", tags such as
 -- "shape"); "@file" and "@line" name each record's source and line.
+--
+-- Where it sits: the one record container. Logs (the C parser), the live
+-- store, lists of records (pp.parse.list) and CSV / JSON lines read back all
+-- become sets; analysis/, output/, the demo and the commands take sets.
+-- Their records are phaseprobe.record objects; set:layout() says which
+-- fields are phases (phaseprobe.record's rule).
 local pp = require "phaseprobe"
 local record = require "phaseprobe.record"
 local report = require "phaseprobe.output.report"

@@ -9,6 +9,9 @@
 --
 -- Which fields are phases, nested regions and quantities: the one rule of
 -- phaseprobe.record (set:layout()).
+--
+-- Where it sits: record sets (phaseprobe.records) come in; the reports
+-- (output/report.lua, output/html.lua, the commands) print what comes out.
 local fit = require "phaseprobe.analysis.fit"
 
 local M = {}

@@ -20,6 +20,9 @@
 -- cost per dispatch, and its difference splits exactly into
 --   more dispatches   = (d_b - d_a) * m_a
 --   costlier ones     = d_b * (m_b - m_a).
+--
+-- Where it sits: takes record sets (phaseprobe.records), uses their C
+-- summaries; `phaseprobe compare` prints the result.
 local analyze = require "phaseprobe.analysis.analyze"
 
 local M = {}

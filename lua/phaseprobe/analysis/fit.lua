@@ -25,6 +25,10 @@
 --   "inconclusive": otherwise, with the reason: too few records, always 0,
 --       too few distinct values of every quantity, a large effect with a
 --       poor fit, or time falling as the quantity grows.
+--
+-- Where it sits: the one verdict. Record sets give the fits (set:fit, C:
+-- least squares and Theil-Sen); analysis.analyze, the HTML report and the
+-- demo take their verdicts from here.
 local pp = require "phaseprobe"
 
 local M = {}

@@ -25,6 +25,9 @@
 -- side) unless opts.wait_phases names others.
 -- Per encode needs dispatches per encode: from an `encode` field (distinct
 -- values) or opts.dispatches_per_encode.
+--
+-- Where it sits: takes record sets (phaseprobe.records) and their C
+-- summaries; `phaseprobe whatif` prints the projection.
 local analyze = require "phaseprobe.analysis.analyze"
 local record = require "phaseprobe.record"
 

@@ -18,6 +18,9 @@
 -- (all blocks co-resident) or the spin never ends.
 --
 -- Threads with gid >= n skip every stage but still arrive at every barrier.
+--
+-- Where it sits: the dispatcher (phaseprobe.dispatch) calls it in its ptx
+-- phase for programs of phaseprobe.dispatch.program; the probe times it.
 local P = require "phaseprobe.dispatch.program"
 
 local M = {}

@@ -11,6 +11,9 @@
 -- characters. Nanosecond figures print with a unit and three significant
 -- digits (950 ns, 12.3 us, 4.56 ms, 1.23 s) unless report.raw is set, when
 -- they print as integer ns.
+--
+-- Where it sits: the end of the flow for text: record sets print through
+-- it, and the commands print the analyses with it.
 local M = {}
 
 M.raw = false
