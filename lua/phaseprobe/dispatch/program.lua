@@ -182,6 +182,15 @@ local function check_const(B, path, v, ty)
   return iv, iv & 0xFFFFFFFF
 end
 
+-- The index of the buffer a load or store names, or a failure naming it.
+local function buffer_of(B, name, path, what)
+  local bi = B.buffer_index[name]
+  if not bi then
+    fail(B, path, "%s unknown buffer '%s' (buffers: %s)", what, tostring(name), B.buffer_list)
+  end
+  return bi
+end
+
 -- Emits expression `e` (children first) with type `ty`; returns its index.
 local function emit_expr(B, e, ty, path)
   e = as_expr(e)
@@ -190,10 +199,7 @@ local function emit_expr(B, e, ty, path)
   end
   local op = e.op
   if op == "load" then
-    local bi = B.buffer_index[e.buf]
-    if not bi then
-      fail(B, path, "load of unknown buffer '%s' (buffers: %s)", tostring(e.buf), B.buffer_list)
-    end
+    local bi = buffer_of(B, e.buf, path, "load of")
     local bt = B.buffers[bi].tcode
     if ty and bt ~= ty then
       fail(B, path, "load of '%s' (%s) where %s is expected", e.buf, TYPE_NAMES[bt], TYPE_NAMES[ty])
@@ -265,10 +271,7 @@ local function emit_stmt(B, s, path)
   end
   local op = s.op
   if op == "store" then
-    local bi = B.buffer_index[s.buf]
-    if not bi then
-      fail(B, path, "store to unknown buffer '%s' (buffers: %s)", tostring(s.buf), B.buffer_list)
-    end
+    local bi = buffer_of(B, s.buf, path, "store to")
     local bd = B.buffers[bi]
     if bd.rcode == ROLES.input then
       fail(B, path, "store to '%s', whose role is input (read-only)", s.buf)

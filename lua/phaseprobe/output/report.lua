@@ -260,12 +260,7 @@ end
 
 --- A comparison (compare.sets), rows ranked by how much they explain.
 function M.compare(r)
-  local ranked = {}
-  for i, row in ipairs(r.rows) do ranked[i] = row end
-  table.sort(ranked, function(x, y)
-    if math.abs(x.diff) ~= math.abs(y.diff) then return math.abs(x.diff) > math.abs(y.diff) end
-    return x.name < y.name
-  end)
+  local ranked = require("phaseprobe.analysis.compare").ranked(r)
   local out = {
     string.format("%s: %d dispatches, mean wall %s", r.a.label, r.a.n, M.ns(r.a.mean)),
     string.format("%s: %d dispatches, mean wall %s", r.b.label, r.b.n, M.ns(r.b.mean)),
