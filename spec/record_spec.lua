@@ -11,12 +11,7 @@ local function tmpname()
   return p
 end
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = require("helpers.files").slurp
 
 -- `n` records emitted to a file sink after `fill(i)` charged the dispatch:
 -- the records and the lines the sink wrote.
