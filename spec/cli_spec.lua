@@ -226,7 +226,7 @@ describe("phaseprobe subcommands", function()
     local rc, _, err = run("demo")
     package.path = saved_path
     assert.are.equal(1, rc)
-    assert.matches("the demo module %(phaseprobe.demo%) is not installed", err)
+    assert.matches("the demo module %(phaseprobe%.dispatch%.demo%) is not installed", err)
     local seen
     package.preload["phaseprobe.dispatch.demo"] = function()
       return { main = function(args) seen = args; return 3 end }

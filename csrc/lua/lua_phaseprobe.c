@@ -1125,6 +1125,7 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   luaL_setfuncs(L, store_fns, 0);
   lua_setfield(L, -2, "store");
 
+  pp_lua_open_record(L);
   pp_lua_open_ptx(L);
   lua_setfield(L, -2, "ptx");
   pp_lua_open_cuda(L);

@@ -7,109 +7,27 @@
 --   local s = analyze.scaling(set)        -- verdict per phase and nested region
 --   local st = analyze.starvation(set)    -- window - kernel, residue, probe cost
 --
--- Which fields are phases (the rule, for any schema):
---   * the reference's nine (prepare_ns ptx_ns modkey_ns stage_ns resolve_ns
---     lease_ns launch_ns release_ns readback_ns) when all nine are present;
---   * otherwise, in line order, the fields after kernel_ns and before the
---     first sub_* field or named_host_ns that end in _ns, are not sub_*, and
---     are none of wall_ns enqueue_ns wait_ns device_window_ns kernel_ns
---     named_host_ns unattributed_ns start_ns probe_ns kernel_floor_ns;
---   * if that finds none (no kernel_ns, another order), every _ns field
---     that is neither sub_* nor one of those.
--- Nested regions are the sub_<name>_ns fields; each belongs to the phase
--- whose name is the longest prefix of <name> ("sub_ptx_digest_ns" -> ptx_ns).
--- Counted quantities are the numeric fields that are not _ns times, not
--- seq or tid, and not cache hit counters: nodes, ptx_bytes, buffers,
--- bindings, fixpoint, grid_blocks, user counters, numeric tags, and
--- <cache>_cache_misses.
+-- Which fields are phases, nested regions and quantities: the one rule of
+-- phaseprobe.record (set:layout()).
+--
+-- Where it sits: record sets (phaseprobe.records) come in; the reports
+-- (output/report.lua, output/html.lua, the commands) print what comes out.
 local fit = require "phaseprobe.analysis.fit"
 -- the text a result prints as in the REPL (loaded when first needed)
 local function report() return require "phaseprobe.output.report" end
 
 local M = {}
 
-M.DEFAULT_PHASES = { "prepare_ns", "ptx_ns", "modkey_ns", "stage_ns", "resolve_ns",
-  "lease_ns", "launch_ns", "release_ns", "readback_ns" }
-
-M.NOT_PHASES = {}
-for _, f in ipairs({ "wall_ns", "enqueue_ns", "wait_ns", "device_window_ns", "kernel_ns",
-  "named_host_ns", "unattributed_ns", "start_ns", "probe_ns", "kernel_floor_ns" }) do
-  M.NOT_PHASES[f] = true
-end
-
-local function index_of(list, x)
-  for i, v in ipairs(list) do if v == x then return i end end
-  return nil
-end
-
-local function is_phase_like(f)
-  return f:match("_ns$") and not f:match("^sub_") and not M.NOT_PHASES[f]
-end
-
---- Short name of a phase or nested label: "ptx_ns" -> "ptx", "sub_ptx_vsa_ns" -> "ptx_vsa".
-function M.short(label)
-  return (label:gsub("^sub_", ""):gsub("_ns$", ""))
-end
-
-local function derive_phases(fields)
-  local all9 = true
-  for _, p in ipairs(M.DEFAULT_PHASES) do
-    if not index_of(fields, p) then all9 = false break end
-  end
-  if all9 then
-    local out = {}
-    for i, p in ipairs(M.DEFAULT_PHASES) do out[i] = p end
-    return out, "reference"
-  end
-  local out = {}
-  local start = index_of(fields, "kernel_ns")
-  if start then
-    for i = start + 1, #fields do
-      local f = fields[i]
-      if f:match("^sub_") or f == "named_host_ns" then break end
-      if is_phase_like(f) then out[#out + 1] = f end
-    end
-  end
-  if #out > 0 then return out, "order" end
-  for _, f in ipairs(fields) do
-    if is_phase_like(f) then out[#out + 1] = f end
-  end
-  return out, "suffix"
-end
-
 --- What the set's fields are: {phases={labels}, nested={ {label=, parent=} },
 -- quantities={names}, caches={names}, rule="reference"|"order"|"suffix"}.
 -- opts.quantities replaces the derived quantities.
 function M.schema(set, opts)
-  local fields = set:fields()
-  local info = { nested = {}, quantities = {}, caches = {} }
-  info.phases, info.rule = derive_phases(fields)
-  for _, f in ipairs(fields) do
-    if f:match("^sub_.+_ns$") then
-      local short, parent, best = M.short(f), nil, -1
-      for _, p in ipairs(info.phases) do
-        local ps = M.short(p)
-        if (short == ps or short:sub(1, #ps + 1) == ps .. "_") and #ps > best then
-          parent, best = p, #ps
-        end
-      end
-      info.nested[#info.nested + 1] = { label = f, parent = parent }
-    end
-    local c = f:match("^(.+)_cache_misses$")
-    if c and index_of(fields, c .. "_cache_hits") then info.caches[#info.caches + 1] = c end
-  end
-  if opts and opts.quantities then
-    for i, q in ipairs(opts.quantities) do info.quantities[i] = q end
-  else
-    local cols = set:columns()
-    for _, f in ipairs(fields) do
-      local k = cols:kind(f)
-      if (k == "integer" or k == "number") and not f:match("_ns$") and f ~= "seq"
-        and f ~= "tid" and not f:match("_cache_hits$") and not f:match("_cache_disk_hits$") then
-        info.quantities[#info.quantities + 1] = f
-      end
-    end
-  end
+  local L = set:layout()
+  local info = { phases = {}, nested = {}, quantities = {}, caches = {}, rule = L.rule }
+  for i, p in ipairs(L.phases) do info.phases[i] = p end
+  for i, n in ipairs(L.nested) do info.nested[i] = { label = n, parent = L.parent[n] } end
+  for i, c in ipairs(L.caches) do info.caches[i] = c end
+  for i, q in ipairs(opts and opts.quantities or L.quantities) do info.quantities[i] = q end
   return info
 end
 

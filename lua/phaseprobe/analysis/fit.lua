@@ -25,6 +25,10 @@
 --   "inconclusive": otherwise, with the reason: too few records, always 0,
 --       too few distinct values of every quantity, a large effect with a
 --       poor fit, or time falling as the quantity grows.
+--
+-- Where it sits: the one verdict. Record sets give the fits (set:fit, C:
+-- least squares and Theil-Sen); analysis.analyze, the HTML report and the
+-- demo take their verdicts from here.
 local pp = require "phaseprobe"
 local report = require "phaseprobe.output.report" -- the one number style, for the reasons
 
@@ -45,6 +49,12 @@ M.defaults = {
 --- Fit of plain arrays: {n, distinct_x, xmin, xmax, ymedian, ok, ls={...}, ts={...}}.
 function M.line(xs, ys)
   return report.printable(pp.parse.fit_line(xs, ys), report.fit_text("x", "y"), "phaseprobe.fit")
+end
+
+--- Summary of a plain array of numbers: {count, min, median, mean, p90,
+-- p99, max, sum} (the same C code as set:summary).
+function M.summary(xs)
+  return pp.parse.summarize(xs)
 end
 
 --- Effect of a fit: Theil-Sen slope times the x range, over max(|median y|, 1).
@@ -97,7 +107,15 @@ end
 --  ns_per_unit=, quality=, r2=, ls_slope=, effect=, also={...},
 --  fits={[q]=fit}, notes={...}}.
 function M.verdict(set, y, quantities, opts, fits)
-  local s = set:summary(y)
+  local all = {}
+  for _, q in ipairs(quantities) do all[q] = fits and fits[q] or set:fit(q, y) end
+  return M.decide(y, set:summary(y), all, quantities, opts)
+end
+
+--- The verdict from the pieces verdict() takes from a set: the summary of
+-- y and its fit against each quantity ({[q] = fit}), for values that are
+-- not a field of a set (a difference of two fields, say).
+function M.decide(y, s, fits, quantities, opts)
   local res = report.printable({ name = y, n = s.count, median = s.median, fits = {}, also = {},
     notes = {} }, report.verdict_text, "phaseprobe.verdict")
   local function inconclusive(reason)
@@ -114,7 +132,7 @@ function M.verdict(set, y, quantities, opts, fits)
   local largest, most
   local support = opts and opts.support or {}
   for _, q in ipairs(quantities) do
-    local f = fits and fits[q] or set:fit(q, y)
+    local f = fits[q]
     res.fits[q] = f
     if f.distinct_x < opt(opts, "min_distinct") or (support[q] and not support[q].ok) then
       untestable[#untestable + 1] = q

@@ -1,6 +1,7 @@
 --- phaseprobe fit: scaling verdicts per phase, with the fits behind them.
 local cli = require "phaseprobe.cli"
 local analyze = require "phaseprobe.analysis.analyze"
+local record = require "phaseprobe.record"
 local fit = require "phaseprobe.analysis.fit"
 local report = require "phaseprobe.output.report"
 
@@ -44,8 +45,8 @@ local function verdicts(ctx, set, opts, fopts)
     found[i] = find(s, p)
     if not found[i] then
       local names = {}
-      for _, v in ipairs(s.phases) do names[#names + 1] = analyze.short(v.name) end
-      for _, v in ipairs(s.nested) do names[#names + 1] = analyze.short(v.name) end
+      for _, v in ipairs(s.phases) do names[#names + 1] = record.short(v.name) end
+      for _, v in ipairs(s.nested) do names[#names + 1] = record.short(v.name) end
       ctx.usage("--phase: no phase or nested region '" .. p .. "' (valid: "
         .. table.concat(names, ", ") .. ")")
     end

@@ -1,7 +1,6 @@
 --- phaseprobe html: a self-contained HTML report with SVG plots.
 local cli = require "phaseprobe.cli"
 local html = require "phaseprobe.output.html"
-local recview = require "phaseprobe.recview"
 
 local C = {
   reads = true,
@@ -33,7 +32,7 @@ function C.need_fields(ctx, set, opts, names)
   for _, o in ipairs(names) do
     local name = opts[o]
     if name ~= nil and not set:has(name) then
-      local L = recview.layout(set:record(1))
+      local L = set:layout()
       ctx.usage(("--%s %s: no record has a field '%s' (counts: %s)"):format(o, name, name,
         table.concat(L.counts, ", ")))
     end

@@ -1,7 +1,7 @@
 --- phaseprobe plot: one SVG plot.
 local cli = require "phaseprobe.cli"
 local html = require "phaseprobe.output.html"
-local recview = require "phaseprobe.recview"
+local record = require "phaseprobe.record"
 local svg = require "phaseprobe.output.svg"
 
 local C = {
@@ -29,7 +29,7 @@ the starvation.
 local function find_label(L, name)
   for _, list in ipairs { L.phases, L.nested } do
     for _, label in ipairs(list) do
-      if label == name or recview.phase_short(label) == name or label == "sub_" .. name .. "_ns" then
+      if label == name or record.short(label) == name or label == "sub_" .. name .. "_ns" then
         return label
       end
     end
@@ -44,8 +44,7 @@ function C.run(args, ctx)
   if opts.phase and opts.bars then ctx.usage("give one of --phase and --bars") end
   if #files == 0 then ctx.usage("no input: give one or more files, or - for standard input") end
   local set = ctx.read(files)
-  local records = recview.collect(set)
-  local L = recview.layout(records[1])
+  local L = set:layout()
   local label
   if opts.phase then
     label = find_label(L, opts.phase)

@@ -1,24 +1,25 @@
 -- phaseprobe.output.csv: records as CSV, and CSV read back as records.
 --
 --   csv.csv(set, path [, stream])   one row per record, header first
---   csv.read_csv(path [, opts])     -> records, or nil, "path:line: what"
+--   csv.read_csv(path [, opts])     -> record set, or nil, "path:line: what"
+--   csv.rows(next_line [, max_row])  RFC 4180 rows read line by line (the
+--                                   command's inputs read CSV through it)
 --                                   (opts.prefix: the prefix they print with;
 --                                   opts.max_bytes: the largest file read)
 --
 -- Sits after the record sets in the flow, beside output/json.lua (whose
--- number text it shares: integers are written as exact unsigned decimals,
--- floats with 17 significant digits).
+-- number text it shares: integers are written as exact decimals, floats
+-- with 17 significant digits).
 --
 -- CSV follows RFC 4180 with one convention: strings are always quoted and
 -- numbers never are (Python's QUOTE_NONNUMERIC), so a tag value "128" stays
 -- a string when read back. An empty unquoted cell is an absent field.
-local recview = require "phaseprobe.recview"
 local files = require "phaseprobe.output.files"
 local json = require "phaseprobe.output.json"
 
 local M = {}
 
-local number_text, bad_value, where_field = json.number_text, json.bad_value, json.where_field
+local value_text = json.value_text
 
 local function csv_quote(s)
   return '"' .. s:gsub('"', '""') .. '"'
@@ -29,65 +30,31 @@ local function csv_name(s)
   return s
 end
 
--- Columns: every schema field in first-seen line order, then every other
--- key (tags) sorted, so a one-schema set reads back in its own print order.
-local function csv_columns(records)
-  local cols, seen, extra, extra_seen = {}, {}, {}, {}
-  for _, r in ipairs(records) do
-    local idx = recview.layout(r).index
-    for _, k in ipairs(recview.ordered_keys(r)) do
-      if idx[k] then
-        if not seen[k] then
-          seen[k] = true
-          cols[#cols + 1] = k
-        end
-      elseif not extra_seen[k] then
-        extra_seen[k] = true
-        extra[#extra + 1] = k
-      end
-    end
-  end
-  table.sort(extra)
-  for _, k in ipairs(extra) do
-    if not seen[k] then cols[#cols + 1] = k end
-  end
-  return cols
-end
-
+-- Columns: the set's fields in order of first appearance (a one-schema set
+-- reads back in its own print order).
 function M.csv(set, path, stream)
-  local records = recview.collect(set, "export.csv")
-  local cols = csv_columns(records)
+  json.check_set(set, "export.csv")
+  local cols = set:fields()
   local lines = {}
   local head = {}
   for i, c in ipairs(cols) do head[i] = csv_name(c) end
   if #cols > 0 then lines[1] = table.concat(head, ",") end
-  for i, r in ipairs(records) do
+  for i = 1, set:count() do
+    local r = set:record(i)
     local cells = {}
     for j, c in ipairs(cols) do
       local v = r[c]
       if v == nil then
         cells[j] = ""
+      elseif type(v) == "string" then
+        cells[j] = csv_quote(v)
       else
-        if type(v) == "string" then
-          cells[j] = csv_quote(v)
-        elseif math.type(v) == "integer" and v >= 0 then
-          cells[j] = tostring(v)
-        elseif type(v) == "number" then
-          cells[j] = number_text(v, where_field(i, c))
-        else
-          bad_value(v, i, c)
-        end
+        cells[j] = value_text(r, i, c, v)
       end
     end
     lines[#lines + 1] = table.concat(cells, ",")
   end
-  local w, err = files.open_out(path, "export.csv", stream)
-  if not w then return nil, err end
-  for _, l in ipairs(lines) do
-    w.write(l)
-    w.write("\n")
-  end
-  return w.close()
+  return files.write_lines(path, "export.csv", stream, lines)
 end
 
 -- One RFC 4180 row held in `text` (its physical lines joined by "\n"):
@@ -181,18 +148,15 @@ function M.rows(next_line, max_row)
   end
 end
 
-local function cell_value(text, quoted)
-  if quoted then return text end
+-- A cell as a {name, value} pair for the store: quoted cells are strings,
+-- unquoted numbers go as their text (read exactly), an empty unquoted cell
+-- is absent (nil).
+local function cell_pair(name, text, quoted)
+  if quoted then return { name, text } end
   local s = text
   if s == "" then return nil end
-  if s:match("^%-?%d+$") then
-    local v = recview.parse_int(s)
-    if v == nil then return nil, s .. " does not fit in 64 bits" end
-    return v
-  end
-  local f = s:match("^[%-%d.eE+]+$") and tonumber(s)
-  if f then return f end
-  return s
+  if s:match("^%-?%d+$") or (s:match("^[%-%d.eE+]+$") and tonumber(s)) then return { name, s, true } end
+  return { name, s }
 end
 
 function M.read_csv(path, opts)
@@ -201,9 +165,7 @@ function M.read_csv(path, opts)
   if not text then return nil, err end
   -- (the empty match gmatch yields at the very end is a blank line: skipped)
   local rows = M.rows(text:gmatch("([^\n]*)\n?"))
-  local out = {}
-  local header = rows()
-  if header == nil then return out end
+  local header = rows() or {}
   if header.what then return nil, ("%s:%d: %s"):format(path, header.line, header.what) end
   local cols, seen = {}, {}
   for i, name in ipairs(header) do
@@ -212,24 +174,18 @@ function M.read_csv(path, opts)
     seen[name] = true
     cols[i] = name
   end
-  local prefix = opts.prefix or recview.DEFAULT_PREFIX
+  local out, lines = {}, {}
   for row in rows do
     if row.what then return nil, ("%s:%d: %s"):format(path, row.line, row.what) end
     if #row ~= #cols then
       return nil, ("%s:%d: %d fields, the header has %d"):format(path, row.line, #row, #cols)
     end
-    local r, present = {}, {}
-    for i, cell in ipairs(row) do
-      local v, verr = cell_value(cell, row.quoted[i])
-      if verr then return nil, ("%s:%d: column '%s': %s"):format(path, row.line, cols[i], verr) end
-      if v ~= nil then
-        r[cols[i]] = v
-        present[#present + 1] = cols[i]
-      end
-    end
-    out[#out + 1] = setmetatable(r, recview.record_mt(prefix, present))
+    local pairs_ = {}
+    for i, cell in ipairs(row) do pairs_[#pairs_ + 1] = cell_pair(cols[i], cell, row.quoted[i]) end
+    out[#out + 1] = pairs_
+    lines[#out] = row.line
   end
-  return out
+  return files.to_set(out, path, lines, opts.prefix)
 end
 
 return M

@@ -4,10 +4,15 @@
 --                                         nil, message   ("-": stdout or stream)
 --   files.slurp(path, what [, max_bytes]) -> text | nil, message
 --   files.MAX_BYTES                       the largest file read (8 GiB)
+--   files.write_lines(path, what, stream, lines) -> true | nil, message
+--   files.to_set(rows, path, lines [, prefix]) -> record set | nil, message
 --
 -- Used by output/json.lua, output/csv.lua and output/trace.lua: records
 -- leave Lua through open_out and come back through slurp. `what` names the
 -- caller in messages ("export.csv: cannot write 'x': ...").
+local pp = require "phaseprobe"
+local records = require "phaseprobe.records"
+
 local M = {}
 
 -- Opens `path` for writing ("-" is stdout). Returns a writer object with
@@ -76,5 +81,28 @@ function M.slurp(path, what, max_bytes)
 end
 
 ------------------------------------------------------------------------------
+
+--- Writes each of `lines` and a newline to `path` (open_out's rules).
+function M.write_lines(path, what, stream, lines)
+  local w, err = M.open_out(path, what, stream)
+  if not w then return nil, err end
+  for _, l in ipairs(lines) do
+    w.write(l)
+    w.write("\n")
+  end
+  return w.close()
+end
+
+--- The rows a reader made from a file, as a record set: each row a list of
+-- {name, value} pairs in file order ({name, text, true}: a number's digits,
+-- read exactly), lines[i] its line in `path`. The records print with
+-- `prefix` (default: the default schema's). nil, "path:line: what" for a
+-- row the store refuses (a bad name, a number past 64 bits).
+function M.to_set(rows, path, lines, prefix)
+  local ok, cols = pcall(pp.parse.list, rows, { prefix = prefix or pp.default_schema().prefix,
+    source = path, lines = lines, text = "any" })
+  if not ok then return nil, tostring(cols) end
+  return records.wrap(cols)
+end
 
 return M

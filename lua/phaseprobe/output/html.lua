@@ -6,8 +6,8 @@
 --   html.report(set, opts)   -> string    render(describe(set, opts))
 --   html.write(set, path, opts) -> true | nil, message
 --
--- `set` is a record set (phaseprobe.records; a list of records is made
--- into one). opts: title=, source= (shown under the title), group= (tag or
+-- `set` is a record set (phaseprobe.records; records.from_list makes one
+-- from a list). opts: title=, source= (shown under the title), group= (tag or
 -- field to group by; default the `shape` tag, else the first tag, else
 -- `nodes`), by= (the quantity phases are plotted against when no verdict
 -- names one; default `nodes`), fits = { [phase label] = {intercept=,
@@ -27,7 +27,8 @@
 --     bars = <svg.stacked_bars options>, scatters = { {label=, svg=<svg.scatter options>} } }
 --   row = { name=, kind = "phase"|"nested"|"residue"|"total"|"device", parent=,
 --           mean=, median=, min=, max=, share= (of mean wall, 0..1, or nil) }
-local recview = require "phaseprobe.recview"
+local record = require "phaseprobe.record"
+local records = require "phaseprobe.records"
 local svg = require "phaseprobe.output.svg"
 local points = require "phaseprobe.output.points"
 
@@ -45,9 +46,7 @@ local esc = svg.esc
 -- against that quantity are kept (and verdicts without one: fixed,
 -- inconclusive), so the plots show what was asked.
 function M.analysis_fits(set, by)
-  local records = require "phaseprobe.records"
   local analyze = require "phaseprobe.analysis.analyze"
-  if not records.is_set(set) then set = records.from_list(recview.collect(set, "html.analysis_fits")) end
   local s = analyze.scaling(set)
   local fits = {}
   for _, list in ipairs { s.phases or {}, s.nested or {} } do
@@ -89,7 +88,7 @@ end
 
 local function key_text(g, by)
   if g.missing then return "(no " .. by .. ")" end
-  if math.type(g.key) == "integer" then return recview.u64_text(g.key) end
+  if math.type(g.key) == "integer" then return string.format("%d", g.key) end
   return tostring(g.key)
 end
 
@@ -167,9 +166,9 @@ local function group_label(by, name)
 end
 
 local function as_set(set)
-  local records = require "phaseprobe.records"
   if records.is_set(set) then return set end
-  return (records.from_list(recview.collect(set, "html.describe")))
+  error("html.describe: expected a record set (phaseprobe.records; records.from_list makes one), got "
+    .. type(set), 3)
 end
 
 -- The report as plain data: see the header for the shape.
@@ -189,7 +188,7 @@ function M.describe(set, opts)
     desc.notes[#desc.notes + 1] = "No records: nothing to report."
     return desc
   end
-  local L = recview.layout({ _fields = set:fields() })
+  local L = set:layout()
   local by = pick_group(set, opts.group)
   desc.group_by = by
   local groups = group_sets(set, by)
@@ -214,7 +213,7 @@ function M.describe(set, opts)
   -- stacked bars: the phase partition of the mean wall, the residue, then the
   -- device-side starvation kept apart
   local series = {}
-  for i, p in ipairs(L.phases) do series[i] = { name = recview.phase_short(p), color = svg.color(i) } end
+  for i, p in ipairs(L.phases) do series[i] = { name = record.short(p), color = svg.color(i) } end
   series[#series + 1] = { name = "unattributed", color = svg.GREY }
   series[#series + 1] = { name = "starvation", hatch = true, gap_before = true,
     note = "device window - kernel, device time" }
@@ -222,7 +221,7 @@ function M.describe(set, opts)
   for gi, g in ipairs(groups) do
     local values = {}
     for _, row in ipairs(desc.groups[gi].rows) do
-      if row.kind == "phase" then values[recview.phase_short(row.name)] = row.mean end
+      if row.kind == "phase" then values[record.short(row.name)] = row.mean end
       if row.name == "unattributed_ns" then values.unattributed = row.mean end
       if row.name == "starvation_ns" then values.starvation = row.mean end
     end

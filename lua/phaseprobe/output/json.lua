@@ -14,33 +14,30 @@
 -- Sits after the record sets in the flow, beside output/csv.lua and
 -- output/trace.lua (which builds its events with encode and record_json).
 --
--- `set` is a record set object or a plain array of records (see
--- recview.collect). `path` is a file name, or "-" for standard output (or
--- for `stream` when given). Writers return true, or nil and a message when
--- the file cannot be written; misuse (not a set, a value no format can hold)
--- raises, naming record and field. Records read back carry r._fields (the
--- columns or keys in file order) and r._prefix, and print as their line.
+-- `set` is a record set (phaseprobe.records). `path` is a file name, or "-"
+-- for standard output (or for `stream` when given). Writers return true, or
+-- nil and a message when the file cannot be written; misuse (not a set, a
+-- value no format can hold) raises, naming record and field. Readers return
+-- a record set whose records carry @file = the path and @line = the line.
 --
--- Numbers. Records hold u64 values in Lua integers (values above 2^63-1
--- wrap to negative, as the C module pushes them); every integer is written
--- as its exact unsigned decimal. Debian's lua-cjson 2.1.0 formats every
--- number with at most 14 significant digits, so it would round any value
--- from 10^14 up (every CLOCK_MONOTONIC start_ns after about a day of
--- uptime): cjson escapes and writes every string and decodes every line we
--- read, and the digits of integers are placed by this module. Values from
--- 2^53 up are exact in the file (DuckDB and pandas read them as 64-bit
--- integers); JavaScript readers see them rounded. In trace args, values past
--- 2^63-1 are written as strings (trace readers parse integers as int64).
--- The readers here take integer digits from the text, so they round-trip
--- exactly up to 2^64-1; floats are written with 17 significant digits and
--- a decimal point, so they come back as the same floats.
-local recview = require "phaseprobe.recview"
+-- Numbers. Integers are written as their exact decimal; u64 values above
+-- 2^63-1 (floats in Lua: see phaseprobe.record) as the exact digits of
+-- their line (r:_text). Debian's lua-cjson 2.1.0 formats every number with
+-- at most 14 significant digits, so it would round any value from 10^14 up
+-- (every CLOCK_MONOTONIC start_ns after about a day of uptime): cjson
+-- escapes and writes every string and decodes every line we read, and the
+-- digits of numbers are placed by this module. Values from 2^53 up are exact
+-- in the file (DuckDB and pandas read them as 64-bit integers); JavaScript
+-- readers see them rounded. In trace args, values past 2^63-1 are written as
+-- strings (trace readers parse integers as int64). The readers hand the
+-- digits of every number to the store as text (pp.parse.list), so they
+-- round-trip exactly up to 2^64-1; floats are written with 17 significant
+-- digits and a decimal point, so they come back as the same floats.
+local records = require "phaseprobe.records"
 local files = require "phaseprobe.output.files"
 local cjson = require("cjson").new() -- own instance: no global settings touched
 
 local M = {}
-
-local u64_text = recview.u64_text
 
 ------------------------------------------------------------------------------
 -- value text and a small JSON writer
@@ -51,7 +48,7 @@ local function where_text(where)
 end
 
 local function number_text(v, where)
-  if math.type(v) == "integer" then return u64_text(v) end
+  if math.type(v) == "integer" then return string.format("%d", v) end
   if v ~= v or v == math.huge or v == -math.huge then
     error(where_text(where) .. tostring(v) .. " cannot be written (JSON and CSV have no non-finite numbers)", 0)
   end
@@ -87,9 +84,7 @@ local function encode_into(v, out, where)
     out[#out + 1] = cjson.encode(v)
   elseif t == "number" then
     if math.type(v) == "integer" then
-      -- u64 values past 2^63-1 (negative here) overflow the int64 that trace
-      -- readers parse integers into: they go in as strings of their digits
-      out[#out + 1] = v >= 0 and tostring(v) or ('"' .. u64_text(v) .. '"')
+      out[#out + 1] = string.format("%d", v)
     else
       out[#out + 1] = number_text(v, where)
     end
@@ -136,19 +131,33 @@ function encode(v, where)
   return table.concat(out)
 end
 
-local function bad_value(v, i, k)
-  error(("record %d, field '%s': a %s value; records hold integers and strings"):format(i, k, type(v)), 0)
+local function where_field(i, k) return ("record %d, field '%s'"):format(i, k) end
+
+-- The exact digits of a u64 value above 2^63-1 (a float in Lua), from the
+-- record's line; nil for any other value.
+local function big_digits(r, k, v)
+  if v >= 0x1p63 and v < math.huge and v == math.floor(v) then
+    local t = r:_text(k)
+    if t and t:match("^%d+$") then return t end
+  end
+  return nil
 end
 
-local function where_field(i, k) return ("record %d, field '%s'"):format(i, k) end
+-- A number as JSON or CSV text: integers and floats as number_text, u64
+-- values above 2^63-1 as their digits (quoted with big_as_string: trace args).
+local function value_text(r, i, k, v, big_as_string)
+  if math.type(v) == "integer" then return string.format("%d", v) end
+  local big = big_digits(r, k, v)
+  if big then return big_as_string and ('"' .. big .. '"') or big end
+  return number_text(v, where_field(i, k))
+end
 
 -- One record as a JSON object whose keys come in line order. With
 -- big_as_string, u64 values past 2^63-1 are written as strings (trace args).
 local function record_json(r, i, big_as_string)
   local out, n = { "{" }, 1
-  for j, k in ipairs(recview.ordered_keys(r)) do
-    local v = r[k]
-    if j > 1 then
+  for k, v in pairs(r) do
+    if n > 1 then
       n = n + 1
       out[n] = ","
     end
@@ -156,33 +165,34 @@ local function record_json(r, i, big_as_string)
     n = n + 2
     if type(v) == "string" then
       out[n] = cjson.encode(v)
-    elseif math.type(v) == "integer" and v >= 0 then
-      out[n] = tostring(v)
-    elseif math.type(v) == "integer" and big_as_string then
-      out[n] = '"' .. u64_text(v) .. '"'
-    elseif type(v) == "number" then
-      out[n] = number_text(v, where_field(i, k))
     else
-      bad_value(v, i, k)
+      out[n] = value_text(r, i, k, v, big_as_string)
     end
   end
   out[n + 1] = "}"
   return table.concat(out)
 end
+
+--- The set argument of an exporter, or an error naming it.
+function M.check_set(set, what)
+  if not records.is_set(set) then
+    local got = type(set)
+    if got == "userdata" or got == "table" then got = tostring(getmetatable(set) and set or got) end
+    error(("%s: expected a record set (phaseprobe.records; records.from_list makes one), got %s")
+      :format(what, got), 3)
+  end
+  return set
+end
+
+------------------------------------------------------------------------------
 -- JSON lines
 ------------------------------------------------------------------------------
 
 function M.jsonl(set, path, stream)
-  local records = recview.collect(set, "export.jsonl")
+  M.check_set(set, "export.jsonl")
   local lines = {}
-  for i, r in ipairs(records) do lines[i] = record_json(r, i) end
-  local w, err = files.open_out(path, "export.jsonl", stream)
-  if not w then return nil, err end
-  for _, l in ipairs(lines) do
-    w.write(l)
-    w.write("\n")
-  end
-  return w.close()
+  for i = 1, set:count() do lines[i] = record_json(set:record(i), i) end
+  return files.write_lines(path, "export.jsonl", stream, lines)
 end
 
 -- The keys of a flat JSON object in text order with their raw number
@@ -222,11 +232,6 @@ local function scan_object(line)
   end
 end
 
-local function number_from_token(tok)
-  if tok:match("^%-?%d+$") then return recview.parse_int(tok) end
-  return tonumber(tok)
-end
-
 --- One JSON line as a flat object: obj (decoded), keys (in text order) and
 -- raw (the number tokens as written, by key); or nil and what is wrong
 -- (not JSON, not an object, a nested value).
@@ -247,39 +252,36 @@ function M.read_jsonl(path, opts)
   opts = opts or {}
   local text, err = files.slurp(path, "export.read_jsonl", opts.max_bytes)
   if not text then return nil, err end
-  local prefix = opts.prefix or recview.DEFAULT_PREFIX
-  local out, lineno = {}, 0
+  local rows, lines, lineno = {}, {}, 0
   for line in (text .. "\n"):gmatch("(.-)\r?\n") do
     lineno = lineno + 1
     if line:find("%S") then
       local obj, keys, raw = M.fields(line)
       if not obj then return nil, ("%s:%d: %s"):format(path, lineno, keys) end
-      local r = {}
-      for _, k in ipairs(keys) do
+      local row = {}
+      for j, k in ipairs(keys) do
         local v = obj[k]
         if type(v) == "number" then
-          v = number_from_token(raw[k])
-          if v == nil then
-            return nil, ("%s:%d: field '%s': %s does not fit in 64 bits"):format(path, lineno, k, raw[k])
-          end
-        elseif type(v) ~= "string" then
+          row[j] = { k, raw[k], true } -- the digits, read exactly by the store
+        elseif type(v) == "string" then
+          row[j] = { k, v }
+        else
           -- null, true, false: not something a record holds
           return nil, ("%s:%d: field '%s': %s is not an integer or a string"):format(path, lineno, k,
             raw[k] or type(v))
         end
-        r[k] = v
       end
-      out[#out + 1] = setmetatable(r, recview.record_mt(prefix, keys))
+      rows[#rows + 1] = row
+      lines[#rows] = lineno
     end
   end
-  return out
+  return files.to_set(rows, path, lines, opts.prefix)
 end
 
 M.encode = encode
 M.record_json = record_json
 M.number_text = number_text
-M.bad_value = bad_value
-M.where_field = where_field
+M.value_text = value_text
 M.key_text = function(k) return key_cache[k] end
 M.array, M.us, M.raw, M.us_text = array, us, raw, us_text
 

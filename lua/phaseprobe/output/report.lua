@@ -19,6 +19,9 @@
 -- wrap = true (a long explanation) moves under its row, indented and
 -- wrapped, when the table would be wider; report.wide (--wide) keeps it in
 -- the row.
+--
+-- Where it sits: the end of the flow for text: record sets print through
+-- it, and the commands print the analyses with it.
 local M = {}
 
 M.raw = false
@@ -518,12 +521,7 @@ end
 
 --- A comparison (compare.sets), rows ranked by how much they explain.
 function M.compare(r)
-  local ranked = {}
-  for i, row in ipairs(r.rows) do ranked[i] = row end
-  table.sort(ranked, function(x, y)
-    if math.abs(x.diff) ~= math.abs(y.diff) then return math.abs(x.diff) > math.abs(y.diff) end
-    return x.name < y.name
-  end)
+  local ranked = require("phaseprobe.analysis.compare").ranked(r)
   local out = {
     string.format("%s: %d dispatches, mean wall %s", r.a.label, r.a.n, M.ns(r.a.mean)),
     string.format("%s: %d dispatches, mean wall %s", r.b.label, r.b.n, M.ns(r.b.mean)),
@@ -637,7 +635,12 @@ function M.value(v, indent)
   if is_list(v) then
     local all_tables, keys, seen = true, {}, {}
     for _, row in ipairs(v) do
-      if type(row) ~= "table" then all_tables = false break end
+      -- tables, or records (phaseprobe.record: pairs gives their fields)
+      local mt = getmetatable(row)
+      if type(row) ~= "table" and not (mt and mt.__name == "phaseprobe.record") then
+        all_tables = false
+        break
+      end
       for k, x in pairs(row) do
         if type(x) ~= "table" and not seen[k] then seen[k] = true; keys[#keys + 1] = k end
       end

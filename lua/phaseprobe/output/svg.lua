@@ -11,6 +11,9 @@
 -- Both return a complete <svg> element (standalone-valid: it carries its
 -- namespace) that can be written to a .svg file or inlined in HTML. A unit of
 -- "ns" makes the axis pick ns, µs, ms or s from the data and say which.
+--
+-- Where it sits: output/html.lua describes the plots from record sets and
+-- the analysis; this module only draws them.
 local M = {}
 
 local FONT = "DejaVu Sans, Liberation Sans, Arial, Helvetica, sans-serif"

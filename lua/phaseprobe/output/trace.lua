@@ -32,7 +32,8 @@
 -- largest wall, over bins of consecutive dispatches (about M.BINS bins).
 -- Integer args past 2^63-1 are written as strings (trace readers parse
 -- integers as int64).
-local recview = require "phaseprobe.recview"
+local record = require "phaseprobe.record"
+local records_mod = require "phaseprobe.records"
 local files = require "phaseprobe.output.files"
 local json = require "phaseprobe.output.json"
 local cjson = require("cjson").new() -- own instance: no global settings touched
@@ -46,7 +47,7 @@ M.BINS = 2000
 M.CHUNK = 2048
 
 local encode = json.encode
-local us_text, u64_text = json.us_text, recview.u64_text
+local us_text = json.us_text
 local number_text = json.number_text
 local key_cache = setmetatable({}, { __index = function(t, k)
   local e = json.key_text(k)
@@ -109,12 +110,8 @@ end
 
 -- ---- the set, a chunk at a time ---------------------------------------------
 
-local records_mod
 local function as_set(set, what)
-  records_mod = records_mod or require "phaseprobe.records"
-  if records_mod.is_set(set) then return set end
-  local list = recview.collect(set, what)
-  return (records_mod.from_list(list))
+  return json.check_set(set, what)
 end
 
 -- Calls fn(vals, m, i0) for each chunk of the set's records (i0: the
@@ -233,11 +230,14 @@ local format = string.format
 
 -- The value text of an arg: integers exact (past 2^63-1 as strings),
 -- floats as exported, strings escaped.
-local function value_json(v)
+-- (big(i): the record, for the exact digits of a u64 past 2^63-1, which
+-- reaches Lua as a float; written as a string, as trace readers parse
+-- integers as int64)
+local function value_json(v, k, big)
   if math.type(v) == "integer" then
-    if v >= 0 then return tostring(v) end
-    return '"' .. u64_text(v) .. '"'
+    return tostring(v)
   elseif type(v) == "number" then
+    if big and v >= 0x1p63 then return json.value_text(big(), 0, k, v, true) end
     return number_text(v, "trace arg")
   end
   return str_cache[v]
@@ -255,7 +255,7 @@ end
 
 --- The tracks a dispatch is drawn on. Each entry is function(run) ->
 -- function(d, emit): made once per run (run.pid, run.layout = the
--- record layout, recview.layout), then called per dispatch drawn in full
+-- record layout, set:layout()), then called per dispatch drawn in full
 -- with d = { track = {tid=, dev=, ker=, host_end=, dev_end=, ker_end=},
 -- start=, dur=, named=, phases = { {label=, short=, at=, dur=} },
 -- args = its args JSON, get = function(field) -> value } (d and its
@@ -269,7 +269,7 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
   local UNATTR = slice_format(pid, "phase", "unattributed", '{"unattributed_ns":%d}')
   local pf, nested = {}, {}
   for k, p in ipairs(L.phases) do
-    pf[k] = slice_format(pid, "phase", recview.phase_short(p), "{" .. lit(key_cache[p]) .. "%d}")
+    pf[k] = slice_format(pid, "phase", record.short(p), "{" .. lit(key_cache[p]) .. "%d}")
     nested[k] = {}
   end
   for _, nl in ipairs(L.nested) do
@@ -420,7 +420,7 @@ end
 -- A function(cols, j) -> the args JSON of record j of a chunk, made for
 -- a run whose fields are all integer or text columns (at most 100): one
 -- string.format per record. It returns nil for a record it cannot write
--- (a field absent, an integer past 2^63-1), which then takes the general
+-- (a field absent, a u64 past 2^63-1, which reaches Lua as a float), which then takes the general
 -- path. nil when the run's fields do not allow it.
 local function fast_args(fields, kinds)
   if #fields == 0 or #fields > 100 then return nil end
@@ -430,17 +430,17 @@ local function fast_args(fields, kinds)
     if k ~= "integer" and k ~= "string" then return nil end
     fmt[i] = lit(key_cache[f]) .. (k == "integer" and "%d" or "%s")
     reads[i] = ("c[%d][j]"):format(i)
-    checks[i] = k == "integer" and ("v%d == nil or v%d < 0"):format(i, i) or ("v%d == nil"):format(i)
+    checks[i] = k == "integer" and ("mtype(v%d) ~= 'integer'"):format(i) or ("v%d == nil"):format(i)
     args[i] = k == "integer" and ("v" .. i) or ("S[v%d]"):format(i)
   end
   local names = {}
   for i = 1, #fields do names[i] = "v" .. i end
-  local src = "local format, F, S = ...\nreturn function(c, j)\n  local " .. table.concat(names, ", ")
+  local src = "local format, F, S, mtype = ...\nreturn function(c, j)\n  local " .. table.concat(names, ", ")
     .. " = " .. table.concat(reads, ", ") .. "\n  if " .. table.concat(checks, " or ")
     .. " then return nil end\n  return format(F, " .. table.concat(args, ", ") .. ")\nend\n"
   local chunk = load(src, "=trace args", "t", {})
   if not chunk then return nil end
-  return chunk(format, "{" .. table.concat(fmt, ",") .. "}", str_cache)
+  return chunk(format, "{" .. table.concat(fmt, ",") .. "}", str_cache, math.type)
 end
 
 -- ---- one run --------------------------------------------------------------------
@@ -455,9 +455,9 @@ local function run_events(run, pid, tids, emit, opts, progress)
     { labels = plan.absolute and "absolute start times" or "dispatches laid end to end" }))
 
   local fields = set:fields()
-  local L = recview.layout({ _fields = fields })
+  local L = set:layout()
   local phase_info = {}
-  for i, p in ipairs(L.phases) do phase_info[i] = { label = p, short = recview.phase_short(p) } end
+  for i, p in ipairs(L.phases) do phase_info[i] = { label = p, short = record.short(p) } end
   local need, keys, ckeys, intcol = {}, {}, {}, {}
   local store = set:columns()
   for i, f in ipairs(fields) do
@@ -575,10 +575,10 @@ local function run_events(run, pid, tids, emit, opts, progress)
           local v = fcols[fi][j]
           if v ~= nil then
             parts[np + 1] = np == 1 and keys[fi] or ckeys[fi]
-            if intcol[fi] and v >= 0 then
+            if intcol[fi] and math.type(v) == "integer" then
               parts[np + 2] = tostring(v)
             else
-              parts[np + 2] = value_json(v)
+              parts[np + 2] = value_json(v, fields[fi], function() return set:record(i) end)
             end
             np = np + 2
           end
@@ -717,8 +717,7 @@ end
 -- trace_runs.
 function M.trace(set, path, opts)
   opts = opts or {}
-  records_mod = records_mod or require "phaseprobe.records"
-  if not records_mod.is_set(set) then recview.collect(set, "export.trace") end
+  json.check_set(set, "export.trace")
   return M.trace_runs({ { name = opts.name or "phaseprobe", set = set } }, path, nil, opts)
 end
 
