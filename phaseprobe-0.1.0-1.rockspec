@@ -7,8 +7,8 @@
 --   luarocks --lua-version=5.4 make                       (build and install)
 --   make rock   (phaseprobe-0.1.0-1.src.rock from this tree, no server needed)
 --   luarocks --lua-version=5.4 install --deps-mode=none ./phaseprobe-0.1.0-1.src.rock
--- --deps-mode=none when lua-cjson and luafilesystem come from Debian
--- (lua-cjson, lua-filesystem), which LuaRocks does not see. xxhash.h is found where LuaRocks looks for headers
+-- --deps-mode=none when lua-cjson comes from Debian, which LuaRocks does
+-- not see. xxhash.h is found where LuaRocks looks for headers
 -- (XXHASH_DIR=/path or XXHASH_INCDIR=/path/include on the luarocks command
 -- line to point elsewhere). The CUDA toolkit headers are optional, which
 -- external_dependencies cannot say: they are looked for in $CUDA_HOME
@@ -34,7 +34,6 @@ installs and analyses logs on machines without a GPU.]],
 dependencies = {
   "lua >= 5.4, < 5.5",
   "lua-cjson",           -- the JSON lines and trace exports
-  "luafilesystem",       -- the command lists its command folders
 }
 external_dependencies = {
   XXHASH = { header = "xxhash.h" },  -- the PTX digest (header-only)
@@ -60,7 +59,6 @@ build = {
       ["phaseprobe.analysis.compare"] = "lua/phaseprobe/analysis/compare.lua",
       ["phaseprobe.analysis.fit"] = "lua/phaseprobe/analysis/fit.lua",
       ["phaseprobe.analysis.whatif"] = "lua/phaseprobe/analysis/whatif.lua",
-      ["phaseprobe.cli.cliutil"] = "lua/phaseprobe/cli/cliutil.lua",
       ["phaseprobe.cli.cmd_compare"] = "lua/phaseprobe/cli/cmd_compare.lua",
       ["phaseprobe.cli.cmd_demo"] = "lua/phaseprobe/cli/cmd_demo.lua",
       ["phaseprobe.cli.cmd_export"] = "lua/phaseprobe/cli/cmd_export.lua",
@@ -72,16 +70,25 @@ build = {
       ["phaseprobe.cli.cmd_trace"] = "lua/phaseprobe/cli/cmd_trace.lua",
       ["phaseprobe.cli.cmd_whatif"] = "lua/phaseprobe/cli/cmd_whatif.lua",
       ["phaseprobe.cli.init"] = "lua/phaseprobe/cli/init.lua",
+      ["phaseprobe.cli.inputs"] = "lua/phaseprobe/cli/inputs.lua",
+      ["phaseprobe.cli.progress"] = "lua/phaseprobe/cli/progress.lua",
       ["phaseprobe.dispatch.demo"] = "lua/phaseprobe/dispatch/demo.lua",
+      ["phaseprobe.dispatch.eval"] = "lua/phaseprobe/dispatch/eval.lua",
+      ["phaseprobe.dispatch.generate"] = "lua/phaseprobe/dispatch/generate.lua",
       ["phaseprobe.dispatch.init"] = "lua/phaseprobe/dispatch/init.lua",
       ["phaseprobe.dispatch.lower"] = "lua/phaseprobe/dispatch/lower.lua",
       ["phaseprobe.dispatch.program"] = "lua/phaseprobe/dispatch/program.lua",
+      ["phaseprobe.output.csv"] = "lua/phaseprobe/output/csv.lua",
       ["phaseprobe.output.export"] = "lua/phaseprobe/output/export.lua",
+      ["phaseprobe.output.files"] = "lua/phaseprobe/output/files.lua",
       ["phaseprobe.output.html"] = "lua/phaseprobe/output/html.lua",
+      ["phaseprobe.output.json"] = "lua/phaseprobe/output/json.lua",
+      ["phaseprobe.output.points"] = "lua/phaseprobe/output/points.lua",
       ["phaseprobe.output.report"] = "lua/phaseprobe/output/report.lua",
       ["phaseprobe.output.svg"] = "lua/phaseprobe/output/svg.lua",
+      ["phaseprobe.output.trace"] = "lua/phaseprobe/output/trace.lua",
+      ["phaseprobe.record"] = "lua/phaseprobe/record.lua",
       ["phaseprobe.records"] = "lua/phaseprobe/records.lua",
-      ["phaseprobe.recview"] = "lua/phaseprobe/recview.lua",
       -- the demo's recorded log, where the demo looks beside its modules
       ["phaseprobe.data.demo-h200"] = "examples/data/demo-h200.log",
     },

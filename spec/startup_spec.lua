@@ -73,16 +73,6 @@ describe("the scope cost of a Lua state", function()
 end)
 
 describe("phaseprobe --help", function()
-  it("lists the same commands without lfs (through ls, for the folders that exist)", function()
-    local chunk = [[
-      local cli = require "phaseprobe.cli"
-      io.write(table.concat(cli.commands(), " "))]]
-    local with = run(chunk)
-    local without = run("package.preload.lfs = function() error('no lfs here') end\n" .. chunk)
-    assert.truthy(with:find("report", 1, true), with)
-    assert.are.equal(with, without)
-  end)
-
   it("lists every command with its summary without loading any of them", function()
     local out = run([[
       local cli = require "phaseprobe.cli"

@@ -50,10 +50,7 @@ typedef struct {
   int busy; /* inside a call that runs a callback: freeing waits for it */
 } parser_ud;
 
-typedef struct {
-  pp_cols *c;
-  int closed;
-} cols_ud;
+typedef pp_lua_cols cols_ud;
 
 typedef struct {
   size_t n;
@@ -224,12 +221,12 @@ static void push_report(lua_State *L, const pp_parser *p) {
 }
 
 /* ---- columns userdata ---------------------------------------------------- */
-static void push_cols(lua_State *L, pp_cols *c) {
+void pp_lua_push_cols(lua_State *L, pp_cols *c) {
   cols_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   u->c = c;
   u->closed = 0;
   luaL_setmetatable(L, COLS_MT);
-  lua_newtable(L); /* layout -> record metatable */
+  lua_newtable(L); /* layout -> field list of its records (lua_record.c) */
   lua_setiuservalue(L, -2, 1);
 }
 
@@ -519,7 +516,7 @@ static int finish(lua_State *L, pp_parser *p) {
   pp_cols *c = pp_parser_take(p);
   if (!c)
     return luaL_error(L, "phaseprobe.parse: out of memory");
-  push_cols(L, c);
+  pp_lua_push_cols(L, c);
   push_report(L, p);
   return 2;
 }
@@ -670,15 +667,6 @@ static int col_of(lua_State *L, const pp_cols *c, int arg) {
   return pp_cols_find(c, luaL_checkstring(L, arg));
 }
 
-static void push_value(lua_State *L, const pp_value *v) {
-  switch (v->kind) {
-  case PP_VAL_INT: lua_pushinteger(L, (lua_Integer)v->i); break;
-  case PP_VAL_NUM: lua_pushnumber(L, v->d); break;
-  case PP_VAL_STR: lua_pushlstring(L, v->s, v->len); break;
-  default: lua_pushnil(L);
-  }
-}
-
 static int cols_count(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)pp_cols_count(check_cols(L, 1)));
   return 1;
@@ -712,71 +700,11 @@ static size_t check_row(lua_State *L, const pp_cols *c, int arg) {
   return (size_t)i - 1;
 }
 
-/* The record metatable of a layout (cached per layout). */
-static void push_layout_mt(lua_State *L, int cols_idx, const pp_cols *c,
-                           size_t layout) {
-  lua_getiuservalue(L, cols_idx, 1);
-  if (lua_rawgeti(L, -1, (lua_Integer)layout + 1) != LUA_TNIL) {
-    lua_remove(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  size_t n = pp_cols_layout_nfields(c, layout);
-  const char **names = lua_newuserdatauv(L, (n ? n : 1) * sizeof *names, 0);
-  for (size_t i = 0; i < n; i++)
-    names[i] = pp_cols_name(c, pp_cols_layout_column(c, layout, i));
-  pp_lua_push_record_mt(L, pp_cols_layout_prefix(c, layout), names, n);
-  lua_remove(L, -2);
-  lua_pushvalue(L, -1);
-  lua_rawseti(L, -3, (lua_Integer)layout + 1);
-  lua_remove(L, -2);
-}
-
-/* cols:row(i [, {field, ...}]) -> record table (prints as its line) */
+/* cols:row(i [, {field, ...}]) -> the record (phaseprobe.record) */
 static int cols_row(lua_State *L) {
   pp_cols *c = check_cols(L, 1);
   size_t row = check_row(L, c, 2);
-  size_t layout = pp_cols_layout(c, row);
-  size_t n = pp_cols_layout_nfields(c, layout);
-  pp_value v;
-  if (lua_isnoneornil(L, 3)) {
-    lua_createtable(L, 0, (int)n);
-    for (size_t i = 0; i < n; i++) {
-      size_t col = pp_cols_layout_column(c, layout, i);
-      pp_cols_get(c, col, row, &v);
-      push_value(L, &v);
-      lua_setfield(L, -2, pp_cols_name(c, col));
-    }
-    push_layout_mt(L, 1, c, layout);
-    lua_setmetatable(L, -2);
-    return 1;
-  }
-  /* a column view: only the named fields, in the order given */
-  luaL_checktype(L, 3, LUA_TTABLE);
-  lua_Integer m = (lua_Integer)lua_rawlen(L, 3);
-  luaL_argcheck(L, m <= PP_PARSE_MAX_COLUMNS, 3, "more names than a store has "
-                                                 "columns");
-  const char **names = lua_newuserdatauv(L, (size_t)(m ? m : 1) * sizeof *names, 0);
-  int scratch = lua_gettop(L);
-  size_t k = 0;
-  lua_createtable(L, 0, (int)m);
-  for (lua_Integer i = 1; i <= m; i++) {
-    lua_rawgeti(L, 3, i);
-    const char *name = luaL_checkstring(L, -1);
-    lua_pop(L, 1);
-    int col = pp_cols_find(c, name);
-    if (col < 0)
-      continue;
-    pp_cols_get(c, (size_t)col, row, &v);
-    if (v.kind == PP_VAL_NONE)
-      continue;
-    push_value(L, &v);
-    lua_setfield(L, -2, name);
-    names[k++] = pp_cols_name(c, (size_t)col);
-  }
-  pp_lua_push_record_mt(L, pp_cols_layout_prefix(c, layout), names, k);
-  lua_setmetatable(L, -2);
-  lua_remove(L, scratch);
+  pp_lua_push_row(L, 1, row, 3);
   return 1;
 }
 
@@ -789,7 +717,7 @@ static int cols_get(lua_State *L) {
     return 0;
   pp_value v;
   pp_cols_get(c, (size_t)col, row, &v);
-  push_value(L, &v);
+  pp_lua_push_value(L, &v, pp_cols_unsigned(c, (size_t)col));
   return 1;
 }
 
@@ -822,11 +750,12 @@ static int cols_values(lua_State *L) {
     return 1;
   lua_Integer out = 1;
   pp_value v;
+  int uns = pp_cols_unsigned(c, (size_t)col);
   for (size_t i = 0; i < n; i++) {
     pp_cols_get(c, (size_t)col, sel ? sel[i] : i, &v);
     if (v.kind == PP_VAL_NONE)
       continue;
-    push_value(L, &v);
+    pp_lua_push_value(L, &v, uns);
     lua_rawseti(L, -2, out++);
   }
   return 1;
@@ -1199,7 +1128,7 @@ static int cols_group(lua_State *L) {
       lua_pushboolean(L, 1);
       lua_setfield(L, -2, "missing");
     } else {
-      push_value(L, &g[i].key);
+      pp_lua_push_value(L, &g[i].key, pp_cols_unsigned(c, (size_t)col));
       lua_setfield(L, -2, "key");
     }
     lua_pushinteger(L, (lua_Integer)g[i].n);
@@ -1419,7 +1348,8 @@ static void new_class(lua_State *L, const char *name, const luaL_Reg *methods,
 static const luaL_Reg parse_fns[] = {
     {"new", l_new},           {"file", l_file},
     {"string", l_string},     {"lines", l_lines},
-    {"store", l_store},       {"summarize", l_summarize},
+    {"store", l_store},       {"list", pp_lua_parse_list},
+    {"summarize", l_summarize},
     {"fit_line", l_fit_line}, {NULL, NULL}};
 
 int pp_lua_open_parse(lua_State *L) {

@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SCOPE_DEPTH 64
 #define STATE_MT "phaseprobe.state"
@@ -80,6 +81,8 @@ static void build_names(lua_State *L, int st_idx, lstate *st,
 }
 
 static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
+  if (lua_type(L, arg) != LUA_TSTRING)
+    return luaL_typeerror(L, arg, nested ? "string (a nested region's name)" : "string (a phase name)");
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   size_t n = nested ? s->nnested : s->nphases;
@@ -392,7 +395,7 @@ static int l_kernel_ns(lua_State *L) {
   open_schema(L, "kernel_ns");
   static const char *const srcs[] = {"none", "event", "cupti", "user", NULL};
   uint64_t ns = check_ns(L, 1);
-  int src = luaL_checkoption(L, 2, "user", srcs);
+  int src = pp_lua_checkoption(L, 2, "user", srcs);
   uint64_t floor_ns = lua_isnoneornil(L, 3) ? 0 : check_ns(L, 3);
   pp_record_kernel(ns, (pp_kernel_src)src, floor_ns);
   return 0;
@@ -413,11 +416,21 @@ static int l_cache(lua_State *L) {
   static const char *const outcomes[] = {"hit", "miss", "disk_hit", NULL};
   const char *name = luaL_checkstring(L, 1);
   int c = pp_schema_cache_index(s, name);
-  if (c < 0)
-    return luaL_argerror(
-        L, 1, lua_pushfstring(L, "unknown cache '%s' (schema '%s' has %d)",
-                              name, s->prefix, (int)s->ncaches));
-  pp_cache_event(c, (pp_cache_outcome)luaL_checkoption(L, 2, NULL, outcomes));
+  if (c < 0) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (size_t i = 0; i < s->ncaches; i++) {
+      if (i)
+        luaL_addstring(&b, ", ");
+      luaL_addstring(&b, s->cache[i]);
+    }
+    if (s->ncaches == 0)
+      luaL_addstring(&b, "none");
+    luaL_pushresult(&b);
+    return luaL_argerror(L, 1, lua_pushfstring(L, "unknown cache '%s' (schema '%s' has: %s)",
+                                               name, s->prefix, lua_tostring(L, -1)));
+  }
+  pp_cache_event(c, (pp_cache_outcome)pp_lua_checkoption(L, 2, NULL, outcomes));
   return 0;
 }
 
@@ -706,7 +719,7 @@ static int l_store_enable(lua_State *L) {
 static int l_store_keep(lua_State *L) {
   static const char *const modes[] = {"first", "last", NULL};
   if (!lua_isnoneornil(L, 1))
-    pp_store_set_keep(luaL_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
+    pp_store_set_keep(pp_lua_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
                                                           : PP_KEEP_FIRST);
   lua_pushstring(L, modes[pp_store_get_keep() == PP_KEEP_LAST]);
   return 1;
@@ -869,6 +882,7 @@ static int l_stats(lua_State *L) {
     lua_pushstring(L, strerror(s.last_errno));
     lua_setfield(L, -2, "last_error");
   }
+  pp_lua_show(L, -1, "stats");
   return 1;
 }
 
@@ -895,12 +909,13 @@ static int l_clock(lua_State *L) {
     lua_setfield(L, -2, names[k]);
   }
   lua_setfield(L, -2, "read_ns");
+  pp_lua_show(L, -1, "clock");
   return 1;
 }
 
 static int l_select_clock(lua_State *L) {
   static const char *const names[] = {"tsc", "monotonic", "monotonic_raw", NULL};
-  int k = luaL_checkoption(L, 1, NULL, names);
+  int k = pp_lua_checkoption(L, 1, NULL, names);
   if (pp_clock_select((pp_clock_kind)k) != 0) {
     luaL_pushfail(L);
     if (pp_clock_pinned())
@@ -929,6 +944,24 @@ static int l_ticks_to_ns(lua_State *L) {
 
 static int l_thread_id(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)pp_thread_id());
+  return 1;
+}
+
+/* pp.isatty(fd | file) -> boolean: whether a descriptor (or a Lua file
+ * handle's) is a terminal. The command line draws its progress line only
+ * then, so files and pipes never receive one. */
+static int l_isatty(lua_State *L) {
+  int fd;
+  luaL_Stream *s = luaL_testudata(L, 1, LUA_FILEHANDLE);
+  if (s) {
+    luaL_argcheck(L, s->closef != NULL && s->f != NULL, 1, "closed file");
+    fd = fileno(s->f);
+  } else {
+    lua_Integer n = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, n >= 0 && n <= INT_MAX, 1, "a file descriptor is >= 0");
+    fd = (int)n;
+  }
+  lua_pushboolean(L, fd >= 0 && isatty(fd) == 1);
   return 1;
 }
 
@@ -1008,6 +1041,7 @@ static const luaL_Reg plain_fns[] = {
     {"now", l_now},
     {"ticks_to_ns", l_ticks_to_ns},
     {"thread_id", l_thread_id},
+    {"isatty", l_isatty},
     {NULL, NULL}};
 
 static int nothing(lua_State *L) {
@@ -1142,6 +1176,7 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   luaL_setfuncs(L, store_fns, 0);
   lua_setfield(L, -2, "store");
 
+  pp_lua_open_record(L);
   pp_lua_open_ptx(L);
   lua_setfield(L, -2, "ptx");
   pp_lua_open_cuda(L);

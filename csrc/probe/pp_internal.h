@@ -151,6 +151,9 @@ void pp_record_fill_timeline(pp_record *r, const pp_device_timeline *t,
 size_t pp_record_format(const pp_record *r, char *out);
 /* The name of a kernel_src value as lines print it ("none" when unknown). */
 const char *pp_ksrc_name(uint64_t k);
+/* pp_record_field_present over a schema and its values in line order (the
+ * Lua record keeps only those). */
+int pp_field_present(const pp_schema *s, const uint64_t *values, size_t i);
 
 /* ---- sinks --------------------------------------------------------------- */
 /* The emitted record to the line sink, the store and the hook (sink.c). */
