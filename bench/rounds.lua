@@ -6,13 +6,9 @@
 -- when it is not the TSC.
 local M = {}
 
+-- The median of a list, from the C summary (the one statistics code).
 local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  local n = #s
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
+  return require("phaseprobe").numeric.summary(t).median
 end
 M.median = median
 
@@ -48,10 +44,8 @@ function M.run(variants, rounds, n, now)
     end
   end
   for _, v in ipairs(variants) do
-    local s = {}
-    for i, x in ipairs(v.per) do s[i] = x end
-    table.sort(s)
-    v.min, v.max, v.median = s[1], s[#s], median(s)
+    local sm = require("phaseprobe").numeric.summary(v.per)
+    v.min, v.max, v.median = sm.min, sm.max, sm.median
   end
   return variants
 end

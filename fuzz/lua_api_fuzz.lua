@@ -14,7 +14,7 @@
 -- every method and metamethod of every class the module registers (its
 -- metatables in the registry, and the record metatable), and the functions
 -- and set methods of the Lua modules phaseprobe.records, phaseprobe.output.export
--- and phaseprobe.recview. A new entry point is fuzzed, and counted, without
+-- and phaseprobe.record. A new entry point is fuzzed, and counted, without
 -- touching this file; at the end the driver prints how often each was
 -- called and returned, and fails if one was never reached.
 --
@@ -38,7 +38,7 @@
 -- calls that spin, sleep or launch by design (they are clamped to a few
 -- microseconds or iterations), file paths (kept inside --scratch, plus
 -- /dev/null, /dev/zero with a small max_bytes, a directory and a missing
--- file), and sink descriptors (none of the process's own).
+-- file), and sink and notice descriptors (none of the process's own).
 
 local args = {}
 do
@@ -68,7 +68,7 @@ local SHOW_ERRORS = args.show_errors -- a pattern: print the errors of matching 
 local pp = require "phaseprobe"
 local records = require "phaseprobe.records"
 local export = require "phaseprobe.output.export"
-local recview = require "phaseprobe.recview"
+local record = require "phaseprobe.record"
 
 math.randomseed(SEED)
 local random = math.random
@@ -234,25 +234,27 @@ for _, k in ipairs(sorted_keys(reg)) do
   if k:match("^phaseprobe%.") and type(reg[k]) == "table" then add_class(k, reg[k]) end
 end
 
--- records (C metatables from the module, Lua ones from recview), and their
--- read-only field lists (reached through the operations that use them)
+-- records (phaseprobe.record, registered above with the other classes), and
+-- their read-only field lists (reached through the operations that use them)
+local REC = "phaseprobe.record"
 local sample_cols = pp.parse.string("p a=1 b=2\n")
-add_class("record", getmetatable(sample_cols:row(1)))
-mt_class[getmetatable(sample_cols:row(1))] = nil -- one class per layout: matched below
-add_class("record", recview.record_mt("p", { "a", "b" }), "record(lua)")
-mt_class[recview.record_mt("p", { "a", "b" })] = nil
-add("record._fields#", function(r) return #r._fields end, "record", "op")
-add("record._fields[]=", function(r, k, v) r._fields[k] = v end, "record", "op")
+add("record._fields#", function(r) return #r._fields end, REC, "op")
+add("record._fields[]=", function(r, k, v) r._fields[k] = v end, REC, "op")
 add("record._fields:pairs", function(r)
   local n = 0
   for _ in pairs(r._fields) do n = n + 1 end
   return n
-end, "record", "op")
+end, REC, "op")
 add("record._fields:ipairs", function(r)
   local n = 0
   for _ in ipairs(r._fields) do n = n + 1 end
   return n
-end, "record", "op")
+end, REC, "op")
+add("record:pairs", function(r)
+  local n = 0
+  for _ in pairs(r) do n = n + 1 end
+  return n
+end, REC, "op")
 
 -- the Lua modules
 local function walk_module(m, prefix)
@@ -262,7 +264,7 @@ local function walk_module(m, prefix)
 end
 walk_module(records, "records.")
 walk_module(export, "export.")
-walk_module(recview, "recview.")
+walk_module(record, "record.")
 local sample_set = records.wrap(sample_cols)
 local SetMT = getmetatable(sample_set)
 local GroupsMT = getmetatable(sample_set:group("a"))
@@ -272,12 +274,7 @@ add_class("records.groups", GroupsMT)
 local function class_of(v)
   local mt = getmetatable(v)
   if mt == nil then return nil end
-  local c = mt_class[mt]
-  if c then return c end
-  if type(v) == "table" and type(mt) == "table" and mt.__name == "phaseprobe.record" then
-    return "record"
-  end
-  return nil
+  return mt_class[mt]
 end
 
 -- ---- pools of live objects --------------------------------------------------
@@ -579,7 +576,9 @@ local function records_list()
     if ok then return list end
   end
   local list = {}
-  for i = 1, R(5) do list[i] = from_pool("record") or { seq = i, wall_ns = i * 10 } end
+  for i = 1, R(5) do
+    list[i] = from_pool(REC) or pick { { seq = i, wall_ns = i * 10 }, { { "seq", tostring(i), true }, { "x", "y" } } }
+  end
   return list
 end
 
@@ -696,6 +695,7 @@ end
 H["pp.use"] = function() return from_pool("phaseprobe.schema") or pp.default_schema() end
 H["pp.select_clock"] = function() return pick { "tsc", "monotonic", "monotonic_raw", "sundial" } end
 H["pp.sink"] = function() return pick { "none", "none", "/dev/null", SCRATCH .. "/sink.log", -1, 1000, 99999 } end
+H["pp.notices"] = function() return pick { "none", "stderr", "/dev/null", SCRATCH .. "/notices.log", -1, 1000, 99999 } end
 H["pp.tag"] = function() return pick { "device", "shape", "k" .. R(9), "Bad", "" }, pick { "x", "y1", nil, "a b", ("v"):rep(200) } end
 H["pp.ticks_to_ns"] = function() return number(), number() end
 H["pp.store.capacity"] = function() return pick { nil, 0, 10, 1000, 100000, -1 } end
@@ -836,20 +836,19 @@ H["export.read_csv"] = function() return pick { FILES.csv, FILES.jsonl, FILES.di
 H["export.read_jsonl"] = function() return pick { FILES.jsonl, FILES.csv, FILES.dir, FILES.missing, "/dev/zero" },
   { max_bytes = pick { 100, 1 << 20 } } end
 H["export._encode"] = function() return any(), "fuzz" end
-H["recview.collect"] = function() return chance(0.5) and set_value() or records_list() end
-H["recview.record_mt"] = function() return "p", { field(), field() } end
-H["recview.fields"] = function() return from_pool("record") or {} end
-H["recview.prefix"] = H["recview.fields"]
-H["recview.layout"] = H["recview.fields"]
-H["recview.tags"] = H["recview.fields"]
-H["recview.ordered_keys"] = H["recview.fields"]
-H["recview.u"] = function() return from_pool("record") or {}, field() end
-H["recview.sat_add"] = function() return R(1000), R(1000) end
-H["recview.u64_text"] = function() return pick { 0, -1, math.mininteger, 12345 } end
-H["recview.parse_u64"] = function() return pick { "0", "18446744073709551615", "18446744073709551616", "007" } end
-H["recview.parse_int"] = function() return pick { "-1", "12", "x", "-9223372036854775808" } end
-H["recview.phase_short"] = function() return pick { "ptx_ns", "a" } end
-H["recview.nested_short"] = function() return pick { "sub_ptx_digest_ns", "a" } end
+H["records.concat"] = function() return { set_value(), set_value() } end
+H["records.set:layout"] = function() return nil end
+H["pp.parse.list"] = function()
+  return records_list(), opts { prefix = pick { nil, "lst", "9bad" }, fields = { field(), "seq" },
+    text = pick { nil, "line", "any", "x" }, source = pick { nil, "src" }, lines = chance(0.3) and { 1, 2 } or nil }
+end
+H["phaseprobe.record:_text"] = function() return field() end
+H["phaseprobe.record.__index"] = function() return pick { field(), "_prefix", "_fields", "_table", "_text", 1 } end
+H["record.layout"] = function() return pick { { "seq", "wall_ns", "kernel_ns", "a_ns", "sub_a_x_ns" }, {} },
+  chance(0.5) and function() return "integer" end or nil end
+H["record.short"] = function() return pick { "ptx_ns", "sub_ptx_vsa_ns", "a" } end
+H["record.u"] = function() return from_pool(REC) or {}, field() end
+H["record.sat_add"] = function() return R(1000), pick { R(1000), math.maxinteger } end
 
 -- Calls that spin, sleep, launch or read by design are kept short; paths
 -- that would read without end get a small max_bytes.
@@ -882,11 +881,13 @@ local function tame(e, a, n)
       end
     end
   end
-  if name == "pp.sink" and type(a[1]) ~= "string" and not (math.type(a[1]) == "integer" and (a[1] < 0 or a[1] >= 1000)) then
+  local to = name == "pp.sink" and "/sink.log" or name == "pp.notices" and "/notices.log"
+  if to and type(a[1]) ~= "string" and not (math.type(a[1]) == "integer" and (a[1] < 0 or a[1] >= 1000)) then
     a[1] = "none"
   end
-  if name == "pp.sink" and type(a[1]) == "string" and a[1] ~= "none" and a[1] ~= "/dev/null" then
-    a[1] = SCRATCH .. "/sink.log"
+  if to and type(a[1]) == "string" and a[1] ~= "none" and a[1] ~= "/dev/null"
+    and not (name == "pp.notices" and a[1] == "stderr") then
+    a[1] = SCRATCH .. to
   end
   if name == "phaseprobe.cuda.context:alloc" and type(a[2]) == "number" and a[2] > (1 << 24) and a[2] < (1 << 28) then
     a[2] = 1 << 20
@@ -922,7 +923,7 @@ local function args_for(e)
     if CLOSERS[e.class] and not closes and chance(0.8) then self = open_one(e.class) end
     if self == nil then self = from_pool(e.class) end
     if self == nil or chance(0.05) then self = wrong_object() end
-    if e.class == "record" and chance(0.5) then self = from_pool("record") end
+    if e.class == REC and chance(0.5) then self = from_pool(REC) end
   end
   local h = H[e.name]
   if h and chance(0.9) then

@@ -46,7 +46,7 @@ describe("analyze.schema", function()
     local set = records.read("spec/fixtures/logs/mixed.log")
     local info = analyze.schema(set)
     assert.are.equal("reference", info.rule)
-    assert.are.same(analyze.DEFAULT_PHASES, info.phases)
+    assert.are.same(require("phaseprobe.record").DEFAULT_PHASES, info.phases)
     assert.are.same({ { label = "sub_ptx_digest_ns", parent = "ptx_ns" },
       { label = "sub_ptx_vsa_ns", parent = "ptx_ns" } }, info.nested)
     assert.are.same({ "nodes", "ptx_bytes", "buffers", "bindings", "fixpoint", "grid_blocks",
@@ -170,7 +170,7 @@ describe("compare", function()
     near(by.y_ns.diff, -40)
     near(by["(other)"].diff, 40)
     assert.has_error(function() compare.sets(a, a:where("x_ns", 1)) end,
-      "phaseprobe.compare: group 'b' has no records")
+      "phaseprobe.analysis.compare: group 'b' has no records")
   end)
 end)
 
@@ -236,9 +236,9 @@ describe("whatif", function()
 
   it("refuses overlapping steps and unknown names, naming what is known", function()
     assert.has_error(function() whatif.project(cjk, { remove = { "ptx", "ptx_digest" } }) end,
-      "phaseprobe.whatif: the scenario touches both ptx_ns and its nested region sub_ptx_digest_ns; they overlap")
+      "phaseprobe.analysis.whatif: the scenario touches both ptx_ns and its nested region sub_ptx_digest_ns; they overlap")
     assert.has_error(function() whatif.project(cjk, { remove = { "frobnicate" } }) end,
-      "phaseprobe.whatif: no phase or nested region 'frobnicate' (known: prepare, ptx, lease, ptx_digest)")
+      "phaseprobe.analysis.whatif: no phase or nested region 'frobnicate' (known: prepare, ptx, lease, ptx_digest)")
     assert.has_error(function() whatif.project(cjk, { scale = { ptx = -1 } }) end)
   end)
 end)

@@ -4,6 +4,7 @@
 local pp = require "phaseprobe"
 local D = require "phaseprobe.dispatch"
 local demo = require "phaseprobe.dispatch.demo"
+local records = require "phaseprobe.records"
 local cpu_device = require "helpers.cpu_device"
 
 local FIXTURE = "spec/fixtures/demo-cpu-double.log"
@@ -75,9 +76,13 @@ describe("phaseprobe.dispatch.demo", function()
     end
     local lines, out = collect()
     assert.equal(0, demo.main({ "--data", FIXTURE }, out, false))
-    assert.matches("^phaseprobe demo: no GPU here %(.+%); reporting the recorded log "
-      .. "spec/fixtures/demo%-cpu%-double%.log instead$", lines[1])
-    assert.matches("^recorded on ", lines[2])
+    assert.are.equal("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows "
+      .. "(--verbose: why)", lines[1])
+    assert.is_true(#lines[1] <= 100)
+    assert.matches("^recorded on .*; log spec/fixtures/demo%-cpu%-double%.log$", lines[2])
+    local vlines, vout = collect()
+    assert.equal(0, demo.main({ "--data", FIXTURE, "--verbose" }, vout, false))
+    assert.matches("^  why: .*libcuda", vlines[2])
   end)
 
   it("fails in one line when the recorded log is missing", function()
@@ -111,12 +116,19 @@ describe("phaseprobe.dispatch.demo", function()
   it("refuses a log line that is not a record, naming file and line", function()
     local path = os.tmpname()
     local f = assert(io.open(path, "w"))
-    f:write("# phaseprobe-demo device=\"x\"\nvyre-cuda-dispatch-phase seq=1 wall_ns=5\nhello world\n")
+    f:write("# phaseprobe-demo device=\"x\"\ndemo seq=1 wall_ns=5\nhello world\n")
     f:close()
     local log, err = demo.load_log(path)
-    os.remove(path)
     assert.is_nil(log)
     assert.equal(path .. ":3: not a record line (no wall_ns)", err)
+    -- a truncated line of the reference's prefix: the parser's reason
+    f = assert(io.open(path, "w"))
+    f:write("vyre-cuda-dispatch-phase seq=1 wall_ns=5\n")
+    f:close()
+    log, err = demo.load_log(path)
+    os.remove(path)
+    assert.is_nil(log)
+    assert.matches("^" .. path:gsub("%p", "%%%0") .. ":1: missing fields .* %(truncated line%?%)$", err)
   end)
 
   it("finds what grows with nodes and that the memo stops the ptx phase growing", function()
@@ -127,9 +139,15 @@ describe("phaseprobe.dispatch.demo", function()
     assert.near(50, res.slopes.ptx_ns, 1e-9)
     assert.near(0, res.slopes.modkey_ns, 1e-9)
     local _, ptx_row = find_line(lines, "^  ptx_ns ")
-    assert.matches("grows with nodes$", ptx_row)
+    assert.matches("scales with nodes$", ptx_row)
     local _, modkey_row = find_line(lines, "^  modkey_ns ")
-    assert.matches("flat$", modkey_row)
+    assert.matches("fixed per dispatch$", modkey_row)
+    -- the verdicts are those of phaseprobe.analysis.fit
+    local fit = require "phaseprobe.analysis.fit"
+    local base = records.from_list(synthetic(), { prefix = "d" }):where { knob = "base" }
+    for f, v in pairs(res.verdicts) do
+      if f ~= "starvation_ns" then assert.equal(fit.verdict(base, f, { "nodes" }).verdict, v, f) end
+    end
     assert.truthy(find_line(lines, "-> grows with program size: ptx_ns, sub_ptx_digest_ns", true))
     assert.is_true(res.memo.stops)
     assert.near(0, res.memo.memo_slope, 1e-9)
@@ -145,9 +163,15 @@ describe("phaseprobe.dispatch.demo", function()
     assert.truthy(find_line(lines2, "still grows with program size with the digest memoised", true))
   end)
 
-  it("computes medians and thousands separators", function()
-    assert.equal(2, demo.median{ 3, 1, 2 })
-    assert.equal(2.5, demo.median{ 4, 1, 3, 2 })
+  it("takes its medians from the C summaries, and prints thousands separators", function()
+    local fit = require "phaseprobe.analysis.fit"
+    assert.equal(2, fit.summary{ 3, 1, 2 }.median)
+    assert.equal(2.5, fit.summary{ 4, 1, 3, 2 }.median)
+    local lines, out = collect()
+    local res = demo.report(synthetic(), {}, out)
+    -- shape m, base: ptx_ns = 1000 + 50 * 1000 in all five records
+    assert.equal(51000, res.summaries.m.base.med.ptx_ns)
+    assert.equal(3003, res.summaries.m.base.med.modkey_ns)
     assert.equal("1,234,567", demo.thousands(1234567))
     assert.equal("999", demo.thousands(999))
     assert.equal("-1,000", demo.thousands(-1000))

@@ -2,9 +2,8 @@
 -- subcommands that write them.
 local pp = require "phaseprobe"
 local export = require "phaseprobe.output.export"
-local recview = require "phaseprobe.recview"
+local records_mod = require "phaseprobe.records"
 local gen = require "helpers.records"
-local lines = require "helpers.lines"
 local tc = require "helpers.trace_check"
 local cjson = require("cjson").new()
 
@@ -25,7 +24,7 @@ end)
 
 local function trace_of(records, name)
   local path = tmp(name or "t.json")
-  assert(export.trace(records, path))
+  assert(export.trace(gen.set(records), path))
   local rep = tc.check(slurp(path))
   assert.is_true(rep.ok, table.concat(rep.errors, "\n"))
   return rep, path
@@ -180,7 +179,7 @@ describe("export.trace", function()
   end)
 
   it("writes u64 args past 2^63-1 as strings, so int64 readers keep them", function()
-    records[2].probe_ns = -1 -- 2^64 - 1
+    records[2].probe_ns = 0x1p64 -- 2^64 - 1 reaches Lua as the float nearest to it
     local _, path = trace_of(records)
     assert.truthy(slurp(path):find('"probe_ns":"18446744073709551615"', 1, true))
   end)
@@ -219,11 +218,11 @@ describe("export.trace", function()
 
   it("takes the reference's own lines (no tid, no start_ns)", function()
     local text = {}
-    for _, r in ipairs(records) do
+    for _, r in ipairs(gen.set(records)) do
       -- the reference's line ends at ptx_cache_misses
       text[#text + 1] = tostring(r):match("^(.- ptx_cache_misses=%d+)")
     end
-    local refs = lines.parse(table.concat(text, "\n"))
+    local refs = records_mod.from_string(table.concat(text, "\n"))
     assert.is_nil(refs[1].tid)
     local rep = trace_of(refs)
     assert.are.equal(#refs, #rep.dispatches)
@@ -241,7 +240,8 @@ describe("export.trace", function()
       if i % 2 == 0 then r.tid = r.tid + 1 end
     end
     local path = tmp("runs.json")
-    assert(export.trace_runs({ { name = "first.log", set = records }, { name = "second.log", set = other } }, path))
+    assert(export.trace_runs({ { name = "first.log", set = gen.set(records) },
+      { name = "second.log", set = gen.set(other) } }, path))
     local rep = tc.check(slurp(path))
     assert.is_true(rep.ok, table.concat(rep.errors, "\n"))
     local procs, hosts = {}, {}
@@ -300,8 +300,9 @@ describe("export.trace", function()
   it("raises on misuse and returns nil, message when the file cannot be written", function()
     assert.has_error(function() export.trace("records", tmp("x.json")) end)
     assert.has_error(function() export.trace(records[1], tmp("x.json")) end)
-    assert.has_error(function() export.trace(records) end)
-    local ok, err = export.trace(records, tmpdir .. "/no/such/dir/t.json")
+    assert.has_error(function() export.trace(records, tmp("x.json")) end) -- a list, not a set
+    assert.has_error(function() export.trace(gen.set(records)) end)
+    local ok, err = export.trace(gen.set(records), tmpdir .. "/no/such/dir/t.json")
     assert.is_nil(ok)
     assert.matches("cannot write", err)
   end)
@@ -321,13 +322,16 @@ for _, fmt in ipairs { "csv", "jsonl" } do
   describe(fmt .. " export", function()
     it("round-trips generated records: same fields, values, types and lines", function()
       local records = gen.generate()
+      local set = gen.set(records)
       local path = tmp("r." .. fmt)
-      assert(export[fmt](records, path))
+      assert(export[fmt](set, path))
       local back = assert(read(path))
+      assert.is_true(records_mod.is_set(back))
       assert.are.equal(#records, #back)
       for i = 1, #records do
         same_record(records[i], back[i], "record " .. i)
-        assert.are.equal(tostring(records[i]), tostring(back[i]))
+        assert.are.equal(tostring(set[i]), tostring(back[i]))
+        assert.are.equal(path, back:columns():get(back:row(i), "@file"))
       end
     end)
 
@@ -336,10 +340,10 @@ for _, fmt in ipairs { "csv", "jsonl" } do
       local r = records[1]
       r.start_ns = 9007199254740993 -- 2^53 + 1
       r.wall_ns = math.maxinteger -- 2^63 - 1
-      r.probe_ns = -1 -- 2^64 - 1, as the C module pushes it
+      r.probe_ns = 0x1p64 -- 2^64 - 1, as the C module pushes it (the float nearest to it)
       r.kernel_floor_ns = 100000000000001 -- 15 digits: cjson's own encoder would round it
       local path = tmp("big." .. fmt)
-      assert(export[fmt](records, path))
+      assert(export[fmt](gen.set(records), path))
       local text = slurp(path)
       for _, digits in ipairs { "9007199254740993", "9223372036854775807", "18446744073709551615",
         "100000000000001" } do
@@ -347,70 +351,49 @@ for _, fmt in ipairs { "csv", "jsonl" } do
       end
       local back = assert(read(path))
       same_record(r, back[1], "record 1")
+      assert.are.equal("18446744073709551615", back[1]:_text("probe_ns"))
     end)
 
     it("keeps strings strings, numbers numbers, floats floats", function()
-      local mt = recview.record_mt("x", { "seq", "ratio", "whole", "size", "odd" })
-      local set = {
-        setmetatable({ seq = 1, ratio = 0.1, whole = 3.0, size = "128", odd = 'a,"b"\nc\\d' }, mt),
-        setmetatable({ seq = 2, ratio = 1e-300, whole = -2.5e17, size = "", odd = "é ☃" }, mt),
+      local list = {
+        { seq = 1, ratio = 0.1, whole = 3.0, size = "128", odd = 'a,"b"\nc\\d' },
+        { seq = 2, ratio = 1e-300, whole = -2.5e17, size = "", odd = "é ☃" },
       }
+      local set = records_mod.from_list(list,
+        { prefix = "x", fields = { "seq", "ratio", "whole", "size", "odd" }, text = "any" })
       local path = tmp("types." .. fmt)
       assert(export[fmt](set, path))
       local back = assert(read(path, { prefix = "x" }))
-      for i = 1, 2 do same_record(set[i], back[i], "record " .. i) end
+      for i = 1, 2 do same_record(list[i], back[i], "record " .. i) end
       assert.are.equal(tostring(set[1]), tostring(back[1]))
     end)
 
-    it("accepts a record set object as well as an array", function()
+    it("takes record sets only: a list of records is made one with records.from_list", function()
       local records = gen.generate { per_size = 1 }
-      local function iter(t)
-        local i = 0
-        return function()
-          i = i + 1
-          return t[i]
-        end
-      end
-      -- an object whose rows() iterates records
-      local set = setmetatable({}, { __index = { rows = function() return iter(records) end } })
-      -- phaseprobe.records' shape: count() and record(i), row(i) a store index
-      local rset = setmetatable({}, { __index = {
-        count = function() return #records end,
-        record = function(_, i) return records[i] end,
-        row = function(_, i) return i end,
-      } })
-      -- the parser's column store: count() and row(i) giving the record
-      local store = setmetatable({}, { __index = {
-        count = function() return #records end,
-        row = function(_, i) return records[i] end,
-      } })
-      -- each() yielding index, record
-      local each = setmetatable({}, { __index = { each = function()
-        local i = 0
-        return function()
-          i = i + 1
-          if records[i] then return i, records[i] end
-        end
-      end } })
-      assert(export[fmt](records, tmp("a." .. fmt)))
-      for name, s in pairs { set = set, rset = rset, store = store, each = each } do
-        assert(export[fmt](s, tmp(name .. "." .. fmt)))
-        assert.are.equal(slurp(tmp("a." .. fmt)), slurp(tmp(name .. "." .. fmt)), name)
-      end
+      local set = gen.set(records)
+      assert(export[fmt](set, tmp("a." .. fmt)))
+      local ok, err = pcall(export[fmt], records, tmp("b." .. fmt))
+      assert.is_false(ok)
+      assert.matches("expected a record set", err)
+      -- records of the set, emitted records and parsed rows: the same file
+      local copy = records_mod.from_list(set:records())
+      assert(export[fmt](copy, tmp("c." .. fmt)))
+      assert.are.equal(slurp(tmp("a." .. fmt)), slurp(tmp("c." .. fmt)))
     end)
 
     it("writes an empty set as an empty file that reads back empty", function()
-      assert(export[fmt]({}, tmp("empty." .. fmt)))
+      assert(export[fmt](records_mod.from_list({}), tmp("empty." .. fmt)))
       assert.are.equal("", slurp(tmp("empty." .. fmt)))
-      assert.are.same({}, assert(read(tmp("empty." .. fmt))))
+      assert.are.equal(0, assert(read(tmp("empty." .. fmt))):count())
     end)
 
     it("refuses values no format can hold, naming record and field", function()
-      local bad = { { seq = 1, x = 0 / 0 } }
+      local bad = records_mod.from_list({ { seq = 1, x = 0 / 0 } })
       local ok, err = pcall(export[fmt], bad, tmp("bad." .. fmt))
       assert.is_false(ok)
       assert.matches("record 1, field 'x'", err)
-      ok, err = pcall(export[fmt], { { seq = 1, flag = true } }, tmp("bad." .. fmt))
+      -- a value no record holds never gets as far as a set
+      ok, err = pcall(records_mod.from_list, { { seq = 1, flag = true } })
       assert.is_false(ok)
       assert.matches("field 'flag'", err)
     end)
@@ -427,7 +410,7 @@ describe("JSON lines", function()
   it("are one cjson-readable object per line, keys in line order", function()
     local records = gen.generate { per_size = 1 }
     local path = tmp("k.jsonl")
-    assert(export.jsonl(records, path))
+    assert(export.jsonl(gen.set(records), path))
     local n = 0
     for line in io.lines(path) do
       n = n + 1
@@ -460,7 +443,7 @@ describe("CSV", function()
   it("quotes strings, leaves numbers bare, and writes a header in line order", function()
     local records = gen.generate { per_size = 1 }
     local path = tmp("h.csv")
-    assert(export.csv(records, path))
+    assert(export.csv(gen.set(records), path))
     local header, first = slurp(path):match("^([^\n]*)\n([^\n]*)")
     assert.matches("^seq,nodes,ptx_bytes,", header)
     assert.matches(",shape$", header)
@@ -485,7 +468,7 @@ describe("CSV", function()
       { 'seq,n\n1,2"x\n', "2: a quote inside an unquoted field" },
       { 'seq,n\n"1"x,2\n', "2: text after a closing quote" },
       { "seq,seq\n1,2\n", "1: column 'seq' appears twice" },
-      { "seq,n\n1,99999999999999999999999\n", "2: column 'n': 99999999999999999999999 does not fit in 64 bits" },
+      { "seq,n\n1,99999999999999999999999\n", "2: field 'n': 99999999999999999999999 does not fit in 64 bits" },
     }
     for i, c in ipairs(cases) do
       local path = tmp("m" .. i .. ".csv")
@@ -498,8 +481,9 @@ describe("CSV", function()
 end)
 
 describe("the export and trace commands", function()
-  local cmd_export = require "phaseprobe.cli.cmd_export"
-  local cmd_trace = require "phaseprobe.cli.cmd_trace"
+  local cli = require "phaseprobe.cli"
+  local cmd_export = { run = function(argv) return cli.main({ "export", table.unpack(argv) }) end }
+  local cmd_trace = { run = function(argv) return cli.main({ "trace", table.unpack(argv) }) end }
   local said
   local real_stderr
   before_each(function()
@@ -520,7 +504,7 @@ describe("the export and trace commands", function()
   end)
 
   it("export converts between formats", function()
-    local records = gen.generate { per_size = 2 }
+    local records = gen.set(gen.generate { per_size = 2 })
     assert(export.jsonl(records, tmp("in.jsonl")))
     assert.are.equal(0, cmd_export.run { "--csv", "-o", tmp("out.csv"), tmp("in.jsonl") })
     assert(export.csv(records, tmp("direct.csv")))
@@ -531,7 +515,7 @@ describe("the export and trace commands", function()
   end)
 
   it("trace writes one process per input", function()
-    local records = gen.generate { per_size = 1 }
+    local records = gen.set(gen.generate { per_size = 1 })
     assert(export.csv(records, tmp("a.csv")))
     assert(export.jsonl(records, tmp("b.jsonl")))
     assert.are.equal(0, cmd_trace.run { tmp("a.csv"), tmp("b.jsonl"), "-o", tmp("cmd.json") })
@@ -554,15 +538,18 @@ describe("the export and trace commands", function()
 
   it("exit 1 on bad input, naming file and line", function()
     spit(tmp("bad.csv"), "seq,n\n1,2\n2,3,4\n")
-    assert.are.equal(1, cmd_trace.run { tmp("bad.csv"), "-o", tmp("never.json") })
-    assert.matches("bad%.csv:3: 3 fields", table.concat(said))
+    assert.are.equal(1, cmd_trace.run { "--strict", tmp("bad.csv"), "-o", tmp("never.json") })
+    assert.matches("bad%.csv:3:1: 3 cells, the header has 2", table.concat(said))
+    said = {}
+    assert.are.equal(0, cmd_trace.run { tmp("bad.csv"), "-o", tmp("once.json") })
+    assert.matches("bad%.csv: 1 damaged record line %(line 3%): left out", table.concat(said))
     said = {}
     assert.are.equal(1, cmd_export.run { "--jsonl", "-o", tmp("x.jsonl"), tmp("nonexistent.csv") })
     assert.matches("nonexistent%.csv", table.concat(said))
     said = {}
     spit(tmp("hdr.csv"), "seq,n\n")
     assert.are.equal(1, cmd_export.run { "--jsonl", "-o", tmp("x.jsonl"), tmp("hdr.csv") })
-    assert.matches("hdr%.csv: no records", table.concat(said))
+    assert.matches("hdr%.csv: no record lines", table.concat(said))
   end)
 
   it("read probe logs through pp.parse", function()
@@ -570,7 +557,7 @@ describe("the export and trace commands", function()
       pending("pp.parse.file is not in this build: probe logs as input are not checked")
       return
     end
-    local records = gen.generate { per_size = 1 }
+    local records = gen.set(gen.generate { per_size = 1 })
     local text = {}
     for i, r in ipairs(records) do text[i] = tostring(r) end
     spit(tmp("run.log"), table.concat(text, "\n") .. "\n")

@@ -109,6 +109,9 @@ describe("phaseprobe.dispatch.program construction", function()
     assert.is_false(ok); assert.matches("fixpoint: must be a positive integer", err)
     ok, err = new{ name = "b", buffers = buffers{ "x:u32:input", "y:u32:output" }, body = {} }
     assert.is_false(ok); assert.matches("body: a program needs", err)
+    -- the messages name the module by its name
+    ok, err = new(5)
+    assert.is_false(ok); assert.matches("phaseprobe%.dispatch%.program%.new: expected a description table", err)
   end)
 end)
 
@@ -310,7 +313,8 @@ describe("phaseprobe.dispatch.program.generate", function()
   it("refuses sizes below the minimum for the barrier count", function()
     local ok, err = pcall(P.generate, { nodes = 10, barriers = 3 })
     assert.is_false(ok)
-    assert.matches("nodes must be an integer >= 23 for 3 barriers", err)
+    assert.matches("^phaseprobe%.dispatch%.program%.generate: nodes must be an integer >= 23 for 3 barriers", err)
+    assert.matches("^phaseprobe%.dispatch%.program '", tostring(P.generate { nodes = 30 }))
   end)
 
   it("gives the inputs every input and inout buffer needs, of length n", function()

@@ -368,7 +368,7 @@ describe("metamethods called directly check their argument (#12 defect 7)", func
     ]])
     assert.matches("error: .*bad argument #1 .*phaseprobe%.scope expected, got table", r.close)
     assert.matches("error: .*bad argument #1 .*phaseprobe%.scope expected, got no value", r.close_nil)
-    assert.matches("error: .*table expected, got number", r.tostring)
+    assert.matches("error: .*phaseprobe%.record expected, got number", r.tostring)
     assert.matches("error: .*phaseprobe%.schema expected", r.schema)
     assert.matches("error: .*phaseprobe%.parser expected", r.parser_gc)
     assert.matches("error: .*phaseprobe%.columns expected", r.cols_len)
@@ -402,13 +402,14 @@ describe("a record's field list cannot be written through it (#12 defect 8)", fu
     assert.are.equal("true | true", r.iter)
   end)
 
-  it("records read back from CSV carry a read-only field list too", function()
-    local recview = require "phaseprobe.recview"
-    local mt = recview.record_mt("p", { "a", "b" })
-    local rec = setmetatable({ a = 1, b = 2 }, mt)
+  it("records made from tables (and read back from CSV) carry a read-only field list too", function()
+    local rec = pp.records.from_list({ { a = 1, b = 2 } }, { prefix = "p" })[1]
     local ok, err = pcall(function() rec._fields[1] = {} end)
     assert.is_false(ok)
     assert.matches("read%-only", err)
+    ok, err = pcall(function() rec.a = 5 end)
+    assert.is_false(ok)
+    assert.matches("records are read%-only", err)
     assert.are.equal("p a=1 b=2", tostring(rec))
   end)
 end)
@@ -651,13 +652,18 @@ describe("other readers are bounded too (#12 sweep)", function()
 end)
 
 describe("records print any value without calling into it (#12 sweep)", function()
-  it("floats, booleans and tables in a record print plainly, __tostring is not called", function()
-    local c = pp.parse.string("p a=1\n")
-    local r = c:row(1)
-    r.f = 1.5
-    r.g = 3.0
-    r.h = true
-    r.t = setmetatable({}, { __tostring = function() error("called") end })
-    assert.are.equal("p a=1 f=1.5 g=3.0 h=true t=table", tostring(r))
+  it("floats print plainly; booleans and tables never become values, __tostring is not called", function()
+    local set = pp.records.from_list({ { a = 1, f = 1.5, g = 3.0 } }, { prefix = "p" })
+    assert.are.equal("p a=1 f=1.5 g=3", tostring(set[1]))
+    assert.are.equal(3.0, set[1].g)
+    assert.are.equal("float", math.type(set[1].g))
+    local called = false
+    local t = setmetatable({}, { __tostring = function() called = true end })
+    for _, bad in ipairs { { a = 1, h = true }, { a = 1, t = t } } do
+      local ok, err = pcall(pp.records.from_list, { bad }, { prefix = "p" })
+      assert.is_false(ok)
+      assert.matches("element 1: field '[ht]': a %a+ %(values are integers, numbers or strings%)", err)
+    end
+    assert.is_false(called)
   end)
 end)

@@ -28,8 +28,8 @@ static void set_fn(lua_State *L, const char *event, lua_CFunction f) {
   lua_setfield(L, -2, event);
 }
 
-void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {
-  luaL_newmetatable(L, c->name);
+/* Fills the metatable on top of the stack from c. */
+static void fill(lua_State *L, const pp_lua_class *c) {
   if (c->methods) {
     lua_newtable(L);
     luaL_setfuncs(L, c->methods, 0);
@@ -44,10 +44,27 @@ void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {
   const struct {
     const char *event;
     lua_CFunction f;
-  } meta[] = {
-      {"__gc", c->gc},   {"__close", c->close}, {"__tostring", c->tostring},
-      {"__len", c->len}, {"__eq", c->eq},       {"__call", c->call}};
+  } meta[] = {{"__gc", c->gc},
+              {"__close", c->close},
+              {"__tostring", c->tostring},
+              {"__len", c->len},
+              {"__eq", c->eq},
+              {"__call", c->call},
+              {"__newindex", c->newindex},
+              {"__pairs", c->pairs}};
   for (size_t i = 0; i < sizeof meta / sizeof *meta; i++)
     set_fn(L, meta[i].event, meta[i].f);
+}
+
+void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {
+  luaL_newmetatable(L, c->name);
+  fill(L, c);
   lua_pop(L, 1);
+}
+
+int pp_lua_class_push(lua_State *L, const pp_lua_class *c) {
+  if (!luaL_newmetatable(L, c->name))
+    return 0;
+  fill(L, c);
+  return 1;
 }

@@ -47,7 +47,7 @@ void pp_lua_push_cols(lua_State *L, pp_cols *c) {
   u->closed = 0;
   u->busy = 0;
   luaL_setmetatable(L, COLS_MT);
-  lua_newtable(L); /* layout -> record metatable */
+  lua_newtable(L); /* layout -> field list of its records (lua_record.c) */
   lua_setiuservalue(L, -2, 1);
 }
 
@@ -55,6 +55,14 @@ static pp_cols *check_cols(lua_State *L, int i) {
   cols_ud *u = luaL_checkudata(L, i, COLS_MT);
   PP_CHECK_OPEN(L, !u->closed, "columns");
   return u->c;
+}
+
+/* COLS_MT's one owner: other files reach a handle's store through these. */
+pp_cols *pp_lua_check_cols(lua_State *L, int idx) { return check_cols(L, idx); }
+
+pp_cols *pp_lua_test_cols(lua_State *L, int idx) {
+  cols_ud *u = luaL_testudata(L, idx, COLS_MT);
+  return u && !u->closed ? u->c : NULL;
 }
 
 /* ---- selections ---------------------------------------------------------- */
@@ -128,15 +136,6 @@ static int col_of(lua_State *L, const pp_cols *c, int arg) {
   return pp_cols_find(c, luaL_checkstring(L, arg));
 }
 
-static void push_value(lua_State *L, const pp_value *v) {
-  switch (v->kind) {
-  case PP_VAL_INT: lua_pushinteger(L, (lua_Integer)v->i); break;
-  case PP_VAL_NUM: lua_pushnumber(L, v->d); break;
-  case PP_VAL_STR: lua_pushlstring(L, v->s, v->len); break;
-  default: lua_pushnil(L);
-  }
-}
-
 static int cols_count(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)pp_cols_count(check_cols(L, 1)));
   return 1;
@@ -170,71 +169,10 @@ static size_t check_row(lua_State *L, const pp_cols *c, int arg) {
   return (size_t)i - 1;
 }
 
-/* The record metatable of a layout (cached per layout). */
-static void push_layout_mt(lua_State *L, int cols_idx, const pp_cols *c,
-                           size_t layout) {
-  lua_getiuservalue(L, cols_idx, 1);
-  if (lua_rawgeti(L, -1, (lua_Integer)layout + 1) != LUA_TNIL) {
-    lua_remove(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  size_t n = pp_cols_layout_nfields(c, layout);
-  const char **names = lua_newuserdatauv(L, (n ? n : 1) * sizeof *names, 0);
-  for (size_t i = 0; i < n; i++)
-    names[i] = pp_cols_name(c, pp_cols_layout_column(c, layout, i));
-  pp_lua_push_record_mt(L, pp_cols_layout_prefix(c, layout), names, n);
-  lua_remove(L, -2);
-  lua_pushvalue(L, -1);
-  lua_rawseti(L, -3, (lua_Integer)layout + 1);
-  lua_remove(L, -2);
-}
-
-/* cols:row(i [, {field, ...}]) -> record table (prints as its line) */
 static int cols_row(lua_State *L) {
   pp_cols *c = check_cols(L, 1);
   size_t row = check_row(L, c, 2);
-  size_t layout = pp_cols_layout(c, row);
-  size_t n = pp_cols_layout_nfields(c, layout);
-  pp_value v;
-  if (lua_isnoneornil(L, 3)) {
-    lua_createtable(L, 0, (int)n);
-    for (size_t i = 0; i < n; i++) {
-      size_t col = pp_cols_layout_column(c, layout, i);
-      pp_cols_get(c, col, row, &v);
-      push_value(L, &v);
-      lua_setfield(L, -2, pp_cols_name(c, col));
-    }
-    push_layout_mt(L, 1, c, layout);
-    lua_setmetatable(L, -2);
-    return 1;
-  }
-  /* a column view: only the named fields, in the order given */
-  luaL_checktype(L, 3, LUA_TTABLE);
-  lua_Integer m = (lua_Integer)lua_rawlen(L, 3);
-  luaL_argcheck(L, m <= PP_PARSE_MAX_COLUMNS, 3, "more names than a store has "
-                                                 "columns");
-  const char **names = lua_newuserdatauv(L, (size_t)(m ? m : 1) * sizeof *names, 0);
-  int scratch = lua_gettop(L);
-  size_t k = 0;
-  lua_createtable(L, 0, (int)m);
-  for (lua_Integer i = 1; i <= m; i++) {
-    lua_rawgeti(L, 3, i);
-    const char *name = luaL_checkstring(L, -1);
-    lua_pop(L, 1);
-    int col = pp_cols_find(c, name);
-    if (col < 0)
-      continue;
-    pp_cols_get(c, (size_t)col, row, &v);
-    if (v.kind == PP_VAL_NONE)
-      continue;
-    push_value(L, &v);
-    lua_setfield(L, -2, name);
-    names[k++] = pp_cols_name(c, (size_t)col);
-  }
-  pp_lua_push_record_mt(L, pp_cols_layout_prefix(c, layout), names, k);
-  lua_setmetatable(L, -2);
-  lua_remove(L, scratch);
+  pp_lua_push_row(L, 1, row, 3);
   return 1;
 }
 
@@ -247,7 +185,7 @@ static int cols_get(lua_State *L) {
     return 0;
   pp_value v;
   pp_cols_get(c, (size_t)col, row, &v);
-  push_value(L, &v);
+  pp_lua_push_value(L, &v, pp_cols_unsigned(c, (size_t)col));
   return 1;
 }
 
@@ -303,11 +241,12 @@ static int cols_values(lua_State *L) {
     return 1;
   lua_Integer out = 1;
   pp_value v;
+  int uns = pp_cols_unsigned(q.c, (size_t)q.col);
   for (size_t i = 0; i < n; i++) {
     pp_cols_get(q.c, (size_t)q.col, q.sel ? q.sel[i] : i, &v);
     if (v.kind == PP_VAL_NONE)
       continue;
-    push_value(L, &v);
+    pp_lua_push_value(L, &v, uns);
     lua_rawseti(L, -2, out++);
   }
   return 1;
@@ -569,7 +508,7 @@ static int groups_gc(lua_State *L) {
 /* With the group's selection on top and the list of groups below it: sets
  * list[i] = {key = key | missing = true, n = n, sel = <the selection>}
  * (key NULL or of kind PP_VAL_NONE: records lacking the field). */
-static void add_group(lua_State *L, const pp_value *key, size_t n,
+static void add_group(lua_State *L, const pp_value *key, int uns, size_t n,
                       lua_Integer i) {
   lua_createtable(L, 0, 4);
   lua_insert(L, -2);
@@ -578,7 +517,7 @@ static void add_group(lua_State *L, const pp_value *key, size_t n,
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "missing");
   } else {
-    push_value(L, key);
+    pp_lua_push_value(L, key, uns);
     lua_setfield(L, -2, "key");
   }
   pp_lua_set_int(L, "n", n);
@@ -602,7 +541,7 @@ static int cols_group(lua_State *L) {
       lua_pushvalue(L, 1);
       lua_call(L, 1, 1);
     }
-    add_group(L, NULL, n, 1);
+    add_group(L, NULL, 0, n, 1);
     return 1;
   }
   /* the groups are freed by their guard's __gc if building the tables
@@ -615,10 +554,11 @@ static int cols_group(lua_State *L) {
     return luaL_error(L, "phaseprobe.columns: out of memory");
   pp_group *g = gg->g;
   size_t ng = gg->n;
+  int uns = pp_cols_unsigned(q.c, (size_t)q.col);
   lua_createtable(L, (int)ng, 0);
   for (size_t i = 0; i < ng; i++) {
     push_sel(L, 1, g[i].rows, g[i].n);
-    add_group(L, &g[i].key, g[i].n, (lua_Integer)i + 1);
+    add_group(L, &g[i].key, uns, g[i].n, (lua_Integer)i + 1);
   }
   pp_groups_free(g, ng);
   gg->g = NULL;

@@ -618,7 +618,8 @@ static const luaL_Reg parser_methods[] = {
 static const luaL_Reg parse_fns[] = {
     {"new", l_new},           {"file", l_file},
     {"string", l_string},     {"lines", l_lines},
-    {"store", l_store},       {NULL, NULL}};
+    {"store", l_store},       {"list", pp_lua_parse_list},
+    {NULL, NULL}};
 
 int pp_lua_open_parse(lua_State *L) {
   pp_lua_open_cols(L);

@@ -1,181 +1,219 @@
 /*
- * lua_record.c: records as Lua tables, and how they print.
+ * lua_record.c: the record, as the Lua side sees it.
  *
- * Every record in Lua (emitted, stored, parsed from a log) is a plain table
- * of name = value, so analysis code reads r.ptx_ns whatever the record came
- * from. Its metatable belongs to its layout (prefix and field order): it
- * answers r._prefix and r._fields and prints the record as its line, the
- * known fields in order, then any other fields (tags, unknown fields)
- * sorted by name.
+ * One type, "phaseprobe.record", for every record in Lua: those pp.emit
+ * returns and pp.store keeps (a copy of the C record: its schema, values and
+ * tags), and the rows of a column store that record sets hand out
+ * (set:record(i), cols:row(i): the store and a row number). Nothing is
+ * built when a record is made; a field is read when it is asked for:
  *
- * What the metatable prints from is private to it (upvalues of its
- * __tostring); r._fields is a read-only view of the same list, so no record
- * can change how another prints. Metatables are shared through a cache
- * whose entries go once no record holds them.
+ *   r.ptx_ns, r.shape      the value (nil when the record has no such field)
+ *   tostring(r)            the record's line, byte for byte the C line
+ *   r._prefix, r._fields   its prefix and its field names in line order (a
+ *                          read-only list; for an emitted record, the
+ *                          schema's fields: tags are not in it, and fields
+ *                          its line leaves out read as nil)
+ *   r:_table()             every field and tag as a plain table
+ *   r:_text(name)          a value as the line prints it (exact)
+ *   pairs(r)               fields in line order, then tags
+ *
+ * Records are read-only. Names starting with '_' are the record's own; the
+ * parser and the store builder refuse those four as field names.
+ *
+ * Values: strings for tags and kernel_src, numbers otherwise. A u64 value
+ * reaches Lua through pp_lua_push_u64 only: an integer up to 2^63-1, a float
+ * above (math.type says which; such a float is the nearest double, so it
+ * orders and adds right but is not exact: tostring(r) and r:_text(name)
+ * give the exact digits).
+ *
+ * Stores also become record sets without going through lines: pp.parse.list
+ * (at the end of this file) appends records, plain tables and rows read
+ * from CSV or JSON lines to a new store (csrc/parse/cols_build.c).
  */
 #include "pp_lua.h"
+#include "pp_cols_internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define RECORD_MT "phaseprobe.record"
 
-/* ---- the line, into a buffer that lives in a stack slot ------------------ */
-/* luaL_Buffer wants nothing pushed above it while it grows; the printing
- * below keeps keys and values on the stack while it writes them, so it
- * uses its own buffer: a userdata at a fixed slot, replaced when it grows. */
-typedef struct {
-  char *p;
-  size_t n, cap;
-  int slot;
-} linebuf;
 
-static void lb_init(lua_State *L, linebuf *b, size_t cap) {
-  b->p = lua_newuserdatauv(L, cap, 0);
-  b->n = 0;
-  b->cap = cap;
-  b->slot = lua_gettop(L);
-}
-
-static void lb_add(lua_State *L, linebuf *b, const char *s, size_t len) {
-  if (len > b->cap - b->n) {
-    size_t cap = b->cap;
-    while (len > cap - b->n) {
-      if (cap > ((size_t)-1) / 2)
-        luaL_error(L, "phaseprobe.record: line too long");
-      cap *= 2;
-    }
-    char *np = lua_newuserdatauv(L, cap, 0);
-    memcpy(np, b->p, b->n);
-    lua_replace(L, b->slot);
-    b->p = np;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, len);
-  b->n += len;
-}
-
-/* Appends the value at idx as a field value: integers as the u64 they
- * carry (values above INT64_MAX come through as negative integers), floats
- * as Lua prints them, strings as they are, anything else by its type name.
- * Calls no metamethod. */
-static void lb_value(lua_State *L, linebuf *b, int idx) {
-  char tmp[64];
-  int n;
-  switch (lua_type(L, idx)) {
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, idx)) {
-      n = snprintf(tmp, sizeof tmp, "%llu",
-                   (unsigned long long)lua_tointeger(L, idx));
-    } else {
-      lua_Number x = lua_tonumber(L, idx);
-      n = snprintf(tmp, sizeof tmp, LUA_NUMBER_FMT, (LUAI_UACNUMBER)x);
-      if (isfinite(x) && n > 0 && (size_t)n < sizeof tmp - 2 &&
-          strspn(tmp, "-0123456789") == (size_t)n) {
-        tmp[n++] = '.'; /* looks like an int: as Lua prints it */
-        tmp[n++] = '0';
-        tmp[n] = 0;
-      }
-    }
-    lb_add(L, b, tmp, n > 0 ? (size_t)n : 0);
-    return;
-  case LUA_TSTRING: {
-    size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
-    lb_add(L, b, s, len);
-    return;
-  }
-  case LUA_TBOOLEAN:
-    lb_add(L, b, lua_toboolean(L, idx) ? "true" : "false",
-           lua_toboolean(L, idx) ? 4 : 5);
-    return;
-  default: {
-    const char *t = luaL_typename(L, idx);
-    lb_add(L, b, t, strlen(t));
-  }
-  }
-}
-
-/* " name=value" with the name at stack index ni and the value at vi. */
-static void lb_field(lua_State *L, linebuf *b, int ni, int vi) {
-  size_t len;
-  const char *name = lua_tolstring(L, ni, &len);
-  lb_add(L, b, " ", 1);
-  lb_add(L, b, name, len);
-  lb_add(L, b, "=", 1);
-  lb_value(L, b, vi);
-}
+enum { REC_OWN = 0, REC_ROW = 1 };
 
 typedef struct {
-  const char *s;
-  size_t len;
-} strref;
+  uint8_t kind;
+  uint8_t has_view; /* REC_ROW: only the columns listed in tail           */
+  uint16_t ntags;   /* REC_OWN: bytes of tag text in tail, after values    */
+  uint32_t nview;   /* REC_ROW with a view: column indices in tail         */
+  union {
+    const pp_schema *schema; /* REC_OWN                                    */
+    size_t row;              /* REC_ROW (0-based); uservalue 1: the store  */
+  } u;
+  uint64_t tail[]; /* REC_OWN: nfields values, then the tags text (NUL
+                      ended); REC_ROW: nview uint32 column indices          */
+} lrec;
 
-static int cmp_ref(const void *a, const void *b) {
-  const strref *x = a, *y = b;
-  int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
-  return c ? c : (x->len > y->len) - (x->len < y->len);
+/* Registry keys: the metatable, the per-schema name -> position tables and
+ * the per-schema field lists. */
+static const char mt_key = 'm';
+static const char index_key = 'i';
+static const char fields_key = 'f';
+
+/* ---- values --------------------------------------------------------------- */
+void pp_lua_push_u64(lua_State *L, uint64_t v) {
+  if (v <= (uint64_t)INT64_MAX)
+    lua_pushinteger(L, (lua_Integer)v);
+  else
+    lua_pushnumber(L, (lua_Number)v);
 }
 
-/* __tostring(record): the line. Upvalues: 1 prefix, 2 field names (a
- * private list), 3 name -> position (the same names as a set). */
-static int record_tostring(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  luaL_checkstack(L, 8, "phaseprobe.record");
-  linebuf b;
-  lb_init(L, &b, 256); /* slot 2 */
-  size_t plen;
-  const char *prefix = lua_tolstring(L, lua_upvalueindex(1), &plen);
-  if (prefix)
-    lb_add(L, &b, prefix, plen);
-  /* known fields, in order */
-  lua_Integer n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(2));
-  for (lua_Integer i = 1; i <= n; i++) {
-    if (lua_rawgeti(L, lua_upvalueindex(2), i) == LUA_TSTRING) {
-      lua_pushvalue(L, -1);
-      if (lua_rawget(L, 1) != LUA_TNIL)
-        lb_field(L, &b, -2, -1);
-      lua_pop(L, 1);
+void pp_lua_push_value(lua_State *L, const pp_value *v, int is_unsigned) {
+  switch (v->kind) {
+  case PP_VAL_INT:
+    if (is_unsigned)
+      pp_lua_push_u64(L, (uint64_t)v->i);
+    else
+      lua_pushinteger(L, (lua_Integer)v->i);
+    break;
+  case PP_VAL_NUM: lua_pushnumber(L, v->d); break;
+  case PP_VAL_STR: lua_pushlstring(L, v->s, v->len); break;
+  default: lua_pushnil(L);
+  }
+}
+
+/* ---- the two kinds -------------------------------------------------------- */
+static lrec *check_rec(lua_State *L, int i) {
+  return luaL_checkudata(L, i, RECORD_MT);
+}
+
+static const char *own_tags(const lrec *r) {
+  return (const char *)(r->tail + r->u.schema->nfields);
+}
+
+/* The store of a row record; raises when it was closed. */
+static pp_cols *row_cols(lua_State *L, int i) {
+  lua_getiuservalue(L, i, 1);
+  pp_cols *c = pp_lua_test_cols(L, -1);
+  lua_pop(L, 1); /* the record anchors it */
+  if (!c)
+    luaL_error(L, "phaseprobe.record: the record store it belongs to was "
+                  "closed");
+  return c;
+}
+
+static const uint32_t *row_view(const lrec *r) {
+  return (const uint32_t *)r->tail;
+}
+
+/* Whether column `col` is one of this row record's fields. */
+static int row_has(const pp_cols *c, const lrec *r, size_t col) {
+  if (pp_cols_hidden(c, col))
+    return 0;
+  if (!r->has_view)
+    return 1;
+  for (uint32_t i = 0; i < r->nview; i++)
+    if (row_view(r)[i] == col)
+      return 1;
+  return 0;
+}
+
+/* The columns of a row record in line order: its view, or its layout. */
+static size_t row_ncols(const pp_cols *c, const lrec *r) {
+  return r->has_view ? r->nview
+                     : pp_cols_layout_nfields(c, pp_cols_layout(c, r->u.row));
+}
+static size_t row_col(const pp_cols *c, const lrec *r, size_t i) {
+  return r->has_view ? row_view(r)[i]
+                     : pp_cols_layout_column(c, pp_cols_layout(c, r->u.row), i);
+}
+
+/* A tag of an own record: its value's span, or NULL. */
+static const char *own_tag(const lrec *r, const char *k, size_t klen,
+                           size_t *vlen) {
+  const char *p = own_tags(r), *end = p + r->ntags;
+  while (p < end && *p == ' ') {
+    const char *name = p + 1;
+    const char *eq = memchr(name, '=', (size_t)(end - name));
+    if (!eq)
+      return NULL;
+    const char *stop = memchr(eq, ' ', (size_t)(end - eq));
+    if (!stop)
+      stop = end;
+    if ((size_t)(eq - name) == klen && memcmp(name, k, klen) == 0) {
+      *vlen = (size_t)(stop - eq - 1);
+      return eq + 1;
     }
+    p = stop;
+  }
+  return NULL;
+}
+
+/* Pushes the schema's name -> 1-based position table (built once per
+ * schema and Lua state). */
+static void push_own_index(lua_State *L, const pp_schema *s) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &index_key);
+  if (lua_rawgetp(L, -1, s) != LUA_TTABLE) {
     lua_pop(L, 1);
-  }
-  /* the rest: string keys that are not fields, anchored in a list (slot 3)
-   * while they are sorted and printed */
-  lua_newtable(L);
-  int extra = lua_gettop(L);
-  lua_Integer m = 0;
-  lua_pushnil(L);
-  while (lua_next(L, 1)) {
-    lua_pop(L, 1);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      lua_pushvalue(L, -1);
-      if (lua_rawget(L, lua_upvalueindex(3)) == LUA_TNIL) {
-        lua_pushvalue(L, -2);
-        lua_rawseti(L, extra, ++m);
-      }
-      lua_pop(L, 1);
+    lua_createtable(L, 0, (int)s->nfields);
+    for (size_t i = 0; i < s->nfields; i++) {
+      lua_pushinteger(L, (lua_Integer)i + 1);
+      lua_setfield(L, -2, s->field[i]);
     }
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, -3, s);
   }
-  if (m > 0) {
-    strref *ref = lua_newuserdatauv(L, (size_t)m * sizeof *ref, 0);
-    for (lua_Integer i = 1; i <= m; i++) {
-      lua_rawgeti(L, extra, i);
-      ref[i - 1].s = lua_tolstring(L, -1, &ref[i - 1].len); /* in `extra` */
-      lua_pop(L, 1);
+  lua_remove(L, -2);
+}
+
+/* Position of field `k` (stack index) in an own record's schema, or -1
+ * (also for a field the record's line leaves out: device-timeline fields
+ * without CUPTI, an unmeasured kernel_error_ns). */
+static int own_field(lua_State *L, const lrec *r, int k) {
+  push_own_index(L, r->u.schema);
+  lua_pushvalue(L, k);
+  lua_Integer i = lua_rawget(L, -2) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
+  lua_pop(L, 2);
+  if (i > 0 && !pp_field_present(r->u.schema, r->tail, (size_t)i - 1))
+    return -1;
+  return (int)i - 1;
+}
+
+static void push_own_field(lua_State *L, const lrec *r, int i) {
+  if (r->u.schema->kind[i] == PP_FIELD_KERNEL_SRC)
+    lua_pushstring(L, pp_ksrc_name(r->tail[i]));
+  else
+    pp_lua_push_u64(L, r->tail[i]);
+}
+
+/* Pushes the value of field `k` (stack index) or nil. */
+static void push_field(lua_State *L, int ri, const lrec *r, int k) {
+  size_t klen;
+  const char *key = lua_tolstring(L, k, &klen);
+  if (r->kind == REC_OWN) {
+    int i = own_field(L, r, k);
+    if (i >= 0) {
+      push_own_field(L, r, i);
+      return;
     }
-    qsort(ref, (size_t)m, sizeof *ref, cmp_ref);
-    for (lua_Integer i = 0; i < m; i++) {
-      lua_pushlstring(L, ref[i].s, ref[i].len);
-      lua_pushvalue(L, -1);
-      lua_rawget(L, 1);
-      lb_field(L, &b, -2, -1);
-      lua_pop(L, 2);
-    }
+    size_t vlen;
+    const char *v = own_tag(r, key, klen, &vlen);
+    if (v)
+      lua_pushlstring(L, v, vlen);
+    else
+      lua_pushnil(L);
+    return;
   }
-  lua_pushlstring(L, b.p, b.n);
-  return 1;
+  pp_cols *c = row_cols(L, ri);
+  int col = pp_cols_lookup(c, key, klen);
+  if (col < 0 || !row_has(c, r, (size_t)col)) {
+    lua_pushnil(L);
+    return;
+  }
+  pp_value v;
+  pp_cols_get(c, (size_t)col, r->u.row, &v);
+  pp_lua_push_value(L, &v, pp_cols_unsigned(c, (size_t)col));
 }
 
 /* ---- the read-only view of a field list ------------------------------------ */
@@ -205,11 +243,11 @@ static int fields_pairs(lua_State *L) {
   return 3;
 }
 
-/* Pushes an empty table reading through to the list at idx: indexing, #,
- * ipairs and pairs see the list, assignments raise, getmetatable says
- * nothing. */
-static void push_fields_view(lua_State *L, int list) {
-  list = lua_absindex(L, list);
+/* Replaces the list on top with an empty table reading through to it:
+ * indexing, #, ipairs and pairs see the list, assignments raise,
+ * getmetatable says nothing. */
+static void to_fields_view(lua_State *L) {
+  int list = lua_gettop(L);
   lua_newtable(L);
   lua_createtable(L, 0, 5);
   lua_pushvalue(L, list);
@@ -225,179 +263,737 @@ static void push_fields_view(lua_State *L, int list) {
   lua_pushboolean(L, 0);
   lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
+  lua_replace(L, list);
 }
 
-/* ---- metatables ------------------------------------------------------------- */
-/* Registry key of the cache: layout key -> metatable, weak values. */
-static const char mt_cache_key = 'c';
-
-/* Pushes a new record metatable from the prefix at `prefix` and the list
- * of field names at `list` (which it keeps privately). */
-static void new_record_mt(lua_State *L, int prefix, int list) {
-  prefix = lua_absindex(L, prefix);
-  list = lua_absindex(L, list);
-  lua_Integer n = (lua_Integer)lua_rawlen(L, list);
-  lua_createtable(L, 0, 4); /* metatable */
-  lua_createtable(L, 0, 2); /* __index */
-  lua_pushvalue(L, prefix);
-  lua_setfield(L, -2, "_prefix");
-  push_fields_view(L, list);
-  lua_setfield(L, -2, "_fields");
-  lua_setfield(L, -2, "__index");
-  lua_pushvalue(L, prefix);
-  lua_pushvalue(L, list);
-  lua_createtable(L, 0, (int)n); /* name -> position */
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, list, i);
-    lua_pushinteger(L, i);
-    lua_rawset(L, -3);
-  }
-  lua_pushcclosure(L, record_tostring, 3);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushliteral(L, "phaseprobe.record");
-  lua_setfield(L, -2, "__name");
-}
-
-static void push_cache(lua_State *L) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &mt_cache_key) == LUA_TTABLE)
+static void push_fields(lua_State *L, int ri, const lrec *r) {
+  if (r->kind == REC_OWN) {
+    const pp_schema *s = r->u.schema;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &fields_key);
+    if (lua_rawgetp(L, -1, s) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_createtable(L, (int)s->nfields, 0);
+      for (size_t i = 0; i < s->nfields; i++) {
+        lua_pushstring(L, s->field[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+      }
+      to_fields_view(L);
+      lua_pushvalue(L, -1);
+      lua_rawsetp(L, -3, s);
+    }
+    lua_remove(L, -2);
     return;
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "v");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_pushvalue(L, -1);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &mt_cache_key);
+  }
+  pp_cols *c = row_cols(L, ri);
+  size_t layout = pp_cols_layout(c, r->u.row);
+  if (!r->has_view) { /* one list per layout, kept on the store */
+    lua_getiuservalue(L, ri, 1);
+    lua_getiuservalue(L, -1, 1);
+    lua_remove(L, -2);
+    if (lua_rawgeti(L, -1, (lua_Integer)layout + 1) == LUA_TTABLE) {
+      lua_remove(L, -2);
+      return;
+    }
+    lua_pop(L, 1);
+  }
+  size_t n = row_ncols(c, r);
+  lua_createtable(L, (int)n, 0);
+  lua_Integer out = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t col = row_col(c, r, i);
+    pp_value v;
+    pp_cols_get(c, col, r->u.row, &v);
+    if (v.kind == PP_VAL_NONE)
+      continue;
+    lua_pushstring(L, pp_cols_name(c, col));
+    lua_rawseti(L, -2, ++out);
+  }
+  to_fields_view(L);
+  if (!r->has_view) {
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, (lua_Integer)layout + 1);
+    lua_remove(L, -2);
+  }
 }
 
-void pp_lua_push_record_mt(lua_State *L, const char *prefix,
-                           const char *const *fields, size_t nfields) {
-  luaL_checkstack(L, 8, "phaseprobe.record");
-  push_cache(L);
-  int cache = lua_gettop(L);
-  /* the layout's key: prefix and names, each ended by a NUL */
+static void push_prefix(lua_State *L, int ri, const lrec *r) {
+  if (r->kind == REC_OWN) {
+    lua_pushstring(L, r->u.schema->prefix);
+  } else {
+    pp_cols *c = row_cols(L, ri);
+    lua_pushstring(L, pp_cols_layout_prefix(c, pp_cols_layout(c, r->u.row)));
+  }
+}
+
+/* ---- metamethods and methods ----------------------------------------------- */
+/* __index(r, k): upvalue 1 is the methods table. */
+static int rec_index(lua_State *L) {
+  lrec *r = check_rec(L, 1);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return 0;
+  const char *k = lua_tostring(L, 2);
+  if (k[0] == '_') {
+    if (strcmp(k, "_prefix") == 0) {
+      push_prefix(L, 1, r);
+      return 1;
+    }
+    if (strcmp(k, "_fields") == 0) {
+      push_fields(L, 1, r);
+      return 1;
+    }
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+      return 1;
+    lua_pop(L, 1);
+  }
+  push_field(L, 1, r, 2);
+  return 1;
+}
+
+static int rec_newindex(lua_State *L) {
+  check_rec(L, 1);
+  return luaL_error(L, "phaseprobe.record: records are read-only "
+                       "(r:_table() gives a table of its fields)");
+}
+
+/* A line into a luaL_Buffer: the own record rebuilt as a C record and
+ * formatted by the probe's formatter; the row by the store's. */
+static int rec_tostring(lua_State *L) {
+  lrec *r = check_rec(L, 1);
   luaL_Buffer b;
+  if (r->kind == REC_OWN) {
+    pp_record *cr = lua_newuserdatauv(L, sizeof *cr, 0);
+    const pp_schema *s = r->u.schema;
+    cr->schema = s;
+    memcpy(cr->values, r->tail, s->nfields * sizeof(uint64_t));
+    memcpy(cr->tags, own_tags(r), (size_t)r->ntags + 1);
+    char small[2048];
+    size_t n = pp_format_line(cr, small, sizeof small);
+    if (n < sizeof small) {
+      lua_pushlstring(L, small, n);
+      return 1;
+    }
+    char *big = luaL_buffinitsize(L, &b, n + 1);
+    pp_format_line(cr, big, n + 1);
+    luaL_pushresultsize(&b, n);
+    return 1;
+  }
+  lua_getiuservalue(L, 1, 1);
+  pp_cols *c = pp_lua_test_cols(L, -1);
+  lua_pop(L, 1);
+  if (!c) {
+    lua_pushliteral(L, "phaseprobe.record (its record store was closed)");
+    return 1;
+  }
+  if (!r->has_view) {
+    char small[2048];
+    size_t n = pp_cols_format(c, r->u.row, small, sizeof small);
+    if (n < sizeof small) {
+      lua_pushlstring(L, small, n);
+      return 1;
+    }
+    char *big = luaL_buffinitsize(L, &b, n + 1);
+    pp_cols_format(c, r->u.row, big, n + 1);
+    luaL_pushresultsize(&b, n);
+    return 1;
+  }
   luaL_buffinit(L, &b);
-  luaL_addstring(&b, prefix);
-  luaL_addchar(&b, '\0');
-  for (size_t i = 0; i < nfields; i++) {
-    luaL_addstring(&b, fields[i]);
-    luaL_addchar(&b, '\0');
+  luaL_addstring(&b, pp_cols_layout_prefix(c, pp_cols_layout(c, r->u.row)));
+  for (uint32_t i = 0; i < r->nview; i++) {
+    size_t col = row_view(r)[i];
+    pp_value v;
+    pp_cols_get(c, col, r->u.row, &v);
+    if (v.kind == PP_VAL_NONE)
+      continue;
+    luaL_addchar(&b, ' ');
+    luaL_addstring(&b, pp_cols_name(c, col));
+    luaL_addchar(&b, '=');
+    size_t n = pp_cols_value_text(c, col, r->u.row, NULL, 0);
+    char *dst = luaL_prepbuffsize(&b, n + 1);
+    pp_cols_value_text(c, col, r->u.row, dst, n + 1);
+    luaL_addsize(&b, n);
   }
   luaL_pushresult(&b);
-  lua_pushvalue(L, -1);
-  if (lua_rawget(L, cache) == LUA_TTABLE) {
-    lua_replace(L, cache);
-    lua_settop(L, cache);
-    return;
-  }
-  lua_pop(L, 1);
-  int key = lua_gettop(L);
-  lua_pushstring(L, prefix);
-  lua_createtable(L, (int)nfields, 0);
-  for (size_t i = 0; i < nfields; i++) {
-    lua_pushstring(L, fields[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  new_record_mt(L, -2, -1);
-  lua_pushvalue(L, key);
-  lua_pushvalue(L, -2);
-  lua_rawset(L, cache);
-  lua_replace(L, cache);
-  lua_settop(L, cache);
+  return 1;
 }
 
-/* The field names of a schema's records, interned once per schema (at most
- * PP_MAX_SCHEMAS per process): registry[&names_key][schema] = list. */
-static const char names_key = 'n';
+/* r:_text(name) -> the value as the line prints it, or nil */
+static int rec_text(lua_State *L) {
+  lrec *r = check_rec(L, 1);
+  size_t klen;
+  const char *k = luaL_checklstring(L, 2, &klen);
+  if (r->kind == REC_OWN) {
+    int i = own_field(L, r, 2);
+    if (i >= 0) {
+      if (r->u.schema->kind[i] == PP_FIELD_KERNEL_SRC) {
+        push_own_field(L, r, i);
+      } else {
+        char buf[24];
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)r->tail[i]);
+        lua_pushstring(L, buf);
+      }
+      return 1;
+    }
+    size_t vlen;
+    const char *v = own_tag(r, k, klen, &vlen);
+    if (!v)
+      return 0;
+    lua_pushlstring(L, v, vlen);
+    return 1;
+  }
+  pp_cols *c = row_cols(L, 1);
+  int col = pp_cols_lookup(c, k, klen);
+  if (col < 0 || !row_has(c, r, (size_t)col))
+    return 0;
+  pp_value v;
+  pp_cols_get(c, (size_t)col, r->u.row, &v);
+  if (v.kind == PP_VAL_NONE)
+    return 0;
+  size_t n = pp_cols_value_text(c, (size_t)col, r->u.row, NULL, 0);
+  luaL_Buffer b;
+  char *dst = luaL_buffinitsize(L, &b, n + 1);
+  pp_cols_value_text(c, (size_t)col, r->u.row, dst, n + 1);
+  luaL_pushresultsize(&b, n);
+  return 1;
+}
 
-static void push_schema_names(lua_State *L, const pp_schema *s) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &names_key) != LUA_TTABLE) {
+/* Field i of a record in pairs order (fields in line order, then the tags
+ * of an own record): pushes name and value and returns 1, or 0 past the
+ * end. *pos is a cursor: field index, then for own records nfields + byte
+ * offset into the tags. */
+static int push_nth(lua_State *L, int ri, const lrec *r, size_t *pos) {
+  if (r->kind == REC_OWN) {
+    const pp_schema *s = r->u.schema;
+    while (*pos < s->nfields && !pp_field_present(s, r->tail, *pos))
+      (*pos)++;
+    if (*pos < s->nfields) {
+      lua_pushstring(L, s->field[*pos]);
+      push_own_field(L, r, (int)*pos);
+      (*pos)++;
+      return 1;
+    }
+    size_t off = *pos - s->nfields;
+    const char *t = own_tags(r), *end = t + r->ntags, *p = t + off;
+    if (p >= end || *p != ' ')
+      return 0;
+    const char *name = p + 1;
+    const char *eq = memchr(name, '=', (size_t)(end - name));
+    if (!eq)
+      return 0;
+    const char *stop = memchr(eq, ' ', (size_t)(end - eq));
+    if (!stop)
+      stop = end;
+    lua_pushlstring(L, name, (size_t)(eq - name));
+    lua_pushlstring(L, eq + 1, (size_t)(stop - eq - 1));
+    *pos = s->nfields + (size_t)(stop - t);
+    return 1;
+  }
+  pp_cols *c = row_cols(L, ri);
+  size_t n = row_ncols(c, r);
+  while (*pos < n) {
+    size_t col = row_col(c, r, *pos);
+    (*pos)++;
+    pp_value v;
+    pp_cols_get(c, col, r->u.row, &v);
+    if (v.kind == PP_VAL_NONE)
+      continue;
+    lua_pushstring(L, pp_cols_name(c, col));
+    pp_lua_push_value(L, &v, pp_cols_unsigned(c, col));
+    return 1;
+  }
+  return 0;
+}
+
+/* the iterator pairs(r) returns: upvalue 1 is the cursor */
+static int rec_next(lua_State *L) {
+  lrec *r = check_rec(L, 1);
+  size_t pos = (size_t)lua_tointeger(L, lua_upvalueindex(1));
+  if (!push_nth(L, 1, r, &pos))
+    return 0;
+  lua_pushinteger(L, (lua_Integer)pos);
+  lua_replace(L, lua_upvalueindex(1));
+  return 2;
+}
+
+static int rec_pairs(lua_State *L) {
+  check_rec(L, 1);
+  lua_pushinteger(L, 0);
+  lua_pushcclosure(L, rec_next, 1);
+  lua_pushvalue(L, 1);
+  lua_pushnil(L);
+  return 3;
+}
+
+/* r:_table() -> {name = value, ...}: every field and tag */
+static int rec_table(lua_State *L) {
+  lrec *r = check_rec(L, 1);
+  lua_settop(L, 1);
+  lua_createtable(L, 0, 40);
+  size_t pos = 0;
+  while (push_nth(L, 1, r, &pos))
+    lua_rawset(L, 2);
+  return 1;
+}
+
+/* ---- making records --------------------------------------------------------- */
+static void set_record_mt(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &mt_key);
+  lua_setmetatable(L, -2);
+}
+
+void pp_lua_push_record(lua_State *L, const pp_record *cr) {
+  const pp_schema *s = cr->schema;
+  size_t ntags = strnlen(cr->tags, sizeof cr->tags);
+  lrec *r = lua_newuserdatauv(
+      L, sizeof *r + s->nfields * sizeof(uint64_t) + ntags + 1, 0);
+  r->kind = REC_OWN;
+  r->has_view = 0;
+  r->ntags = (uint16_t)ntags;
+  r->nview = 0;
+  r->u.schema = s;
+  memcpy(r->tail, cr->values, s->nfields * sizeof(uint64_t));
+  char *t = (char *)(r->tail + s->nfields);
+  memcpy(t, cr->tags, ntags);
+  t[ntags] = 0;
+  set_record_mt(L);
+}
+
+void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx) {
+  cols_idx = lua_absindex(L, cols_idx);
+  pp_cols *c = pp_lua_check_cols(L, cols_idx);
+  lua_Integer m = 0;
+  if (!lua_isnoneornil(L, view_idx)) {
+    luaL_checktype(L, view_idx, LUA_TTABLE);
+    m = (lua_Integer)lua_rawlen(L, view_idx);
+    luaL_argcheck(L, m <= PP_PARSE_MAX_COLUMNS, view_idx,
+                  "more names than a store has columns");
+  }
+  int has_view = !lua_isnoneornil(L, view_idx);
+  lrec *r = lua_newuserdatauv(L, sizeof *r + (size_t)m * sizeof(uint32_t), 1);
+  r->kind = REC_ROW;
+  r->has_view = (uint8_t)has_view;
+  r->ntags = 0;
+  r->nview = 0;
+  r->u.row = row;
+  for (lua_Integer i = 1; i <= m; i++) {
+    lua_rawgeti(L, view_idx, i);
+    size_t len;
+    const char *name = lua_tolstring(L, -1, &len);
+    if (!name || lua_type(L, -1) != LUA_TSTRING)
+      luaL_argerror(L, view_idx,
+                    lua_pushfstring(L, "name %d is %s, not a string", (int)i,
+                                    luaL_typename(L, -1)));
+    int col = pp_cols_lookup(c, name, len);
     lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &names_key);
+    if (col >= 0 && !pp_cols_hidden(c, (size_t)col))
+      ((uint32_t *)r->tail)[r->nview++] = (uint32_t)col;
   }
-  if (lua_rawgetp(L, -1, s) == LUA_TTABLE) {
-    lua_remove(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  lua_createtable(L, (int)s->nfields, 0);
-  for (size_t i = 0; i < s->nfields; i++) {
-    lua_pushstring(L, s->field[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  lua_pushvalue(L, -1);
-  lua_rawsetp(L, -3, s);
-  lua_remove(L, -2);
+  lua_pushvalue(L, cols_idx);
+  lua_setiuservalue(L, -2, 1);
+  set_record_mt(L);
 }
 
-/* The metatable of a schema's records: looked up by schema first (weak
- * values, like the layout cache behind it). */
-static const char schema_mt_key = 'm';
+/* ---- pp.parse.list: a store from records ------------------------------------ */
+typedef struct {
+  pp_cols_field f[PP_PARSE_MAX_TOKENS];
+  const char *name[PP_PARSE_MAX_TOKENS]; /* plain tables: names in order */
+  size_t nlen[PP_PARSE_MAX_TOKENS];
+  char used[PP_PARSE_MAX_TOKENS];
+} list_scratch;
 
-static void push_schema_mt(lua_State *L, const pp_schema *s) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &schema_mt_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &schema_mt_key);
+typedef struct {
+  const char *prefix; /* for plain tables */
+  size_t plen;
+  int order;          /* stack index of opts.fields, or 0 */
+  int lines;          /* stack index of opts.lines, or 0 */
+  const char *source;
+  int line_mode;
+} list_opts;
+
+/* A number written as text, read exactly: an unsigned decimal integer (up
+ * to 2^64-1), a negative one (from -2^63), else a finite float. NULL, or
+ * what is wrong. */
+static const char *number_text(const char *s, size_t len, pp_cols_field *x) {
+  char buf[64];
+  if (len == 0 || len >= sizeof buf)
+    return len ? "too long for a number" : "an empty number";
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  size_t i = buf[0] == '-' ? 1 : 0;
+  if (i < len && strspn(buf + i, "0123456789") == len - i) {
+    uint64_t v = 0;
+    for (size_t k = i; k < len; k++) {
+      unsigned d = (unsigned)(buf[k] - '0');
+      if (v > (UINT64_MAX - d) / 10)
+        return "does not fit in 64 bits";
+      v = v * 10 + d;
+    }
+    if (i && v > (uint64_t)INT64_MAX + 1)
+      return "does not fit in 64 bits";
+    x->v.kind = PP_VAL_INT;
+    x->v.i = i ? (int64_t)(0 - v) : (int64_t)v;
+    x->neg = i && v != 0;
+    return NULL;
   }
-  if (lua_rawgetp(L, -1, s) == LUA_TTABLE) {
-    lua_remove(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  const char *names[PP_MAX_FIELDS];
-  for (size_t i = 0; i < s->nfields; i++)
-    names[i] = s->field[i];
-  pp_lua_push_record_mt(L, s->prefix, names, s->nfields);
-  lua_pushvalue(L, -1);
-  lua_rawsetp(L, -3, s);
-  lua_remove(L, -2);
+  char *end;
+  double d = strtod(buf, &end);
+  if (*end || end == buf || d != d || d - d != 0)
+    return "is not a number";
+  x->v.kind = PP_VAL_NUM;
+  x->v.d = d;
+  return NULL;
 }
 
-void pp_lua_push_record(lua_State *L, const pp_record *r) {
-  const pp_schema *s = r->schema;
-  luaL_checkstack(L, 8, "phaseprobe.record");
-  push_schema_mt(L, s);
-  int mt = lua_gettop(L);
-  push_schema_names(L, s); /* interned names: no rehashing per record */
-  int fields = lua_gettop(L);
-  lua_createtable(L, 0, (int)s->nfields + 2);
-  for (size_t i = 0; i < s->nfields; i++) {
-    if (!pp_record_field_present(r, i))
-      continue; /* not in the line: absent here too */
-    lua_rawgeti(L, fields, (lua_Integer)i + 1);
-    if (s->kind[i] == PP_FIELD_KERNEL_SRC)
-      lua_pushstring(L, pp_kernel_src_name((pp_kernel_src)r->values[i]));
+/* The value at the top (popped) into x. NULL, or what is wrong. */
+static const char *lua_value(lua_State *L, pp_cols_field *x, int as_text) {
+  int t = lua_type(L, -1);
+  x->neg = 0;
+  if (as_text && t == LUA_TSTRING) {
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    const char *bad = number_text(s, len, x);
+    if (bad && len <= 40)
+      bad = lua_pushfstring(L, "%s %s", s, bad);
+    else if (bad)
+      bad = lua_pushfstring(L, "a number of %d bytes %s", (int)len, bad);
+    if (bad)
+      lua_remove(L, -2); /* the text; the message stays on the stack */
     else
-      lua_pushinteger(L, (lua_Integer)r->values[i]);
-    lua_rawset(L, -3);
+      lua_pop(L, 1); /* the caller's table holds it */
+    return bad;
   }
-  /* tags: " k=v k2=v2" */
-  const char *p = r->tags;
-  const char *end_tags = r->tags + strnlen(r->tags, sizeof r->tags);
-  while (p < end_tags && *p == ' ') {
-    const char *k = p + 1, *eq = memchr(k, '=', (size_t)(end_tags - k));
+  if (t == LUA_TNUMBER && lua_isinteger(L, -1)) {
+    lua_Integer v = lua_tointeger(L, -1);
+    x->v.kind = PP_VAL_INT;
+    x->v.i = (int64_t)v;
+    x->neg = v < 0;
+  } else if (t == LUA_TNUMBER) {
+    x->v.kind = PP_VAL_NUM;
+    x->v.d = lua_tonumber(L, -1);
+  } else if (t == LUA_TSTRING) {
+    x->v.kind = PP_VAL_STR;
+    x->v.s = lua_tolstring(L, -1, &x->v.len); /* the caller's table holds it */
+  } else {
+    const char *tn = lua_typename(L, t);
+    lua_pop(L, 1);
+    return tn;
+  }
+  lua_pop(L, 1);
+  return NULL;
+}
+
+/* Pushes "field 'name': what" for a bad value of type or text `what`. */
+static const char *bad_field(lua_State *L, const char *name, size_t nlen,
+                             const char *what, int is_type) {
+  lua_pushlstring(L, name, nlen);
+  if (is_type)
+    return lua_pushfstring(L, "field '%s': a %s (values are integers, numbers "
+                              "or strings)", lua_tostring(L, -1), what);
+  return lua_pushfstring(L, "field '%s': %s", lua_tostring(L, -1), what);
+}
+
+/* A list of {name, value [, true]} pairs in line order (with true, value is
+ * a number's text, read exactly). Returns the count; on a problem, *why. */
+static size_t pair_fields(lua_State *L, int idx, list_scratch *sc,
+                          const char **why) {
+  lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+  if (n > PP_PARSE_MAX_TOKENS) {
+    *why = lua_pushfstring(L, "more than %d fields", PP_PARSE_MAX_TOKENS);
+    return 0;
+  }
+  for (lua_Integer j = 1; j <= n; j++) {
+    pp_cols_field *x = &sc->f[j - 1];
+    if (lua_rawgeti(L, idx, j) != LUA_TTABLE) {
+      *why = lua_pushfstring(L, "pair %d is a %s, not {name, value}", (int)j,
+                             luaL_typename(L, -1));
+      return 0;
+    }
+    int pair = lua_gettop(L);
+    if (lua_rawgeti(L, pair, 1) != LUA_TSTRING) {
+      *why = lua_pushfstring(L, "pair %d: the name is a %s, not a string",
+                             (int)j, luaL_typename(L, -1));
+      return 0;
+    }
+    x->name = lua_tolstring(L, -1, &x->nlen); /* the pair holds it */
+    lua_pop(L, 1);
+    int as_text = lua_rawgeti(L, pair, 3) == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_rawgeti(L, pair, 2);
+    const char *bad = lua_value(L, x, as_text);
+    if (bad) {
+      *why = bad_field(L, x->name, x->nlen, bad, !as_text);
+      return 0;
+    }
+    lua_pop(L, 1); /* the pair: the list holds it */
+  }
+  return (size_t)n;
+}
+
+static int name_before(const char *a, size_t al, const char *b, size_t bl) {
+  int c = memcmp(a, b, al < bl ? al : bl);
+  return c < 0 || (c == 0 && al < bl);
+}
+
+/* A table of name = value: opts.fields order first, then the other names
+ * sorted. Returns the count; on a problem, *why. */
+static size_t table_fields(lua_State *L, int idx, const list_opts *o,
+                           list_scratch *sc, const char **why) {
+  size_t n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      *why = lua_pushfstring(L, "a key of type %s (record keys are field "
+                                "names)", luaL_typename(L, -1));
+      return 0;
+    }
+    if (n == PP_PARSE_MAX_TOKENS) {
+      *why = lua_pushfstring(L, "more than %d fields", PP_PARSE_MAX_TOKENS);
+      return 0;
+    }
+    /* the key is a key of the table: it stays alive with it */
+    sc->name[n] = lua_tolstring(L, -1, &sc->nlen[n]);
+    sc->used[n++] = 0;
+  }
+  size_t m = 0;
+  const char *tmp;
+  size_t tl;
+  if (o->order) {
+    lua_Integer no = (lua_Integer)lua_rawlen(L, o->order);
+    for (lua_Integer j = 1; j <= no && m < n; j++) {
+      lua_rawgeti(L, o->order, j);
+      size_t len;
+      const char *name =
+          lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+      lua_pop(L, 1);
+      for (size_t i = m; name && i < n; i++)
+        if (sc->nlen[i] == len && memcmp(sc->name[i], name, len) == 0) {
+          tmp = sc->name[i], sc->name[i] = sc->name[m], sc->name[m] = tmp;
+          tl = sc->nlen[i], sc->nlen[i] = sc->nlen[m], sc->nlen[m] = tl;
+          m++;
+          break;
+        }
+    }
+  }
+  /* the rest by name: insertion sort (records have tens of fields) */
+  for (size_t i = m + 1; i < n; i++) {
+    tmp = sc->name[i];
+    tl = sc->nlen[i];
+    size_t j = i;
+    while (j > m && name_before(tmp, tl, sc->name[j - 1], sc->nlen[j - 1])) {
+      sc->name[j] = sc->name[j - 1];
+      sc->nlen[j] = sc->nlen[j - 1];
+      j--;
+    }
+    sc->name[j] = tmp;
+    sc->nlen[j] = tl;
+  }
+  for (size_t i = 0; i < n; i++) {
+    pp_cols_field *x = &sc->f[i];
+    x->name = sc->name[i];
+    x->nlen = sc->nlen[i];
+    lua_pushlstring(L, x->name, x->nlen);
+    lua_rawget(L, idx);
+    const char *bad = lua_value(L, x, 0);
+    if (bad) {
+      *why = bad_field(L, x->name, x->nlen, bad, 1);
+      return 0;
+    }
+  }
+  return n;
+}
+
+/* The fields of an own record. */
+static size_t own_fields(const lrec *r, pp_cols_field *f) {
+  const pp_schema *s = r->u.schema;
+  size_t n = 0;
+  for (size_t i = 0; i < s->nfields; i++) {
+    if (!pp_field_present(s, r->tail, i))
+      continue;
+    pp_cols_field *x = &f[n++];
+    x->name = s->field[i];
+    x->nlen = strlen(s->field[i]);
+    x->neg = 0;
+    if (s->kind[i] == PP_FIELD_KERNEL_SRC) {
+      const char *k = pp_ksrc_name(r->tail[i]);
+      x->v.kind = PP_VAL_STR;
+      x->v.s = k;
+      x->v.len = strlen(k);
+    } else {
+      x->v.kind = PP_VAL_INT;
+      x->v.i = (int64_t)r->tail[i];
+    }
+  }
+  const char *p = own_tags(r), *end = p + r->ntags;
+  while (p < end && *p == ' ' && n < PP_PARSE_MAX_TOKENS) {
+    const char *name = p + 1;
+    const char *eq = memchr(name, '=', (size_t)(end - name));
     if (!eq)
       break;
-    const char *end = memchr(eq, ' ', (size_t)(end_tags - eq));
-    if (!end)
-      end = end_tags;
-    lua_pushlstring(L, k, (size_t)(eq - k));
-    lua_pushlstring(L, eq + 1, (size_t)(end - eq - 1));
-    lua_rawset(L, -3);
-    p = end;
+    const char *stop = memchr(eq, ' ', (size_t)(end - eq));
+    if (!stop)
+      stop = end;
+    pp_cols_field *x = &f[n++];
+    x->name = name;
+    x->nlen = (size_t)(eq - name);
+    x->neg = 0;
+    x->v.kind = PP_VAL_STR;
+    x->v.s = eq + 1;
+    x->v.len = (size_t)(stop - eq - 1);
+    p = stop;
   }
-  lua_pushvalue(L, mt);
-  lua_setmetatable(L, -2);
-  lua_replace(L, mt);
-  lua_settop(L, mt);
+  return n;
+}
+
+/* The fields of a row record (its store must be open: the caller checked). */
+static size_t row_fields(const pp_cols *c, const lrec *r, pp_cols_field *f) {
+  size_t n = 0, m = row_ncols(c, r);
+  for (size_t i = 0; i < m && n < PP_PARSE_MAX_TOKENS; i++) {
+    size_t col = row_col(c, r, i);
+    pp_value v;
+    pp_cols_get(c, col, r->u.row, &v);
+    if (v.kind == PP_VAL_NONE)
+      continue;
+    pp_cols_field *x = &f[n++];
+    x->name = pp_cols_name(c, col);
+    x->nlen = strlen(x->name);
+    x->v = v;
+    x->neg = v.kind == PP_VAL_INT && v.i < 0 && !pp_cols_unsigned(c, col);
+  }
+  return n;
+}
+
+static void read_list_opts(lua_State *L, int t, list_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->prefix = "record";
+  o->plen = 6;
+  o->source = "(list)";
+  o->line_mode = 1;
+  if (lua_isnoneornil(L, t))
+    return;
+  luaL_checktype(L, t, LUA_TTABLE);
+  if (lua_getfield(L, t, "prefix") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_argerror(L, t, "option prefix must be a string");
+    o->prefix = lua_tolstring(L, -1, &o->plen); /* stays on the stack */
+  }
+  if (lua_getfield(L, t, "source") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_argerror(L, t, "option source must be a string");
+    o->source = lua_tostring(L, -1);
+    luaL_argcheck(L, strlen(o->source) == lua_rawlen(L, -1), t,
+                  "option source holds a NUL byte");
+  }
+  if (lua_getfield(L, t, "fields") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TTABLE)
+      luaL_argerror(L, t, "option fields must be a list of names");
+    o->order = lua_gettop(L);
+  }
+  if (lua_getfield(L, t, "lines") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TTABLE)
+      luaL_argerror(L, t, "option lines must be a list of line numbers");
+    o->lines = lua_gettop(L);
+  }
+  if (lua_getfield(L, t, "text") != LUA_TNIL) {
+    static const char *const modes[] = {"line", "any", NULL};
+    o->line_mode = luaL_checkoption(L, -1, NULL, modes) == 0;
+  }
+}
+
+/* pp.parse.list(list [, opts]) -> columns: the elements of `list`, in
+ * order, appended to a new store. An element is a record (as pp.emit and
+ * record sets give them: copied with its prefix, fields and values), a
+ * table of name = value (its fields in the order of opts.fields, the others
+ * by name), or a list of {name, value} pairs in line order, where
+ * {name, text, true} is a number given as its text (read exactly: u64 up to
+ * 2^64-1). opts: prefix (of tables, default "record"), fields, text =
+ * "line" (default: a table's strings must fit in a line) | "any", source
+ * (@file, default "(list)"), lines (@line of each element, default its
+ * index; errors then say source:line). A bad element raises, naming it. */
+int pp_lua_parse_list(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);
+  list_opts o;
+  read_list_opts(L, 2, &o);
+  list_scratch *sc = lua_newuserdatauv(L, sizeof *sc, 0);
+  pp_cols *c = pp_cols_new();
+  if (!c)
+    return luaL_error(L, "phaseprobe.parse.list: out of memory");
+  pp_lua_push_cols(L, c);
+  int out = lua_gettop(L);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+  char err[256];
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_settop(L, out);
+    lua_rawgeti(L, 1, i);
+    int e = lua_gettop(L);
+    lua_Integer line = i;
+    if (o.lines) {
+      lua_rawgeti(L, o.lines, i);
+      if (lua_isinteger(L, -1))
+        line = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    const char *prefix, *why = NULL;
+    size_t plen, nf = 0;
+    lrec *r = luaL_testudata(L, e, RECORD_MT);
+    if (r && r->kind == REC_OWN) {
+      prefix = r->u.schema->prefix;
+      plen = strlen(prefix);
+      nf = own_fields(r, sc->f);
+    } else if (r) {
+      pp_cols *src = row_cols(L, e);
+      prefix = pp_cols_layout_prefix(src, pp_cols_layout(src, r->u.row));
+      plen = strlen(prefix);
+      nf = row_fields(src, r, sc->f);
+    } else if (lua_type(L, e) == LUA_TTABLE) {
+      prefix = o.prefix;
+      plen = o.plen;
+      if (lua_rawlen(L, e) > 0)
+        nf = pair_fields(L, e, sc, &why);
+      else
+        nf = table_fields(L, e, &o, sc, &why);
+    } else {
+      return luaL_error(L, "phaseprobe.parse.list: element %d is a %s, not a "
+                           "record or a table", (int)i, luaL_typename(L, e));
+    }
+    int rc = -1;
+    if (!why) {
+      rc = pp_cols_append(c, prefix, plen, sc->f, nf, o.source, (uint64_t)line,
+                          r ? 0 : o.line_mode, err, sizeof err);
+      if (rc == -2)
+        return luaL_error(L, "phaseprobe.parse.list: out of memory");
+      why = err;
+    }
+    if (rc != 0) {
+      if (o.lines)
+        return luaL_error(L, "%s:%d: %s", o.source, (int)line, why);
+      return luaL_error(L, "phaseprobe.parse.list: element %d: %s", (int)i,
+                        why);
+    }
+  }
+  lua_settop(L, out);
+  return 1;
+}
+
+/* ---- registration -------------------------------------------------------------- */
+static const luaL_Reg methods[] = {
+    {"_table", rec_table}, {"_text", rec_text}, {NULL, NULL}};
+
+void pp_lua_open_record(lua_State *L) {
+  lua_newtable(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &index_key);
+  lua_newtable(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &fields_key);
+  pp_lua_class_new(L, &(pp_lua_class){.name = RECORD_MT,
+                                      .tostring = rec_tostring,
+                                      .newindex = rec_newindex,
+                                      .pairs = rec_pairs});
+  luaL_getmetatable(L, RECORD_MT);
+  luaL_newlib(L, methods); /* the "_" names rec_index finds besides fields */
+  lua_pushcclosure(L, rec_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &mt_key);
+  lua_pop(L, 1);
 }

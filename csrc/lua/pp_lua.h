@@ -14,6 +14,7 @@
 
 #include "pp_internal.h"
 #include "pp_lua_class.h"
+#include "pp_parse.h"
 #include "pp_stats.h"
 
 int luaopen_phaseprobe(lua_State *L);
@@ -28,20 +29,34 @@ int pp_lua_open_numeric(lua_State *L); /* pp.numeric (lua_stats.c) */
  * calls it. */
 void pp_lua_open_cols(lua_State *L);
 /* Pushes a phaseprobe.columns object that owns c (lua_cols.c). */
-struct pp_cols;
-void pp_lua_push_cols(lua_State *L, struct pp_cols *c);
+void pp_lua_push_cols(lua_State *L, pp_cols *c);
 /* With the module table on top: adds pp.cuda.cupti_* (lua_cupti.c). */
 void pp_lua_open_cupti(lua_State *L);
 
-/* Records as Lua tables: name = value for every field (integers; strings for
- * kernel_src and tags), with a metatable whose __tostring prints the line.
- * The metatable also answers r._prefix and r._fields (field names in line
- * order, a read-only view). */
+/* ---- records (lua_record.c) ------------------------------------------------
+ * The one record type of the Lua side, "phaseprobe.record": a userdata whose
+ * fields are read on access. */
+/* Registers the record metatable (luaopen_phaseprobe, before any record). */
+void pp_lua_open_record(lua_State *L);
+/* A copy of a C record (pp.emit, pp.store). */
 void pp_lua_push_record(lua_State *L, const pp_record *r);
-/* Pushes the shared record metatable for this prefix and field order
- * (cached while some record holds it). */
-void pp_lua_push_record_mt(lua_State *L, const char *prefix,
-                           const char *const *fields, size_t nfields);
+/* Row `row` (0-based) of the columns userdata at cols_idx; view_idx, when
+ * not none or nil, is a list of field names: the record shows only those. */
+void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx);
+/* How a u64 value reaches Lua, everywhere: an integer up to 2^63-1, the
+ * nearest float above. */
+void pp_lua_push_u64(lua_State *L, uint64_t v);
+/* A store value: integers of an unsigned column through pp_lua_push_u64. */
+void pp_lua_push_value(lua_State *L, const pp_value *v, int is_unsigned);
+/* pp.parse.list(list [, opts]) -> columns: records and tables into a store. */
+int pp_lua_parse_list(lua_State *L);
+
+/* ---- column stores (lua_cols.c) ------------------------------------------- */
+/* The store of the open "phaseprobe.columns" handle at idx: NULL when the
+ * value is none or its handle was closed (test), or raising then (check).
+ * A record of a store keeps the handle alive. */
+pp_cols *pp_lua_test_cols(lua_State *L, int idx);
+pp_cols *pp_lua_check_cols(lua_State *L, int idx);
 
 /* t[k] = v for the table on top of the stack. */
 static inline void pp_lua_set_int(lua_State *L, const char *k, uint64_t v) {
@@ -71,5 +86,12 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
                      const char *what, const char *open_verb);
 
+/* luaL_checkoption whose error lists the valid names (lua_args.c). */
+int pp_lua_checkoption(lua_State *L, int arg, const char *def,
+                       const char *const names[]);
+
+/* Gives the plain result table at idx a metatable that prints it as
+ * "key  value" lines under `title` (lua_show.c), for the REPL. */
+void pp_lua_show(lua_State *L, int idx, const char *title);
 
 #endif

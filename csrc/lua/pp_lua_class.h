@@ -30,12 +30,19 @@ typedef struct pp_lua_class {
   lua_CFunction len;       /* __len; NULL: none                            */
   lua_CFunction eq;        /* __eq; NULL: none                             */
   lua_CFunction call;      /* __call; NULL: none                           */
+  lua_CFunction newindex;  /* __newindex; NULL: none                       */
+  lua_CFunction pairs;     /* __pairs; NULL: none                          */
 } pp_lua_class;
 
 /* Creates the class's metatable, or fills the one already registered under
  * that name again (the module loaded twice into one state), and leaves the
  * stack as it was. */
 void pp_lua_class_new(lua_State *L, const pp_lua_class *c);
+
+/* Pushes the class's metatable, made on first use: returns 1 when it was
+ * made now (the caller may add fields to it), 0 when it was there (left as
+ * it is). For classes made on demand (lua_show.c). */
+int pp_lua_class_push(lua_State *L, const pp_lua_class *c);
 
 /* Raises "bad argument #1 (closed KIND)" unless cond holds. */
 #define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)

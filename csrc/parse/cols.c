@@ -625,3 +625,26 @@ PP_EXPORT size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t 
     buf[at < cap ? at : cap - 1] = 0;
   return at;
 }
+
+/* The text of one value as its line prints it (no NUL counted; cut to
+ * cap - 1 bytes); returns the full length. */
+size_t pp_cols_value_text(const pp_cols *c, size_t col, size_t row, char *buf,
+                          size_t cap) {
+  pp_value v;
+  pp_cols_get(c, col, row, &v);
+  char tmp[48];
+  size_t n = 0;
+  const char *s = tmp;
+  if (v.kind == PP_VAL_INT)
+    n = int_text(&c->col[col], (uint64_t)v.i, 8, tmp, sizeof tmp);
+  else if (v.kind == PP_VAL_NUM)
+    n = num_text(v.d, tmp, sizeof tmp);
+  else if (v.kind == PP_VAL_STR)
+    s = v.s, n = v.len;
+  if (cap) {
+    size_t k = n < cap ? n : cap - 1;
+    memcpy(buf, s, k);
+    buf[k] = 0;
+  }
+  return n;
+}

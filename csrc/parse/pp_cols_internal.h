@@ -104,6 +104,35 @@ int pp_cols_set_str(pp_cols *c, size_t col, size_t row, const char *s,
 /* A string value already interned in this store. */
 int pp_cols_set_strid(pp_cols *c, size_t col, size_t row, uint32_t id);
 
+/* The text of `col` in record `row` as the record's line prints it (exact
+ * for every kind); returns its length (0 when absent), writing at most
+ * cap-1 bytes and a NUL. */
+size_t pp_cols_value_text(const pp_cols *c, size_t col, size_t row, char *buf,
+                          size_t cap);
+
+/* ---- records appended from values (cols_build.c) ------------------------ */
+typedef struct {
+  const char *name;
+  size_t nlen;
+  pp_value v; /* PP_VAL_INT (i: the bits), PP_VAL_NUM or PP_VAL_STR */
+  int neg;    /* PP_VAL_INT: i is a negative integer (else unsigned)   */
+} pp_cols_field;
+
+/* Appends one record: its prefix and fields in line order, with @file =
+ * source and @line = line. line_mode: string values must be what a line
+ * can hold. Returns 0; -1 when the record is refused (nothing added, the
+ * reason in err); -2 out of memory (the store is then unusable: free it). */
+int pp_cols_append(pp_cols *c, const char *prefix, size_t plen,
+                   const pp_cols_field *f, size_t n, const char *source,
+                   uint64_t line, int line_mode, char *err, size_t errlen);
+/* Names whose values must be unsigned integers (_ns, _cache_hits,
+ * _cache_misses, _cache_disk_hits), names no record field may take
+ * (_prefix, _fields, _table, _text: the record object answers them), and
+ * prefix words ([A-Za-z0-9_.:/-], starting with a letter, < PP_PREFIX_MAX). */
+int pp_cols_strict_name(const char *s, size_t n);
+int pp_cols_reserved_name(const char *s, size_t n);
+int pp_cols_check_prefix(const char *s, size_t n);
+
 /* Fast presence and raw reads. */
 static inline const pp_chunk *pp_cols_chunk(const pp_cols *c, size_t col,
                                             size_t row) {

@@ -131,18 +131,21 @@ PP_EXPORT const char *pp_kernel_src_name(pp_kernel_src src) {
   return pp_ksrc_name((uint64_t)src);
 }
 
-PP_EXPORT int pp_record_field_present(const pp_record *r, size_t i) {
-  const pp_schema *s = r->schema;
+int pp_field_present(const pp_schema *s, const uint64_t *values, size_t i) {
   if (i >= s->nfields)
     return 0;
   switch (s->kind[i]) {
   case PP_FIELD_DEVICE:
-    return r->values[s->f_ksrc] == PP_KSRC_CUPTI;
+    return values[s->f_ksrc] == PP_KSRC_CUPTI;
   case PP_FIELD_EVENT_ERROR:
-    return r->values[s->f_ksrc] == PP_KSRC_EVENT && r->values[i] != 0;
+    return values[s->f_ksrc] == PP_KSRC_EVENT && values[i] != 0;
   default:
     return 1;
   }
+}
+
+PP_EXPORT int pp_record_field_present(const pp_record *r, size_t i) {
+  return pp_field_present(r->schema, r->values, i);
 }
 
 static const char digit_pairs[] =

@@ -12,7 +12,14 @@
 --
 -- Field names are the line's names ("ptx_ns", "nodes", tags such as
 -- "shape"); "@file" and "@line" name each record's source and line.
+--
+-- Where it sits: the one record container. Logs (the C parser), the live
+-- store, lists of records (pp.parse.list) and CSV / JSON lines read back all
+-- become sets; analysis/, output/, the demo and the commands take sets.
+-- Their records are phaseprobe.record objects; set:layout() says which
+-- fields are phases (phaseprobe.record's rule).
 local pp = require "phaseprobe"
+local record = require "phaseprobe.record"
 local report = require "phaseprobe.output.report"
 
 local M = {}
@@ -77,64 +84,36 @@ function M.from_lines(iter, opts)
 end
 
 --- The live store's records (pp.store) as a set.
+-- (the set alone: the store holds no damaged lines to report)
 function M.from_store(opts)
-  local cols, rep = pp.parse.store(opts)
-  return wrap(cols), rep
+  local cols = pp.parse.store(opts)
+  return wrap(cols)
 end
 
-local function plain_line(r, prefix)
-  local keys = {}
-  for k in pairs(r) do
-    if type(k) ~= "string" then
-      error("phaseprobe.records.from_list: record keys are field names, got a "
-        .. type(k) .. " key", 3)
-    end
-    keys[#keys + 1] = k
-  end
-  table.sort(keys)
-  local parts = { prefix }
-  for _, k in ipairs(keys) do
-    local v = r[k]
-    local s = math.type(v) == "integer" and string.format("%d", v) or tostring(v)
-    if type(v) ~= "number" and type(v) ~= "string" then
-      error(string.format("phaseprobe.records.from_list: field '%s' is a %s "
-        .. "(values are numbers or strings)", k, type(v)), 3)
-    end
-    if s:find("[%s=]") or s == "" then
-      error(string.format("phaseprobe.records.from_list: field '%s' value %q "
-        .. "is empty or holds blanks or '='", k, s), 3)
-    end
-    parts[#parts + 1] = k .. "=" .. s
-  end
-  return table.concat(parts, " ")
-end
-
---- A set from a list of record tables: those from pp.emit, pp.store.records()
--- or a set (they print as their line), or plain tables of name = value
--- (prefix from opts.prefix, default "record"; fields in name order).
+--- A set from a list of records: records from pp.emit, pp.store.records()
+-- or other sets (copied with their prefix, fields and values), or plain
+-- tables of name = value (prefix opts.prefix, default "record"; fields in
+-- the order of opts.fields, then the others by name). Built in C, value by
+-- value (pp.parse.list: the other options are its); raises on a value a
+-- record cannot hold, naming the element and field.
 function M.from_list(list, opts)
-  opts = opts or {}
-  local lines, prefix = {}, opts.prefix or "record"
-  for i, r in ipairs(list) do
-    local mt = getmetatable(r)
-    if mt and mt.__index and type(mt.__index) == "table" and mt.__index._prefix then
-      lines[i] = tostring(r)
-    elseif type(r) == "table" then
-      lines[i] = plain_line(r, prefix)
-    else
-      error("phaseprobe.records.from_list: element " .. i .. " is a "
-        .. type(r) .. ", not a record table", 2)
-    end
+  if type(list) ~= "table" then
+    error("phaseprobe.records.from_list: expected a list of records, got " .. type(list), 2)
   end
-  local popts = {}
-  for k, v in pairs(opts) do popts[k] = v end
-  popts.source = popts.source or "(list)"
-  local i = 0
-  local cols, rep = pp.parse.lines(function()
-    i = i + 1
-    return lines[i]
-  end, popts)
-  return wrap(cols), rep
+  return wrap(pp.parse.list(list, opts))
+end
+
+--- One set holding the records of several sets, in order (each keeps its
+-- @file and @line).
+function M.concat(sets)
+  local list = {}
+  for i, s in ipairs(sets) do
+    if not M.is_set(s) then
+      error("phaseprobe.records.concat: element " .. i .. " is not a record set", 2)
+    end
+    for j = 1, s:count() do list[#list + 1] = s:record(j) end
+  end
+  return wrap(pp.parse.list(list))
 end
 
 -- ---- basics -----------------------------------------------------------------
@@ -152,7 +131,8 @@ function Set:row(i)
   return nil
 end
 
---- The i-th record as a table of name = value (prints as its line).
+--- The i-th record (a phaseprobe.record: fields read on access, prints as
+-- its line).
 function Set:record(i)
   local r = self:row(i)
   if not r then return nil end
@@ -193,10 +173,23 @@ local function field_list(self)
 end
 
 --- Field names: the view's, or those of the selected records in line order.
+local fields_text = report.list_text("phaseprobe.fields")
 function Set:fields()
   local out = {}
   for i, f in ipairs(field_list(self)) do out[i] = f end
-  return out
+  return report.printable(out, fields_text, "phaseprobe.fields")
+end
+
+--- What the set's fields mean (phases, nested regions, counts, caches,
+-- times, quantities): phaseprobe.record.layout over the set's fields.
+function Set:layout()
+  local L = rawget(self, "_layout")
+  if not L then
+    local cols = self._cols
+    L = record.layout(field_list(self), function(f) return cols:kind(f) end)
+    self._layout = L
+  end
+  return L
 end
 
 --- Whether some record of the set has the field (or it is @file/@line).
@@ -375,7 +368,8 @@ end
 -- over the records that have it (count = 0 and nothing else when none).
 function Set:summary(name)
   check_field(self, name, "summary")
-  return self._cols:summary(name, self._sel)
+  return report.printable(self._cols:summary(name, self._sel), report.summary_text(name),
+    "phaseprobe.summary")
 end
 
 --- Summaries of every numeric field (or of the names given): name -> summary.
@@ -383,9 +377,17 @@ function Set:summaries(names)
   local out = {}
   for _, f in ipairs(names or self:fields()) do
     local k = self._cols:kind(f)
-    if k == "integer" or k == "number" then out[f] = self._cols:summary(f, self._sel) end
+    if k == "integer" or k == "number" then out[f] = self:summary(f) end
   end
-  return out
+  return report.printable(out, function(t)
+    local items, names = {}, {}
+    for f in pairs(t) do names[#names + 1] = f end
+    table.sort(names)
+    for i, f in ipairs(names) do items[i] = { name = f, summary = t[f] } end
+    return "phaseprobe.summaries\n" .. report.summaries(items, { fmt = function(v, row)
+      return row.name:match("_ns$") and report.ns(v) or report.num(v)
+    end })
+  end, "phaseprobe.summaries")
 end
 
 --- Values of a field over the set's records that have it (a Lua list).
@@ -403,7 +405,7 @@ end
 function Set:fit(x, y)
   check_field(self, x, "fit")
   check_field(self, y, "fit")
-  return self._cols:fit(x, y, self._sel)
+  return report.printable(self._cols:fit(x, y, self._sel), report.fit_text(x, y), "phaseprobe.fit")
 end
 
 --- Fits of every y field against every x field, reading each column once:
@@ -426,8 +428,7 @@ end
 function Set:view(fields, limit)
   fields = fields or self._view
   if not fields then
-    local analyze = require "phaseprobe.analysis.analyze"
-    local info = analyze.schema(self)
+    local info = self:layout()
     fields = {}
     for _, f in ipairs({ "seq", "wall_ns" }) do
       if self:has(f) then fields[#fields + 1] = f end
@@ -456,9 +457,9 @@ end
 SetMT.__tostring = function(self)
   local n = self:count()
   local pre = {}
-  for _, p in ipairs(self:prefixes()) do pre[#pre + 1] = string.format("%s: %d", p.prefix, p.n) end
+  for _, p in ipairs(self:prefixes()) do pre[#pre + 1] = p.prefix .. ": " .. report.num(p.n) end
   local fields = self:fields()
-  local head = string.format("phaseprobe.records: %d record%s, %d field%s (%s)", n,
+  local head = string.format("phaseprobe.records: %s record%s, %d field%s (%s)", report.num(n),
     n == 1 and "" or "s", #fields, #fields == 1 and "" or "s",
     #pre > 0 and table.concat(pre, ", ") or "no prefix")
   if n == 0 then return head end
@@ -473,22 +474,11 @@ SetMT.__tostring = function(self)
         self._cols:distinct(f, self._sel, 1000))
     end
   end
-  local rows = {}
-  for i, it in ipairs(items) do
-    local row = { name = it.name }
-    for k, v in pairs(it.summary) do row[k] = v end
-    row._ns = it._ns
-    rows[i] = row
-  end
-  local function f(v, row)
-    if row._ns then return report.ns(v) end
+  local table_text = report.summaries(items, { fmt = function(v, row)
+    if row.name:match("_ns$") then return report.ns(v) end
     return report.num(v)
-  end
-  local cols = { { key = "name", title = "field" }, { key = "count", title = "count" } }
-  for _, k in ipairs({ "min", "median", "mean", "p90", "p99", "max", "sum" }) do
-    cols[#cols + 1] = { key = k, title = k, fmt = f, align = "right" }
-  end
-  local text = head .. "\n" .. report.table(rows, cols)
+  end })
+  local text = head .. "\n" .. table_text
   if #strings > 0 then text = text .. "\ntext fields: " .. table.concat(strings, ", ") end
   return text
 end

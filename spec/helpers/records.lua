@@ -2,7 +2,11 @@
 -- different sizes, where the ptx phase (and its nested digest and
 -- fingerprint walks) scales with nodes and every other phase is a fixed cost
 -- per dispatch plus noise. Deterministic: a small LCG drives the noise.
+--
+-- generate() gives plain tables of name = value (records are read-only: a
+-- spec changes a table, then makes a record set of the list with set()).
 local pp = require "phaseprobe"
+local recs = require "phaseprobe.records"
 
 local M = {}
 
@@ -66,7 +70,8 @@ function M.generate(opts)
     end
   end
   pp.tag("shape", nil)
-  local records = pp.store.records()
+  local records = {}
+  for i, r in ipairs(pp.store.records()) do records[i] = r:_table() end
   if opts.start ~= false then
     local t = 7 * 86400 * 1000000000 -- a week of uptime: start_ns well above 10^14
     for _, r in ipairs(records) do
@@ -77,6 +82,14 @@ function M.generate(opts)
     for _, r in ipairs(records) do r.start_ns = 0 end
   end
   return records
+end
+
+--- A record set of the default schema from a list of tables (fields in the
+-- schema's order, tags after them) or of records; a set is returned as is.
+function M.set(list)
+  if recs.is_set(list) then return list end
+  local s = pp.default_schema()
+  return recs.from_list(list, { prefix = s.prefix, fields = s.fields })
 end
 
 return M

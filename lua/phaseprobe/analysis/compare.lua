@@ -20,6 +20,9 @@
 -- cost per dispatch, and its difference splits exactly into
 --   more dispatches   = (d_b - d_a) * m_a
 --   costlier ones     = d_b * (m_b - m_a).
+--
+-- Where it sits: takes record sets (phaseprobe.records), uses their C
+-- summaries; `phaseprobe compare` prints the result.
 local analyze = require "phaseprobe.analysis.analyze"
 
 local M = {}
@@ -56,10 +59,10 @@ function M.sets(a, b, opts)
   local labels = opts.labels or { "a", "b" }
   for i, s in ipairs({ a, b }) do
     if s:count() == 0 then
-      error(string.format("phaseprobe.compare: group '%s' has no records", labels[i]), 2)
+      error(string.format("phaseprobe.analysis.compare: group '%s' has no records", labels[i]), 2)
     end
     if not s:has("wall_ns") then
-      error(string.format("phaseprobe.compare: group '%s' has no wall_ns field", labels[i]), 2)
+      error(string.format("phaseprobe.analysis.compare: group '%s' has no wall_ns field", labels[i]), 2)
     end
   end
   -- records without a wall time take no part
@@ -111,7 +114,9 @@ function M.sets(a, b, opts)
     pe.costlier_dispatches = db * (r.b.mean - r.a.mean)
     r.per_encode = pe
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.comparison\n" .. require("phaseprobe.output.report").compare(t)
+  end, "phaseprobe.comparison")
 end
 
 local function label(field, v)

@@ -25,13 +25,21 @@
 --   "inconclusive": otherwise, with the reason: too few records, always 0,
 --       too few distinct values of every quantity, a large effect with a
 --       poor fit, or time falling as the quantity grows.
+--
+-- Where it sits: the one verdict. Record sets give the fits (set:fit, C:
+-- least squares and Theil-Sen); analysis.analyze, the HTML report and the
+-- demo take their verdicts from here.
 local pp = require "phaseprobe"
+local report = require "phaseprobe.output.report" -- the one number style, for the reasons
 
 local M = {}
 
 M.defaults = {
   min_n = 5,          -- records needed for any verdict
-  min_distinct = 3,   -- distinct values a quantity needs to be tested
+  min_distinct = 3,   -- distinct values a quantity needs to be tested, each
+  min_share = 0.05,   --   on at least this share of the records
+  min_records = 30,   --   or on at least this many
+  collinear_r2 = 0.98, -- two quantities this tied (R^2 of one on the other) move together
   min_effect = 0.2,   -- effect over the observed range, relative to the median
   min_quality = 0.5,  -- Theil-Sen quality for "scales with"
   agree = 0.5,        -- |LS slope - TS slope| <= agree * |TS slope|, else noted
@@ -40,7 +48,13 @@ M.defaults = {
 
 --- Fit of plain arrays: {n, distinct_x, xmin, xmax, ymedian, ok, ls={...}, ts={...}}.
 function M.line(xs, ys)
-  return pp.numeric.fit(xs, ys)
+  return report.printable(pp.numeric.fit(xs, ys), report.fit_text("x", "y"), "phaseprobe.fit")
+end
+
+--- Summary of a plain array of numbers: {count, min, median, mean, p90,
+-- p99, max, sum} (the same C code as set:summary).
+function M.summary(xs)
+  return pp.numeric.summary(xs)
 end
 
 --- Effect of a fit: Theil-Sen slope times the x range, over max(|median y|, 1).
@@ -56,14 +70,54 @@ end
 
 local function pct(x) return string.format("%.0f%%", x * 100) end
 
+--- Whether quantity q has the support to decide a verdict: at least
+-- min_distinct values each held by min_share of the records or by
+-- min_records of them; or, for a quantity spread over many values (64 or
+-- more), its records not piled on one value (neither the lowest 90 % nor
+-- the highest half on a single value). Returns {ok=, why=, distinct=}.
+function M.support(set, q, opts)
+  local need = opt(opts, "min_distinct")
+  local n = set:count()
+  local distinct = set:distinct(q, 64)
+  if distinct >= 64 then
+    local s = set:summary(q)
+    if s.count > 0 and (s.min == s.p90 or s.median == s.max) then
+      return { ok = false, distinct = distinct, why = string.format(
+        "most records on one value (%s)", s.min == s.p90 and tostring(s.min) or tostring(s.max)) }
+    end
+    return { ok = true, distinct = distinct }
+  end
+  local threshold = math.min(opt(opts, "min_share") * n, opt(opts, "min_records"))
+  local held, parts = 0, {}
+  for _, g in ipairs(set:group(q)) do
+    if not g.missing then
+      if g.n >= threshold then held = held + 1 end
+      if #parts < 6 then parts[#parts + 1] = string.format("%s on %d", tostring(g.key), g.n) end
+    end
+  end
+  if held >= need then return { ok = true, distinct = distinct } end
+  return { ok = false, distinct = distinct, need = need, why = string.format(
+    "%d of %d values held: %s%s", held, distinct, table.concat(parts, ", "),
+    distinct > #parts and ", ..." or "") }
+end
+
 --- The scaling verdict of field y against the quantities (fits: the fits
 -- of y against them when already made, e.g. by set:fits). Returns
 -- {name=, n=, median=, verdict=, reason=, quantity=, fixed_ns=,
 --  ns_per_unit=, quality=, r2=, ls_slope=, effect=, also={...},
 --  fits={[q]=fit}, notes={...}}.
 function M.verdict(set, y, quantities, opts, fits)
-  local s = set:summary(y)
-  local res = { name = y, n = s.count, median = s.median, fits = {}, also = {}, notes = {} }
+  local all = {}
+  for _, q in ipairs(quantities) do all[q] = fits and fits[q] or set:fit(q, y) end
+  return M.decide(y, set:summary(y), all, quantities, opts)
+end
+
+--- The verdict from the pieces verdict() takes from a set: the summary of
+-- y and its fit against each quantity ({[q] = fit}), for values that are
+-- not a field of a set (a difference of two fields, say).
+function M.decide(y, s, fits, quantities, opts)
+  local res = report.printable({ name = y, n = s.count, median = s.median, fits = {}, also = {},
+    notes = {} }, report.verdict_text, "phaseprobe.verdict")
   local function inconclusive(reason)
     res.verdict, res.reason = "inconclusive", reason
     return res
@@ -76,10 +130,11 @@ function M.verdict(set, y, quantities, opts, fits)
   if s.max == 0 then return inconclusive("always 0 (never charged?)") end
   local candidates, testable, small, poor, untestable = {}, 0, 0, {}, {}
   local largest, most
+  local support = opts and opts.support or {}
   for _, q in ipairs(quantities) do
-    local f = fits and fits[q] or set:fit(q, y)
+    local f = fits[q]
     res.fits[q] = f
-    if f.distinct_x < opt(opts, "min_distinct") then
+    if f.distinct_x < opt(opts, "min_distinct") or (support[q] and not support[q].ok) then
       untestable[#untestable + 1] = q
       if not most or f.distinct_x > most.d then most = { q = q, d = f.distinct_x } end
     else
@@ -125,17 +180,19 @@ function M.verdict(set, y, quantities, opts, fits)
     end
     if math.abs(f.ls.slope - f.ts.slope) > opt(opts, "agree") * math.abs(f.ts.slope) then
       res.notes[#res.notes + 1] = string.format(
-        "least squares slope %.4g vs Theil-Sen %.4g: outliers?", f.ls.slope, f.ts.slope)
+        "least squares gives %s per unit, Theil-Sen %s: outliers?", report.ns(f.ls.slope),
+        report.ns(f.ts.slope))
     end
-    res.reason = string.format("%.4g ns per %s: %s of the median across its range",
-      f.ts.slope, q, pct(f.effect))
+    res.reason = string.format("%s per unit of %s: %s of the median across its range",
+      report.ns(f.ts.slope), q, pct(f.effect))
     return res
   end
   if testable == 0 then
     if #quantities == 0 then return inconclusive("no counted quantities") end
     return inconclusive(string.format(
-      "too few distinct values of every quantity (need %d; most: %s with %d)",
-      opt(opts, "min_distinct"), most.q, most.d))
+      "no quantity has the support to decide (need %d values each on %s of the records or %d "
+      .. "records; most values: %s with %d)", opt(opts, "min_distinct"), pct(opt(opts, "min_share")),
+      opt(opts, "min_records"), most.q, most.d))
   end
   if small == testable then
     res.verdict = "fixed per dispatch"
@@ -146,8 +203,8 @@ function M.verdict(set, y, quantities, opts, fits)
     res.reason = string.format("no quantity moves it by %s over its range (largest: %s, %s)",
       pct(opt(opts, "min_effect")), largest.q, pct(largest.effect))
     if #untestable > 0 then
-      res.notes[#res.notes + 1] = string.format("untested (< %d values): %s",
-        opt(opts, "min_distinct"), table.concat(untestable, ", "))
+      res.notes[#res.notes + 1] = string.format("untested (too little support): %s",
+        table.concat(untestable, ", "))
     end
     return res
   end

@@ -25,7 +25,11 @@
 -- side) unless opts.wait_phases names others.
 -- Per encode needs dispatches per encode: from an `encode` field (distinct
 -- values) or opts.dispatches_per_encode.
+--
+-- Where it sits: takes record sets (phaseprobe.records) and their C
+-- summaries; `phaseprobe whatif` prints the projection.
 local analyze = require "phaseprobe.analysis.analyze"
+local record = require "phaseprobe.record"
 
 local M = {}
 
@@ -49,9 +53,9 @@ function M.resolve(info, name)
     end
   end
   local names = {}
-  for _, p in ipairs(info.phases) do names[#names + 1] = analyze.short(p) end
-  for _, n in ipairs(info.nested) do names[#names + 1] = analyze.short(n.label) end
-  error(string.format("phaseprobe.whatif: no phase or nested region '%s' (known: %s)",
+  for _, p in ipairs(info.phases) do names[#names + 1] = record.short(p) end
+  for _, n in ipairs(info.nested) do names[#names + 1] = record.short(n.label) end
+  error(string.format("phaseprobe.analysis.whatif: no phase or nested region '%s' (known: %s)",
     tostring(name), table.concat(names, ", ")), 0)
 end
 
@@ -70,7 +74,7 @@ local function cache_price(set, c)
   local phase, misses, hits = c .. "_ns", c .. "_cache_misses", c .. "_cache_hits"
   for _, f in ipairs({ phase, misses, hits }) do
     if not set:has(f) then
-      error(string.format("phaseprobe.whatif: hits %s: no field '%s'", c, f), 0)
+      error(string.format("phaseprobe.analysis.whatif: hits %s: no field '%s'", c, f), 0)
     end
   end
   local miss = set:range(misses, 1)
@@ -82,7 +86,7 @@ local function cache_price(set, c)
     return p
   end
   if p.n_hit == 0 then
-    error(string.format("phaseprobe.whatif: hits %s: no dispatch hit the %s cache without "
+    error(string.format("phaseprobe.analysis.whatif: hits %s: no dispatch hit the %s cache without "
       .. "a miss, so a hit cannot be priced", c, c), 0)
   end
   p.miss_cost = miss:summary(phase).median
@@ -95,11 +99,11 @@ local function add_scaled(steps, list, info)
   for name, factor in pairs(list) do
     if type(name) == "number" then name, factor = factor[1], factor[2] end
     if type(factor) ~= "number" or factor < 0 then
-      error(string.format("phaseprobe.whatif: scale %s: the factor must be a number >= 0, got %s",
+      error(string.format("phaseprobe.analysis.whatif: scale %s: the factor must be a number >= 0, got %s",
         tostring(name), tostring(factor)), 0)
     end
     local label, kind, parent = M.resolve(info, name)
-    steps[#steps + 1] = { what = string.format("scale %s by %g", analyze.short(label), factor),
+    steps[#steps + 1] = { what = string.format("scale %s by %g", record.short(label), factor),
       field = label, kind = kind, parent = parent, coef = 1 - factor }
   end
 end
@@ -113,14 +117,14 @@ end
 function M.project(set, scenario, opts)
   opts = opts or {}
   scenario = scenario or {}
-  if not set:has("wall_ns") then error("phaseprobe.whatif: no wall_ns field", 0) end
+  if not set:has("wall_ns") then error("phaseprobe.analysis.whatif: no wall_ns field", 0) end
   set = set:range("wall_ns") -- records without a wall time take no part
-  if set:count() == 0 then error("phaseprobe.whatif: no records to project", 0) end
+  if set:count() == 0 then error("phaseprobe.analysis.whatif: no records to project", 0) end
   local info = analyze.schema(set)
   local steps, notes = {}, {}
   for _, name in ipairs(scenario.remove or {}) do
     local label, kind, parent = M.resolve(info, name)
-    steps[#steps + 1] = { what = "remove " .. analyze.short(label), field = label, kind = kind,
+    steps[#steps + 1] = { what = "remove " .. record.short(label), field = label, kind = kind,
       parent = parent, coef = 1 }
   end
   add_scaled(steps, scenario.scale or {}, info)
@@ -128,13 +132,13 @@ function M.project(set, scenario, opts)
   local touched = {}
   for _, s in ipairs(steps) do
     if touched[s.field] then
-      error("phaseprobe.whatif: the scenario touches " .. s.field .. " twice", 0)
+      error("phaseprobe.analysis.whatif: the scenario touches " .. s.field .. " twice", 0)
     end
     touched[s.field] = s
   end
   for _, s in ipairs(steps) do
     if s.kind == "nested" and s.parent and touched[s.parent] then
-      error(string.format("phaseprobe.whatif: the scenario touches both %s and its nested "
+      error(string.format("phaseprobe.analysis.whatif: the scenario touches both %s and its nested "
         .. "region %s; they overlap", s.parent, s.field), 0)
     end
   end
@@ -142,7 +146,7 @@ function M.project(set, scenario, opts)
     local p = cache_price(set, c)
     if p.note then notes[#notes + 1] = p.note end
     if touched[p.phase] then
-      error(string.format("phaseprobe.whatif: the scenario touches %s and also turns %s "
+      error(string.format("phaseprobe.analysis.whatif: the scenario touches %s and also turns %s "
         .. "misses into hits; they overlap", p.phase, c), 0)
     end
     steps[#steps + 1] = { what = "hits " .. c, field = p.misses_field, kind = "cache",
@@ -191,15 +195,18 @@ function M.project(set, scenario, opts)
         enqueue = r.measured.enqueue and d * r.measured.enqueue }
     end
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.whatif\n" .. require("phaseprobe.output.report").whatif(t)
+  end, "phaseprobe.whatif")
 end
 
 --- Splits a set by a knob field into (base, variant): the variant is the
 -- records with field = value; the base those lacking the field or with
--- field = base_value (default "none").
+-- field = base_value (default: "none" or "base", the two names a run
+-- without the knob goes by).
 function M.split(set, field, value, base_value)
   local variant = set:where(field, value)
-  local base = set:where { [field] = { false, base_value or "none" } }
+  local base = set:where { [field] = base_value and { false, base_value } or { false, "none", "base" } }
   return base, variant
 end
 
@@ -209,7 +216,7 @@ end
 function M.check(base, variant, scenario, opts)
   local r = M.project(base, scenario, opts)
   if variant:has("wall_ns") then variant = variant:range("wall_ns") end
-  if variant:count() == 0 then error("phaseprobe.whatif: the variant has no records", 0) end
+  if variant:count() == 0 then error("phaseprobe.analysis.whatif: the variant has no records", 0) end
   r.variant = { n = variant:count(), wall = variant:summary("wall_ns").mean }
   if r.projected.enqueue and variant:has("enqueue_ns") then
     r.variant.enqueue = variant:summary("enqueue_ns").mean
@@ -219,7 +226,9 @@ function M.check(base, variant, scenario, opts)
     local p, m = r.projected[k], r.variant[k]
     if p and m and m ~= 0 then r.error[k] = (p - m) / m end
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.whatif\n" .. require("phaseprobe.output.report").whatif(t)
+  end, "phaseprobe.whatif")
 end
 
 return M

@@ -9,7 +9,8 @@
 -- output against the CPU evaluation and every barrier dispatch's arrival
 -- audit, and prints per shape the phase decomposition and what grows with
 -- program size. Without a GPU it says so in one line and prints the same
--- report from a record log recorded on the GPU machine (examples/data/).
+-- report from a record log recorded on the GPU machine (examples/data/ in
+-- the checkout, phaseprobe/data/ beside these modules when installed).
 --
 -- Options:
 --   --log PATH      write every record line (and the run's header and
@@ -18,9 +19,17 @@
 --   --replay PATH   only print the report of a recorded log
 --   --data PATH     the recorded log to fall back to without a GPU
 --   -h, --help
+--
+-- Where it sits: it drives phaseprobe.dispatch (the dispatcher) over
+-- phaseprobe.dispatch.program's generated programs; the records it gets
+-- back (or reads from a log) become one record set, and every figure it
+-- prints is a C summary of that set (set:summary) or a verdict of
+-- phaseprobe.analysis.fit, the same verdict the reports give.
 local pp = require "phaseprobe"
 local P = require "phaseprobe.dispatch.program"
 local D = require "phaseprobe.dispatch"
+local fit = require "phaseprobe.analysis.fit"
+local records = require "phaseprobe.records"
 
 local M = {}
 local fmt = string.format
@@ -43,56 +52,6 @@ M.CHECKS = "# phaseprobe-demo-checks"
 
 local PHASE_FIELDS = {}
 for i, name in ipairs(D.PHASES) do PHASE_FIELDS[i] = name .. "_ns" end
-
--- ---- small statistics ----------------------------------------------------------
-local function median(xs)
-  local n = #xs
-  if n == 0 then return 0 end
-  local s = table.move(xs, 1, n, 1, {})
-  table.sort(s)
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
-M.median = median
-
-local function column(recs, field)
-  local out = {}
-  for i, r in ipairs(recs) do out[i] = tonumber(r[field]) or 0 end
-  return out
-end
-
-local function sum(xs)
-  local s = 0
-  for _, x in ipairs(xs) do s = s + x end
-  return s
-end
-
--- least-squares slope of ys over xs
-local function own_slope(xs, ys)
-  local n = #xs
-  if n < 2 then return 0 end
-  local mx, my = sum(xs) / n, sum(ys) / n
-  local sxx, sxy = 0, 0
-  for i = 1, n do
-    sxx = sxx + (xs[i] - mx) ^ 2
-    sxy = sxy + (xs[i] - mx) * (ys[i] - my)
-  end
-  return sxx > 0 and sxy / sxx or 0
-end
-
--- phaseprobe.analysis.fit, when it is installed and answers fit.linear(xs, ys) with
--- a slope; our own least squares otherwise.
-local function slope(xs, ys)
-  local ok, fit = pcall(require, "phaseprobe.analysis.fit")
-  if ok and type(fit) == "table" and type(fit.linear) == "function" then
-    local called, res = pcall(fit.linear, xs, ys)
-    if called and type(res) == "table" and type(res.slope) == "number" then
-      return res.slope
-    end
-  end
-  return own_slope(xs, ys)
-end
-M.slope = slope
 
 -- ---- formatting ------------------------------------------------------------------
 local function thousands(x)
@@ -125,68 +84,85 @@ local function parse_kv(s)
 end
 M.parse_kv = parse_kv
 
---- demo.load_log(path) -> {meta=, checks=, records=} | nil, message.
---- Record lines are "<prefix> key=value ..."; numbers become integers.
---- Lines "# phaseprobe-demo ..." and "# phaseprobe-demo-checks ..." carry
---- the run's device, date and checks.
+--- demo.load_log(path) -> {meta=, checks=, records=, path=} | nil, message.
+--- records is a record set of the log's record lines (read by pp.parse);
+--- lines "# phaseprobe-demo ..." and "# phaseprobe-demo-checks ..." carry
+--- the run's device, date and checks. Any other line that is not a record
+--- with a wall_ns refuses the log, naming file and line.
 function M.load_log(path)
   local f, err = io.open(path, "r")
   if not f then return nil, err end
-  local log = { meta = {}, checks = nil, records = {}, path = path }
-  local lineno = 0
-  for line in f:lines() do
+  local log = { meta = {}, checks = nil, path = path }
+  local lines, lineno, candidates = f:lines(), 0, {}
+  local set, rep = records.from_lines(function()
+    local line = lines()
+    if line == nil then return nil end
     lineno = lineno + 1
     if line:sub(1, #M.CHECKS + 1) == M.CHECKS .. " " then
       log.checks = parse_kv(line:sub(#M.CHECKS + 2))
     elseif line:sub(1, #M.HEADER + 1) == M.HEADER .. " " then
       log.meta = parse_kv(line:sub(#M.HEADER + 2))
     elseif line ~= "" and line:sub(1, 1) ~= "#" then
-      local prefix, rest = line:match("^(%S+)(.*)$")
-      local r = { _prefix = prefix }
-      for k, v in rest:gmatch("%s([%w_]+)=(%S*)") do
-        r[k] = math.tointeger(tonumber(v)) or tonumber(v) or v
-      end
-      if r.wall_ns == nil then
-        f:close()
-        return nil, fmt("%s:%d: not a record line (no wall_ns)", path, lineno)
-      end
-      log.records[#log.records + 1] = r
+      candidates[#candidates + 1] = lineno
+    end
+    return line
+  end, { source = path })
+  f:close()
+  if rep.rejected > 0 then
+    local e = rep.errors[1]
+    return nil, fmt("%s:%d: %s", path, e.line, e.what)
+  end
+  -- every candidate line must be a record, and every record has a wall_ns
+  local is_record = {}
+  for i = 1, set:count() do
+    local r = set:record(i)
+    if r.wall_ns ~= nil then is_record[set:columns():get(set:row(i), "@line")] = true end
+  end
+  for _, l in ipairs(candidates) do
+    if not is_record[l] then
+      return nil, fmt("%s:%d: not a record line (no wall_ns)", path, l)
     end
   end
-  f:close()
-  if #log.records == 0 then
+  if set:count() == 0 then
     return nil, path .. ": no record lines"
   end
+  log.records = set
   return log
 end
 
 -- ---- the report ----------------------------------------------------------------------
-local function group(records)
-  local by = {}
-  local shapes, knobs = {}, {}
-  local seen_shape, seen_knob = {}, {}
-  for _, r in ipairs(records) do
-    local s, k = r.shape or "?", r.knob or "base"
-    by[s] = by[s] or {}
-    by[s][k] = by[s][k] or {}
-    local list = by[s][k]
-    list[#list + 1] = r
-    if not seen_shape[s] then
-      seen_shape[s] = true
-      shapes[#shapes + 1] = s
-    end
-    if not seen_knob[k] then
-      seen_knob[k] = true
-      knobs[#knobs + 1] = k
+-- The records of one knob set ("base": records tagged base or not tagged).
+local function knob_set(set, knob)
+  if knob == "base" then return set:where { knob = { "base", false } } end
+  return set:where { knob = knob }
+end
+
+local function key_of(g, missing)
+  if g.missing then return missing end
+  return tostring(g.key)
+end
+
+-- shapes (by program size) and knob sets (base first), each a record set
+local function group(set)
+  local by, shapes, knobs, seen_knob = {}, {}, {}, {}
+  for _, g in ipairs(set:has("shape") and set:group("shape") or { { missing = true, set = set } }) do
+    local s = key_of(g, "?")
+    shapes[#shapes + 1] = s
+    by[s] = {}
+    for _, k in ipairs(g.set:has("knob") and g.set:group("knob") or { { missing = true, set = g.set } }) do
+      local name = key_of(k, "base")
+      by[s][name] = k.set
+      if not seen_knob[name] then
+        seen_knob[name] = true
+        knobs[#knobs + 1] = name
+      end
     end
   end
-  -- shapes by program size
-  table.sort(shapes, function(a, b)
-    local ra = by[a][next(by[a])][1]
-    local rb = by[b][next(by[b])][1]
-    return (ra.nodes or 0) < (rb.nodes or 0)
-  end)
-  -- knob sets: base first
+  local function nodes_of(s)
+    local _, sub = next(by[s])
+    return sub:record(1).nodes or 0
+  end
+  table.sort(shapes, function(a, b) return nodes_of(a) < nodes_of(b) end)
   table.sort(knobs, function(a, b)
     if a == "base" then return b ~= "base" end
     if b == "base" then return false end
@@ -195,30 +171,34 @@ local function group(records)
   return by, shapes, knobs
 end
 
-local function shape_summary(recs)
-  local s = { count = #recs, med = {}, total = {} }
-  local r1 = recs[1]
+local SUMMARISED = { "wall_ns", "named_host_ns", "unattributed_ns", "enqueue_ns", "wait_ns", "device_window_ns",
+  "kernel_ns", "sub_ptx_digest_ns", "sub_ptx_vsa_ns" }
+for _, f in ipairs(PHASE_FIELDS) do SUMMARISED[#SUMMARISED + 1] = f end
+
+-- device_window_ns - kernel_ns per dispatch, at least 0 (the C summary)
+local function starvation(set)
+  if not (set:has("device_window_ns") and set:has("kernel_ns")) then return fit.summary({}) end
+  return set:lincomb({ { "device_window_ns", 1 }, { "kernel_ns", -1 } }, 0)
+end
+
+local function shape_summary(set)
+  local s = { count = set:count(), med = {}, total = {} }
+  local r1 = set:record(1)
   for _, k in ipairs{ "nodes", "ptx_bytes", "grid_blocks", "fixpoint", "buffers", "bindings" } do
     s[k] = r1[k] or 0
   end
-  local fields = { "wall_ns", "named_host_ns", "unattributed_ns", "enqueue_ns", "wait_ns", "device_window_ns",
-    "kernel_ns", "sub_ptx_digest_ns", "sub_ptx_vsa_ns" }
-  for _, f in ipairs(PHASE_FIELDS) do fields[#fields + 1] = f end
-  for _, f in ipairs(fields) do
-    local col = column(recs, f)
-    s.med[f] = median(col)
-    s.total[f] = sum(col)
+  for _, f in ipairs(SUMMARISED) do
+    local sm = set:has(f) and set:summary(f) or { count = 0 }
+    s.med[f] = sm.count > 0 and sm.median or 0
+    s.total[f] = sm.count > 0 and sm.sum or 0
   end
-  local starve = {}
-  for i, r in ipairs(recs) do
-    local w, k = tonumber(r.device_window_ns) or 0, tonumber(r.kernel_ns) or 0
-    starve[i] = w > k and w - k or 0
-  end
-  s.med.starvation_ns = median(starve)
+  local st = starvation(set)
+  s.med.starvation_ns = st.count > 0 and st.median or 0
   -- CUPTI's timeline: the device's idle time in the window, split
   if r1.kernel_src == "cupti" then
     for _, f in ipairs{ "launch_latency_ns", "host_gap_ns", "kernels" } do
-      s.med[f] = median(column(recs, f))
+      local sm = set:has(f) and set:summary(f) or { count = 0 }
+      s.med[f] = sm.count > 0 and sm.median or 0
     end
   end
   return s
@@ -257,21 +237,41 @@ local function report_shape(out, name, s, per_round)
   end
 end
 
--- verdict for one row of medians over shapes
-local function verdict(xs, ys)
-  local sl = slope(xs, ys)
-  local growth = sl * (xs[#xs] - xs[1])
-  local top = ys[#ys]
-  local grows = growth > 5000 and top > 0 and growth >= 0.5 * top
-  return sl, grows
+-- The verdict of field f of a set against nodes (phaseprobe.analysis.fit,
+-- over every dispatch), and its Theil-Sen slope in ns per node.
+local function verdict(set, f)
+  local v
+  if f == "starvation_ns" then
+    local xs, ys = {}, {}
+    for i = 1, set:count() do
+      local r = set:record(i)
+      xs[i] = r.nodes or 0
+      local w, k = r.device_window_ns or 0, r.kernel_ns or 0
+      ys[i] = w > k and w - k or 0
+    end
+    v = fit.decide(f, fit.summary(ys), { nodes = fit.line(xs, ys) }, { "nodes" })
+  elseif set:has(f) and set:has("nodes") then
+    v = fit.verdict(set, f, { "nodes" })
+  else
+    return { verdict = "inconclusive", reason = "no " .. f }, 0
+  end
+  local fn = v.fits and v.fits.nodes
+  return v, fn and fn.ok and fn.ts.slope or 0
 end
 
---- demo.report(records, opts, out) prints the report; returns a table of
---- the figures it printed (for specs): summaries[shape][knob], slopes.
-function M.report(records, opts, out)
+local function slope_of(set, f)
+  local _, sl = verdict(set, f)
+  return sl
+end
+
+--- demo.report(set, opts, out) prints the report of a record set (a list of
+--- records is made one); returns a table of the figures it printed (for
+--- specs): summaries[shape][knob], slopes, verdicts.
+function M.report(set, opts, out)
   opts = opts or {}
-  local by, shapes, knobs = group(records)
-  local result = { summaries = {}, slopes = {}, shapes = shapes, knobs = knobs }
+  if not records.is_set(set) then set = records.from_list(set) end
+  local by, shapes, knobs = group(set)
+  local result = { summaries = {}, slopes = {}, verdicts = {}, shapes = shapes, knobs = knobs }
   local per_round = {}
   for _, sh in ipairs(M.SHAPES) do per_round[sh.name] = sh.per_round end
   for _, name in ipairs(shapes) do
@@ -299,8 +299,10 @@ function M.report(records, opts, out)
     end
   end
   if #usable >= 2 then
+    local base_set = knob_set(set, base)
     out("")
-    out(fmt("what grows with program size (knobs %s; median ns per dispatch; slope by least squares over nodes)", base))
+    out(fmt("what grows with program size (knobs %s; median ns per dispatch; slope and verdict: Theil-Sen "
+      .. "over every dispatch against nodes, as phaseprobe fit gives them)", base))
     local head = "  " .. rpad("", 16)
     for _, name in ipairs(usable) do head = head .. lpad(name, 12) end
     out(head .. lpad("ns/node", 11) .. "  verdict")
@@ -313,16 +315,15 @@ function M.report(records, opts, out)
       "starvation_ns" } do rows[#rows + 1] = f end
     local growing = {}
     for _, f in ipairs(rows) do
-      local ys = {}
       local line = "  " .. rpad(f, 16)
-      for i, name in ipairs(usable) do
-        ys[i] = result.summaries[name][base].med[f]
-        line = line .. lpad(thousands(ys[i]), 12)
+      for _, name in ipairs(usable) do
+        line = line .. lpad(thousands(result.summaries[name][base].med[f]), 12)
       end
-      local sl, grows = verdict(xs, ys)
+      local v, sl = verdict(base_set, f)
       result.slopes[f] = sl
-      if grows and f ~= "wall_ns" then growing[#growing + 1] = f end
-      out(line .. lpad(fmt("%.1f", sl), 11) .. "  " .. (grows and "grows with nodes" or "flat"))
+      result.verdicts[f] = v.verdict
+      if v.quantity == "nodes" and f ~= "wall_ns" then growing[#growing + 1] = f end
+      out(line .. lpad(fmt("%.1f", sl), 11) .. "  " .. v.verdict)
     end
     out("  -> grows with program size: " .. (#growing > 0 and table.concat(growing, ", ") or "nothing"))
     -- the knob sets against each other
@@ -337,21 +338,18 @@ function M.report(records, opts, out)
       for _, f in ipairs{ "ptx_ns", "sub_ptx_digest_ns", "sub_ptx_vsa_ns", "lease_ns", "wall_ns" } do
         out("  " .. f)
         for _, k in ipairs(knobs) do
-          local ys, kx = {}, {}
           local line = "    " .. rpad(k, w - 2)
           local complete = true
           for _, name in ipairs(usable) do
             local s = result.summaries[name][k]
             if s then
-              ys[#ys + 1] = s.med[f]
-              kx[#kx + 1] = s.nodes
               line = line .. lpad(thousands(s.med[f]), 12)
             else
               complete = false
               line = line .. lpad("-", 12)
             end
           end
-          local sl = complete and slope(kx, ys) or 0
+          local sl = complete and slope_of(knob_set(set, k), f) or 0
           result.knob_slopes[k .. ":" .. f] = sl
           out(line .. lpad(complete and fmt("%.1f", sl) or "-", 11))
         end
@@ -359,9 +357,7 @@ function M.report(records, opts, out)
       if result.summaries[usable[1]].memo_digest then
         local b = result.knob_slopes[base .. ":ptx_ns"]
         local m = result.knob_slopes["memo_digest:ptx_ns"]
-        local b_ys = {}
-        for _, name in ipairs(usable) do b_ys[#b_ys + 1] = result.summaries[name][base].med.ptx_ns end
-        local _, base_grows = verdict(xs, b_ys)
+        local base_grows = (verdict(base_set, "ptx_ns")).quantity == "nodes"
         local stops = base_grows and m <= 0.05 * b
         local first, last = result.summaries[usable[1]].memo_digest, result.summaries[usable[#usable]].memo_digest
         result.memo = { base_slope = b, memo_slope = m, base_grows = base_grows, stops = stops }
@@ -531,9 +527,10 @@ end
 -- ---- main --------------------------------------------------------------------------------------
 local function usage(out)
   out("usage: phaseprobe demo [--log PATH] [--rounds N] [--events] [--replay PATH] [--data PATH]")
+  out("                      [--verbose]")
   out("  On a GPU: dispatches three program shapes under three knob sets and reports the phase")
   out("  decomposition, kernel times from CUPTI's timeline where CUPTI runs (--events: the event")
-  out("  pairs). Without one: reports a log recorded on the GPU machine.")
+  out("  pairs). Without one: reports a log recorded on the GPU machine (--verbose: why no GPU).")
 end
 
 local function parse_args(args)
@@ -557,6 +554,8 @@ local function parse_args(args)
       o.data = value()
     elseif a == "--events" then
       o.events = true
+    elseif a == "--verbose" or a == "-v" then
+      o.verbose = true
     elseif a == "-h" or a == "--help" then
       o.help = true
     else
@@ -567,15 +566,20 @@ local function parse_args(args)
   return o
 end
 
+-- The recorded log: installed beside the modules (phaseprobe/data/, where
+-- `make install` and the rock put it), else in the checkout's examples/data/.
 local function default_data()
   local here = package.searchpath("phaseprobe.dispatch.demo", package.path)
   if here then
-    local root = here:gsub("[^/]*$", ""):gsub("lua/phaseprobe/dispatch/$", "")
-    local p = (root ~= "" and root or "./") .. M.DATA_FILE
-    local f = io.open(p, "r")
-    if f then
-      f:close()
-      return p
+    local dir = here:gsub("[^/]*$", "")
+    local root = dir:gsub("lua/phaseprobe/dispatch/$", "")
+    for _, p in ipairs { dir:gsub("dispatch/$", "data/") .. M.DATA_FILE:match("[^/]*$"),
+                         (root ~= "" and root or "./") .. M.DATA_FILE } do
+      local f = io.open(p, "r")
+      if f then
+        f:close()
+        return p
+      end
     end
   end
   return M.DATA_FILE
@@ -598,7 +602,7 @@ function M.replay(path, out)
   end
   M.report(log.records, {}, out)
   local c = new_checks()
-  for _, r in ipairs(log.records) do check_sums(c, r) end
+  for i = 1, log.records:count() do check_sums(c, log.records:record(i)) end
   local recorded = log.checks or {}
   print_checks(out, {
     outputs = recorded.outputs or "unchecked",
@@ -651,13 +655,13 @@ function M.live(dev, o, out, err)
     tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0,
     #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds,
     source == "cupti" and "CUPTI's timeline" or "the event pairs"))
-  local records, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
+  local list, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
     shapes = o.shapes, knob_sets = o.knob_sets, why_unverified = o.why_unverified }
   if o.log then
     pp.sink("none")
     append_checks(o.log, checks)
   end
-  M.report(records, {}, out)
+  M.report(records.from_list(list), {}, out)
   print_checks(out, checks, false)
   local seconds = (pp.now() - clock0) / 1e9
   out(fmt("demo took %.1f s%s", seconds, o.log and ("; records in " .. o.log) or ""))
@@ -671,6 +675,8 @@ function M.main(args, out, err)
   args = args or {}
   out = out or function(line) io.stdout:write(line, "\n") end
   if err == nil then err = io.stderr end
+  -- the status line only on a terminal (one rule: phaseprobe.cli.progress)
+  if err and not require("phaseprobe.cli.progress").enabled(err) then err = false end
   local ok, o = pcall(parse_args, args)
   if not ok then
     out(tostring(o))
@@ -686,7 +692,9 @@ function M.main(args, out, err)
   local dev, why = D.cuda_device(0)
   if not dev then
     local data = o.data or default_data()
-    out(fmt("phaseprobe demo: no GPU here (%s); reporting the recorded log %s instead", tostring(why), data))
+    out("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows"
+      .. (o.verbose and "" or " (--verbose: why)"))
+    if o.verbose then out("  why: " .. tostring(why)) end
     return M.replay(data, out)
   end
   local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)

@@ -592,7 +592,7 @@ local guard_mt = {
 --- block, fixpoint, markers, ceiling, arrivals, ptx_bytes, nodes.
 function Dispatcher:dispatch(prog, args)
   if getmetatable(prog) ~= P.Program then
-    error("dispatcher:dispatch: argument 1 must be a program from phaseprobe.program.new/generate", 2)
+    error("dispatcher:dispatch: argument 1 must be a program from phaseprobe.dispatch.program.new/generate", 2)
   end
   if type(args) ~= "table" then
     error("dispatcher:dispatch: argument 2 must be a table {n=, inputs=, ...}", 2)

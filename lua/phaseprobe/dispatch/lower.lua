@@ -18,6 +18,9 @@
 -- (all blocks co-resident) or the spin never ends.
 --
 -- Threads with gid >= n skip every stage but still arrive at every barrier.
+--
+-- Where it sits: the dispatcher (phaseprobe.dispatch) calls it in its ptx
+-- phase for programs of phaseprobe.dispatch.program; the probe times it.
 local P = require "phaseprobe.dispatch.program"
 
 local M = {}
@@ -188,7 +191,7 @@ function M.ptx(prog)
 
   local head = {
     "//",
-    string.format("// phaseprobe.lower v%d: %d nodes, %d buffers, %d grid barriers",
+    string.format("// phaseprobe.dispatch.lower v%d: %d nodes, %d buffers, %d grid barriers",
       M.LOWERING_VERSION, prog.nodes, nb, barriers),
     "//",
     "",

@@ -1,5 +1,12 @@
--- phaseprobe.dispatch.program: small element-wise GPU programs, their validation,
--- a generator of programs of a given size, and a CPU evaluation.
+-- phaseprobe.dispatch.program: small element-wise GPU programs: the builders,
+-- the flat representation P.new makes, and the validation every dispatch
+-- runs. The generator of programs of a given size (P.generate, P.inputs) is
+-- in dispatch/generate.lua and the CPU evaluation (prog:evaluate,
+-- P.compare) in dispatch/eval.lua; both are reached from here.
+--
+-- Where it sits: the dispatcher (phaseprobe.dispatch) validates, digests
+-- and lowers these programs (dispatch/lower.lua turns them into PTX) in its
+-- phases; the demo generates them at three sizes.
 --
 --   local P = require "phaseprobe.dispatch.program"
 --   local prog = P.new{
@@ -175,6 +182,15 @@ local function check_const(B, path, v, ty)
   return iv, iv & 0xFFFFFFFF
 end
 
+-- The index of the buffer a load or store names, or a failure naming it.
+local function buffer_of(B, name, path, what)
+  local bi = B.buffer_index[name]
+  if not bi then
+    fail(B, path, "%s unknown buffer '%s' (buffers: %s)", what, tostring(name), B.buffer_list)
+  end
+  return bi
+end
+
 -- Emits expression `e` (children first) with type `ty`; returns its index.
 local function emit_expr(B, e, ty, path)
   e = as_expr(e)
@@ -183,10 +199,7 @@ local function emit_expr(B, e, ty, path)
   end
   local op = e.op
   if op == "load" then
-    local bi = B.buffer_index[e.buf]
-    if not bi then
-      fail(B, path, "load of unknown buffer '%s' (buffers: %s)", tostring(e.buf), B.buffer_list)
-    end
+    local bi = buffer_of(B, e.buf, path, "load of")
     local bt = B.buffers[bi].tcode
     if ty and bt ~= ty then
       fail(B, path, "load of '%s' (%s) where %s is expected", e.buf, TYPE_NAMES[bt], TYPE_NAMES[ty])
@@ -258,10 +271,7 @@ local function emit_stmt(B, s, path)
   end
   local op = s.op
   if op == "store" then
-    local bi = B.buffer_index[s.buf]
-    if not bi then
-      fail(B, path, "store to unknown buffer '%s' (buffers: %s)", tostring(s.buf), B.buffer_list)
-    end
+    local bi = buffer_of(B, s.buf, path, "store to")
     local bd = B.buffers[bi]
     if bd.rcode == ROLES.input then
       fail(B, path, "store to '%s', whose role is input (read-only)", s.buf)
@@ -329,11 +339,11 @@ end
 --- runs the same validation a dispatch runs (races between stages).
 function M.new(desc)
   if type(desc) ~= "table" then
-    error("phaseprobe.program.new: expected a description table, got " .. type(desc), 2)
+    error("phaseprobe.dispatch.program.new: expected a description table, got " .. type(desc), 2)
   end
   local name = desc.name or "program"
   if type(name) ~= "string" then
-    error("phaseprobe.program.new: name must be a string", 2)
+    error("phaseprobe.dispatch.program.new: name must be a string", 2)
   end
   local B = new_builder(name)
   read_buffers(B, desc.buffers)
@@ -363,7 +373,7 @@ function M.new(desc)
 end
 
 function Program:__tostring()
-  return string.format("phaseprobe.program '%s' (%d nodes, %d buffers, %d grid barriers, fixpoint %d)",
+  return string.format("phaseprobe.dispatch.program '%s' (%d nodes, %d buffers, %d grid barriers, fixpoint %d)",
     self.name, self.nodes, #self.buffers, self.barriers, self.fixpoint)
 end
 
@@ -448,394 +458,8 @@ function Program:validate()
   return summary
 end
 
--- ---- a generator of programs of a given size ------------------------------
--- splitmix64 on Lua integers (wrapping arithmetic)
-local function rng_new(seed)
-  local state = seed or 1
-  return function()
-    state = state + 0x9E3779B97F4A7C15
-    local z = state
-    z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
-    z = (z ~ (z >> 27)) * 0x94D049BB133111EB
-    return z ~ (z >> 31)
-  end
-end
-M.rng = rng_new
-
-local function below(r, n) -- uniform-ish integer in [0, n)
-  return (r() >> 1) % n
-end
-
---- P.generate{nodes=, barriers=0, type="u32", seed=1, name=, fixpoint=1,
----            window=8} -> program with exactly `nodes` nodes.
---- Buffers: in0, in1 (input), state (inout), out (output) and, with
---- barriers, pa and pb (output) written in alternate stages and read at a
---- nonzero shift in the next one, so every barrier carries data across
---- blocks. The last stage stores out and state.
-function M.generate(o)
-  o = o or {}
-  local nodes = o.nodes or 64
-  local barriers = o.barriers or 0
-  local tyname = o.type or "u32"
-  local name = o.name or string.format("gen_%d_%d", nodes, barriers)
-  if not TYPES[tyname] then
-    error(string.format("phaseprobe.program.generate: unknown type '%s' (types: u32, i32, f32)", tostring(tyname)), 2)
-  end
-  if math.type(barriers) ~= "integer" or barriers < 0 then
-    error("phaseprobe.program.generate: barriers must be a non-negative integer", 2)
-  end
-  local stages = barriers + 1
-  -- per stage at least one store of a 3-node value (4 nodes), the last stage two
-  local min_nodes = stages * 4 + 4 + barriers
-  if math.type(nodes) ~= "integer" or nodes < min_nodes then
-    error(string.format("phaseprobe.program.generate: nodes must be an integer >= %d for %d barriers, got %s",
-      min_nodes, barriers, tostring(nodes)), 2)
-  end
-  local r = rng_new(o.seed or 1)
-  local window = o.window or 8
-  local isf = tyname == "f32"
-  local ops2 = isf and { "add", "sub", "mul", "min", "max" } or { "add", "sub", "mul", "min", "max", "xor" }
-
-  local function const()
-    if isf then
-      return M.const(0.5 + below(r, 1024) / 1024, "f32")
-    elseif tyname == "i32" then
-      return M.const(below(r, 2001) - 1000, "i32")
-    end
-    return M.const((r() & 0xFFFFFFFF) | 1, "u32")
-  end
-
-  local lets = {}
-  local nlet = 0
-  local buffers = {
-    { name = "in0", type = tyname, role = "input" },
-    { name = "in1", type = tyname, role = "input" },
-    { name = "state", type = tyname, role = "inout" },
-    { name = "out", type = tyname, role = "output" },
-  }
-  if barriers > 0 then
-    buffers[#buffers + 1] = { name = "pa", type = tyname, role = "output" }
-    buffers[#buffers + 1] = { name = "pb", type = tyname, role = "output" }
-  end
-
-  -- a few neighbour offsets per program, as real kernels have
-  local in_shifts = { 0, 0, 1 + below(r, 1 << 20), 1 + below(r, 1 << 20) }
-  local prev_shifts = { 1 + below(r, 1 << 20), 1 + below(r, 1 << 20) }
-  local stage_prev -- buffer written by the previous stage
-  local function leaf()
-    local k = below(r, 10)
-    if k < 3 and nlet > 0 then
-      local lo = math.max(1, nlet - window + 1)
-      return M.ref(lets[lo + below(r, nlet - lo + 1)])
-    elseif k < 5 then
-      return M.load(k == 3 and "in0" or "in1", in_shifts[1 + below(r, 4)])
-    elseif k < 6 and stage_prev then
-      return M.load(stage_prev, prev_shifts[1 + below(r, 2)])
-    elseif k < 7 then
-      return M.load("state")
-    elseif k < 8 and not isf then
-      return M.gid()
-    end
-    return const()
-  end
-
-  -- Part sizes of a tree are 1 or >= 3: no operator has one operand.
-  local function split2(m) -- m == 2 or m >= 4
-    if m == 2 then return 1, 1 end
-    local l = 1 + below(r, m - 1)
-    if l == 2 then l = 1 end
-    if m - l == 2 then l = m - 1 end
-    return l, m - l
-  end
-  local function split3(m) -- m == 3 or m >= 5
-    local p1 = 1 + below(r, m - 2)
-    if p1 == 2 or m - p1 == 3 then p1 = 1 end
-    return p1, split2(m - p1)
-  end
-
-  -- a tree with exactly `size` nodes (size == 1 or size >= 3)
-  local function tree(size)
-    if size == 1 then return leaf() end
-    local m = size - 1
-    if m == 3 or (m >= 5 and below(r, 6) == 0) then
-      local p1, p2, p3 = split3(m)
-      return M.fma(tree(p1), tree(p2), tree(p3))
-    end
-    local l, rr = split2(m)
-    local op = ops2[1 + below(r, #ops2)]
-    return M[op](tree(l), tree(rr))
-  end
-
-  -- split `budget` nodes of one stage into lets and the final store(s)
-  local body = {}
-  local total = nodes - barriers
-  local base = (total - 4) // stages -- every stage >= 4 nodes, the last >= 8
-  for s = 0, barriers do
-    local last = s == barriers
-    local budget = last and (total - base * barriers) or base
-    local store_sizes
-    local reserve = last and 8 or 4
-    while budget - reserve > 24 do
-      local size = 12 + below(r, 12) -- let: 1 + tree
-      local value = tree(size - 1)
-      nlet = nlet + 1
-      local lname = "t" .. nlet
-      body[#body + 1] = M.let(lname, value)
-      lets[nlet] = lname
-      budget = budget - size
-    end
-    if last then
-      -- store state (1 + tree) and out (1 + tree); each tree >= 3 nodes
-      local half = budget // 2
-      store_sizes = { half, budget - half }
-    else
-      store_sizes = { budget }
-    end
-    local targets = last and { "state", "out" } or { (s % 2 == 0) and "pa" or "pb" }
-    for k, size in ipairs(store_sizes) do
-      body[#body + 1] = M.store(targets[k], tree(size - 1)) -- size >= 4
-    end
-    if not last then
-      body[#body + 1] = M.barrier()
-      stage_prev = (s % 2 == 0) and "pa" or "pb"
-    end
-  end
-  local prog = M.new{ name = name, buffers = buffers, body = body, fixpoint = o.fixpoint or 1 }
-  if prog.nodes ~= nodes then
-    error(string.format("phaseprobe.program.generate: internal error, %d nodes instead of %d", prog.nodes, nodes))
-  end
-  return prog
-end
-
---- P.inputs(prog, n, seed) -> {name = array} for every input and inout
---- buffer: n deterministic values of the buffer's type.
-function M.inputs(prog, n, seed)
-  local r = rng_new((seed or 7) * 0x100000001B3 + n)
-  local out = {}
-  for _, bd in ipairs(prog.buffers) do
-    if bd.role ~= "output" then
-      local t = {}
-      for i = 1, n do
-        if bd.type == "u32" then
-          t[i] = r() & 0xFFFFFFFF
-        elseif bd.type == "i32" then
-          t[i] = ((r() & 0xFFFFFFFF) ~ 0x80000000) - 0x80000000
-        else
-          t[i] = f32((below(r, 1 << 20) / (1 << 19)) - 1.0)
-        end
-      end
-      out[bd.name] = t
-    end
-  end
-  return out
-end
-
--- ---- the CPU evaluation -----------------------------------------------------
--- Column-wise: each node computes all n elements before the next node runs.
--- That equals per-thread program order because validation rules out
--- cross-element reads of a buffer stored in the same stage, and barriers
--- order the stages.
-
-local TEMPLATES = {
-  [1] = { -- u32
-    add = "(@1 + @2) & 0xFFFFFFFF", sub = "(@1 - @2) & 0xFFFFFFFF", mul = "(@1 * @2) & 0xFFFFFFFF",
-    fma = "(@1 * @2 + @3) & 0xFFFFFFFF", min = "(@1 < @2) and @1 or @2", max = "(@1 > @2) and @1 or @2",
-    xor = "@1 ~ @2",
-  },
-  [2] = { -- i32: wrap to the signed range
-    add = "((@1 + @2 + 0x80000000) & 0xFFFFFFFF) - 0x80000000",
-    sub = "((@1 - @2 + 0x80000000) & 0xFFFFFFFF) - 0x80000000",
-    mul = "((@1 * @2 + 0x80000000) & 0xFFFFFFFF) - 0x80000000",
-    fma = "((@1 * @2 + @3 + 0x80000000) & 0xFFFFFFFF) - 0x80000000",
-    min = "(@1 < @2) and @1 or @2", max = "(@1 > @2) and @1 or @2", xor = "@1 ~ @2",
-  },
-  [3] = { -- f32: exact in double, then one rounding (fma rounds twice: compare with tolerance)
-    add = "F(@1 + @2)", sub = "F(@1 - @2)", mul = "F(@1 * @2)", fma = "F(@1 * @2 + @3)",
-    min = "FMIN(@1, @2)", max = "FMAX(@1, @2)",
-  },
-}
-
--- PTX min.f32 / max.f32: a NaN operand yields the other operand.
-local function fmin(x, y)
-  if x ~= x then return y elseif y ~= y then return x end
-  return x < y and x or y
-end
-local function fmax(x, y)
-  if x ~= x then return y elseif y ~= y then return x end
-  return x > y and x or y
-end
-
-local kernels = {}
--- kernel(ty, op, kinds): kinds is a string of "c" (column) or "s" (scalar)
--- per operand. All scalars: returns a scalar.
-local function kernel(ty, opname, kinds)
-  local key = ty .. opname .. kinds
-  local k = kernels[key]
-  if k then return k end
-  local expr = TEMPLATES[ty][opname]
-  local names = { "a", "b", "c" }
-  local allscalar = not kinds:find("c")
-  expr = expr:gsub("@(%d)", function(d)
-    local idx = tonumber(d)
-    if kinds:sub(idx, idx) == "c" then return names[idx] .. "[i]" end
-    return names[idx]
-  end)
-  local src
-  if allscalar then
-    src = "local F, FMIN, FMAX = ... return function(n, a, b, c) return " .. expr .. " end"
-  else
-    src = "local F, FMIN, FMAX = ... return function(n, a, b, c) local d = {} for i = 1, n do d[i] = "
-      .. expr .. " end return d end"
-  end
-  k = assert(load(src, "=phaseprobe.program.kernel(" .. key .. ")"))(f32, fmin, fmax)
-  kernels[key] = k
-  return k
-end
-
-local function check_input(prog, bd, data, n)
-  if type(data) ~= "table" then
-    error(string.format("program '%s': input '%s' must be an array of %d %s values, got %s",
-      prog.name, bd.name, n, bd.type, type(data)), 0)
-  end
-  if #data ~= n then
-    error(string.format("program '%s': input '%s' has %d elements, expected n = %d",
-      prog.name, bd.name, #data, n), 0)
-  end
-  local col = {}
-  for i = 1, n do
-    local v = data[i]
-    if bd.type == "f32" then
-      if type(v) ~= "number" then
-        error(string.format("program '%s': input '%s'[%d] is not a number", prog.name, bd.name, i), 0)
-      end
-      col[i] = f32(v)
-    else
-      local iv = math.tointeger(v)
-      local lo, hi = 0, 0xFFFFFFFF
-      if bd.type == "i32" then lo, hi = -0x80000000, 0x7FFFFFFF end
-      if not iv or iv < lo or iv > hi then
-        error(string.format("program '%s': input '%s'[%d] = %s is not a %s value", prog.name, bd.name, i,
-          tostring(v), bd.type), 0)
-      end
-      col[i] = iv
-    end
-  end
-  return col
-end
-
-local function fill(n, v)
-  local t = {}
-  for i = 1, n do t[i] = v end
-  return t
-end
-
-local function shifted(col, k, n)
-  k = k % n
-  if k == 0 then return col end
-  local d = table.move(col, k + 1, n, 1, {})
-  return table.move(col, 1, k, n - k + 1, d)
-end
-
---- prog:evaluate(inputs, n [, fixpoint]) -> {name = array} for every
---- output and inout buffer (1-based arrays of n values). `inputs` holds an
---- array of n values for every input and inout buffer; outputs start as
---- zeros, as the dispatcher clears them.
-function Program:evaluate(inputs, n, fixpoint)
-  if math.type(n) ~= "integer" or n < 1 then
-    error(string.format("program '%s': evaluate: n must be a positive integer, got %s", self.name, tostring(n)), 2)
-  end
-  fixpoint = fixpoint or self.fixpoint
-  inputs = inputs or {}
-  local cols = {}
-  for bi, bd in ipairs(self.buffers) do
-    if bd.role == "output" then
-      cols[bi] = fill(n, bd.type == "f32" and 0.0 or 0)
-    else
-      if inputs[bd.name] == nil then
-        error(string.format("program '%s': evaluate: no data for %s buffer '%s'", self.name, bd.role, bd.name), 2)
-      end
-      cols[bi] = check_input(self, bd, inputs[bd.name], n)
-    end
-  end
-  local gidcol = {}
-  for i = 1, n do gidcol[i] = i - 1 end
-  local op, ty, a, b, c, buf, imm = self.op, self.ty, self.a, self.b, self.c, self.buf, self.imm
-  local LOAD, CONST, GID, REF, LET, STORE, BARRIER = OP.load, OP.const, OP.gid, OP.ref, OP.let, OP.store, OP.barrier
-  local opname = OP_NAMES
-  for _ = 1, fixpoint do
-    local vals = {}
-    for i = 1, self.nodes do
-      local o = op[i]
-      if o == LOAD then
-        vals[i] = shifted(cols[buf[i]], imm[i], n)
-      elseif o == CONST then
-        vals[i] = imm[i]
-      elseif o == GID then
-        vals[i] = gidcol
-      elseif o == REF then
-        vals[i] = vals[imm[i]]
-      elseif o == LET then
-        vals[i] = vals[a[i]]
-        vals[a[i]] = nil
-      elseif o == STORE then
-        local v = vals[a[i]]
-        vals[a[i]] = nil
-        cols[buf[i]] = type(v) == "table" and v or fill(n, v)
-      elseif o ~= BARRIER then
-        local x, y, z = vals[a[i]], vals[b[i]], c[i] ~= 0 and vals[c[i]] or nil
-        local kinds = (type(x) == "table" and "c" or "s") .. (type(y) == "table" and "c" or "s")
-          .. (z == nil and "" or (type(z) == "table" and "c" or "s"))
-        vals[i] = kernel(ty[i], opname[o], kinds)(n, x, y, z)
-        vals[a[i]], vals[b[i]] = nil, nil
-        if c[i] ~= 0 then vals[c[i]] = nil end
-      end
-    end
-  end
-  local out = {}
-  for bi, bd in ipairs(self.buffers) do
-    if bd.role ~= "input" then
-      out[bd.name] = table.move(cols[bi], 1, n, 1, {})
-    end
-  end
-  return out
-end
-
---- P.compare(prog, got, want [, tolerance]) -> true | false, message.
---- Integer buffers must match exactly; f32 buffers within `tolerance`
---- (relative, default 1e-5) with NaN equal to NaN.
-function M.compare(prog, got, want, tol)
-  tol = tol or 1e-5
-  for _, bd in ipairs(prog.buffers) do
-    if bd.role ~= "input" then
-      local g, w = got[bd.name], want[bd.name]
-      if type(g) ~= "table" then
-        return false, string.format("buffer '%s' was not read back", bd.name)
-      end
-      if #g ~= #w then
-        return false, string.format("buffer '%s': %d elements read back, %d expected", bd.name, #g, #w)
-      end
-      local bad, first = 0, nil
-      for i = 1, #w do
-        local x, y = g[i], w[i]
-        local ok
-        if bd.type == "f32" then
-          ok = (x == y) or (x ~= x and y ~= y)
-            or (math.abs(x - y) <= tol * math.max(math.abs(x), math.abs(y)) + 1e-30)
-        else
-          ok = x == y
-        end
-        if not ok then
-          bad = bad + 1
-          first = first or i
-        end
-      end
-      if bad > 0 then
-        return false, string.format("buffer '%s': %d of %d elements differ; first at gid %d: got %s, expected %s",
-          bd.name, bad, #w, first - 1, tostring(g[first]), tostring(w[first]))
-      end
-    end
-  end
-  return true
-end
+-- The generator and the CPU evaluation, on this module's codes and builders.
+require("phaseprobe.dispatch.generate")(M)
+require("phaseprobe.dispatch.eval")(M, Program)
 
 return M

@@ -6,14 +6,20 @@
 --   html.report(set, opts)   -> string    render(describe(set, opts))
 --   html.write(set, path, opts) -> true | nil, message
 --
--- opts: title=, source= (shown under the title), group= (tag or field to
--- group by; default the `shape` tag, else the first tag, else `nodes`),
--- by= (the quantity phases are plotted against when no fit names one;
--- default `nodes`), fits = { [phase label] = {intercept=, slope=, verdict=,
--- quantity=, r2=} } (from the analysis module; phases without one get
--- html.fallback_fit), nested = false to leave nested regions out,
--- max_points = points drawn per scatter (default html.MAX_POINTS; all
--- records are fitted).
+-- `set` is a record set (phaseprobe.records; records.from_list makes one
+-- from a list). opts: title=, source= (shown under the title), group= (tag or
+-- field to group by; default the `shape` tag, else the first tag, else
+-- `nodes`), by= (the quantity phases are plotted against when no verdict
+-- names one; default `nodes`), fits = { [phase label] = {intercept=,
+-- slope=, verdict=, quantity=, r2=} } (default html.analysis_fits(set, by):
+-- the analysis's verdicts), nested = false to leave nested regions out,
+-- max_points = points drawn per scatter before they are binned (default
+-- output/points.lua's), progress = function(label) called per plot.
+--
+-- Sits at the end of the flow: record sets -> analysis (verdicts) -> this
+-- page; its tables are the C summaries of each group, its scatters come
+-- from output/points.lua (every record looked at once, binned past
+-- max_points, outliers kept), its plots from output/svg.lua.
 --
 -- The description (what render takes) is:
 --   { title=, source=, notes = {string}, summary = {{label, value}},
@@ -21,109 +27,79 @@
 --     bars = <svg.stacked_bars options>, scatters = { {label=, svg=<svg.scatter options>} } }
 --   row = { name=, kind = "phase"|"nested"|"residue"|"total"|"device", parent=,
 --           mean=, median=, min=, max=, share= (of mean wall, 0..1, or nil) }
-local recview = require "phaseprobe.recview"
+local record = require "phaseprobe.record"
+local records = require "phaseprobe.records"
 local svg = require "phaseprobe.output.svg"
+local points = require "phaseprobe.output.points"
 
 local M = {}
 local esc = svg.esc
 
--- Points drawn per scatter at most (all of them are fitted).
-M.MAX_POINTS = 2000
-
 ------------------------------------------------------------------------------
--- statistics
+-- verdicts
 ------------------------------------------------------------------------------
 
-local function stats(values)
-  local n = #values
-  if n == 0 then return { n = 0, mean = 0, median = 0, min = 0, max = 0 } end
-  local sorted, sum = {}, 0
-  for i, v in ipairs(values) do
-    sorted[i] = v
-    sum = sum + v
+--- Fits from the analysis (phaseprobe.analysis.analyze.scaling: Theil-Sen
+-- fits and verdicts against every counted quantity) as the plain data the
+-- page and plots take: { [label] = {intercept=, slope=, verdict=, note=,
+-- quantity=, r2=, method=} }. With `by` (the user's --by), only fits
+-- against that quantity are kept (and verdicts without one: fixed,
+-- inconclusive), so the plots show what was asked.
+function M.analysis_fits(set, by)
+  local analyze = require "phaseprobe.analysis.analyze"
+  local s = analyze.scaling(set)
+  local fits = {}
+  for _, list in ipairs { s.phases or {}, s.nested or {} } do
+    for _, v in ipairs(list) do
+      local f = by and v.quantity ~= by and type(v.fits) == "table" and v.fits[by] or nil
+      if f and f.ok and f.ts then
+        -- asked for another quantity than the verdict's: its own fit, the
+        -- verdict kept as it is
+        fits[v.name] = { verdict = v.verdict .. (v.quantity and (" (plotted against " .. by .. ")") or ""),
+          note = v.reason, quantity = by, intercept = f.ts.intercept, slope = f.ts.slope,
+          r2 = f.ls and f.ls.r2, method = "Theil-Sen" }
+      elseif not by or v.quantity == nil or v.quantity == by then
+        fits[v.name] = { verdict = v.verdict, note = v.reason, quantity = v.quantity,
+          intercept = v.fixed_ns, slope = v.ns_per_unit, r2 = v.r2, method = "Theil-Sen",
+          legend = v.ns_per_unit == 0 and "fixed cost (median)" or nil }
+      end
+    end
   end
-  table.sort(sorted)
-  local median = n % 2 == 1 and sorted[(n + 1) // 2] or (sorted[n // 2] + sorted[n // 2 + 1]) / 2
-  return { n = n, mean = sum / n, median = median, min = sorted[1], max = sorted[n] }
-end
-
--- Fallback, used only where the analysis module supplied no fit: ordinary
--- least squares of y on x with a plain verdict. "scales with q" when the
--- line explains at least half the variance (R^2 >= 0.5) and its slope
--- carries at least a fifth of the mean time at the mean quantity; "fixed per
--- dispatch" otherwise; no verdict without spread in the quantity.
-function M.fallback_fit(points, quantity)
-  local n = #points
-  local fit = { quantity = quantity, fallback = true, n = n, method = "least-squares" }
-  if n < 3 then
-    fit.verdict = ("too few dispatches (%d) to fit"):format(n)
-    return fit
-  end
-  local sx, sy = 0, 0
-  for _, p in ipairs(points) do
-    sx = sx + p[1]
-    sy = sy + p[2]
-  end
-  local mx, my = sx / n, sy / n
-  local sxx, sxy, syy = 0, 0, 0
-  for _, p in ipairs(points) do
-    local dx, dy = p[1] - mx, p[2] - my
-    sxx = sxx + dx * dx
-    sxy = sxy + dx * dy
-    syy = syy + dy * dy
-  end
-  if sxx == 0 then
-    fit.intercept, fit.slope = my, 0
-    fit.verdict = ("no spread in %s: cannot tell scaling from a fixed cost"):format(quantity)
-    return fit
-  end
-  fit.slope = sxy / sxx
-  fit.intercept = my - fit.slope * mx
-  fit.r2 = syy > 0 and (sxy * sxy) / (sxx * syy) or 1
-  local share = my > 0 and (fit.slope * mx) / my or 0
-  if fit.r2 >= 0.5 and share >= 0.2 then
-    fit.verdict = ("scales with %s"):format(quantity)
-  else
-    fit.verdict = "fixed per dispatch"
-  end
-  return fit
+  return fits
 end
 
 ------------------------------------------------------------------------------
 -- describe
 ------------------------------------------------------------------------------
 
-local function pick_group(records, want)
+local function pick_group(set, want)
   if want then return want end
   local tags = {}
-  for _, r in ipairs(records) do
-    for _, t in ipairs(recview.tags(r)) do tags[t] = true end
+  local cols = set:columns()
+  for _, f in ipairs(set:fields()) do
+    if f ~= "kernel_src" and cols:kind(f) == "string" then tags[#tags + 1] = f end
   end
-  if tags.shape then return "shape" end
-  local names = {}
-  for t in pairs(tags) do names[#names + 1] = t end
-  table.sort(names)
-  return names[1] or "nodes"
+  for _, t in ipairs(tags) do
+    if t == "shape" then return t end
+  end
+  table.sort(tags)
+  return tags[1] or "nodes"
 end
 
-local function group_key(r, by)
-  local v = r[by]
-  if v == nil then return "(no " .. by .. ")" end
-  if math.type(v) == "integer" then return recview.u64_text(v) end
-  return tostring(v)
+local function key_text(g, by)
+  if g.missing then return "(no " .. by .. ")" end
+  if math.type(g.key) == "integer" then return string.format("%d", g.key) end
+  return tostring(g.key)
 end
 
-local function group_records(records, by)
-  local groups, index = {}, {}
-  for _, r in ipairs(records) do
-    local k = group_key(r, by)
-    local g = index[k]
-    if not g then
-      g = { name = k, records = {} }
-      index[k] = g
-      groups[#groups + 1] = g
+local function group_sets(set, by)
+  local groups = {}
+  if set:has(by) then
+    for _, g in ipairs(set:group(by)) do
+      groups[#groups + 1] = { name = key_text(g, by), set = g.set, n = g.n }
     end
-    g.records[#g.records + 1] = r
+  else
+    groups[1] = { name = "(no " .. by .. ")", set = set, n = set:count() }
   end
   table.sort(groups, function(a, b)
     local na, nb = tonumber(a.name), tonumber(b.name)
@@ -134,50 +110,53 @@ local function group_records(records, by)
   return groups
 end
 
-local function column(records, name)
-  local out = {}
-  for i, r in ipairs(records) do out[i] = recview.u(r, name) end
-  return out
+local ZERO = { mean = 0, median = 0, min = 0, max = 0 }
+
+-- mean, median, min, max of a field over a group (the C summary; a field
+-- the group lacks reads as 0, as the line would print it)
+local function stats(set, name)
+  local s = set:has(name) and set:summary(name)
+  if not s or s.count == 0 then return ZERO end
+  return { mean = s.mean, median = s.median, min = s.min, max = s.max }
 end
 
-local function starvation_column(records)
-  local out = {}
-  for i, r in ipairs(records) do
-    out[i] = math.max(0, recview.u(r, "device_window_ns") - recview.u(r, "kernel_ns"))
-  end
-  return out
+local function starvation(set)
+  if not (set:has("device_window_ns") and set:has("kernel_ns")) then return ZERO end
+  local s = set:lincomb({ { "device_window_ns", 1 }, { "kernel_ns", -1 } }, 0)
+  if s.count == 0 then return ZERO end
+  return { mean = s.mean, median = s.median, min = s.min, max = s.max }
 end
 
 local function group_rows(g, L, with_nested)
   local rows = {}
-  local wall = stats(column(g.records, "wall_ns"))
-  local function add(name, kind, values, parent)
-    local s = stats(values)
-    s.name, s.kind, s.parent = name, kind, parent
+  local wall = stats(g.set, "wall_ns")
+  local function add(name, kind, st, parent)
+    local row = { name = name, kind = kind, parent = parent, mean = st.mean, median = st.median,
+      min = st.min, max = st.max }
     if kind == "phase" or kind == "residue" or kind == "nested" or name == "named_host_ns" then
-      s.share = wall.mean > 0 and s.mean / wall.mean or nil
+      row.share = wall.mean > 0 and st.mean / wall.mean or nil
     end
-    rows[#rows + 1] = s
+    rows[#rows + 1] = row
   end
   for _, p in ipairs(L.phases) do
-    add(p, "phase", column(g.records, p))
+    add(p, "phase", stats(g.set, p))
     if with_nested then
       for _, n in ipairs(L.nested) do
-        if L.parent[n] == p then add(n, "nested", column(g.records, n), p) end
+        if L.parent[n] == p then add(n, "nested", stats(g.set, n), p) end
       end
     end
   end
   if with_nested then
     for _, n in ipairs(L.nested) do
-      if not L.parent[n] then add(n, "nested", column(g.records, n)) end
+      if not L.parent[n] then add(n, "nested", stats(g.set, n)) end
     end
   end
-  add("unattributed_ns", "residue", column(g.records, "unattributed_ns"))
-  add("named_host_ns", "total", column(g.records, "named_host_ns"))
-  add("wall_ns", "total", column(g.records, "wall_ns"))
-  add("device_window_ns", "device", column(g.records, "device_window_ns"))
-  add("kernel_ns", "device", column(g.records, "kernel_ns"))
-  add("starvation_ns", "device", starvation_column(g.records))
+  add("unattributed_ns", "residue", stats(g.set, "unattributed_ns"))
+  add("named_host_ns", "total", stats(g.set, "named_host_ns"))
+  add("wall_ns", "total", wall)
+  add("device_window_ns", "device", stats(g.set, "device_window_ns"))
+  add("kernel_ns", "device", stats(g.set, "kernel_ns"))
+  add("starvation_ns", "device", starvation(g.set))
   return rows
 end
 
@@ -186,10 +165,16 @@ local function group_label(by, name)
   return name
 end
 
+local function as_set(set)
+  if records.is_set(set) then return set end
+  error("html.describe: expected a record set (phaseprobe.records; records.from_list makes one), got "
+    .. type(set), 3)
+end
+
 -- The report as plain data: see the header for the shape.
 function M.describe(set, opts)
   opts = opts or {}
-  local records = recview.collect(set, "html.describe")
+  set = as_set(set)
   local desc = {
     title = opts.title or "phaseprobe report",
     source = opts.source,
@@ -198,18 +183,20 @@ function M.describe(set, opts)
     groups = {},
     scatters = {},
   }
-  if #records == 0 then
+  local n = set:count()
+  if n == 0 then
     desc.notes[#desc.notes + 1] = "No records: nothing to report."
     return desc
   end
-  local L = recview.layout(records[1])
-  local by = pick_group(records, opts.group)
+  local L = set:layout()
+  local by = pick_group(set, opts.group)
   desc.group_by = by
-  local groups = group_records(records, by)
+  local groups = group_sets(set, by)
   local with_nested = opts.nested ~= false
+  local report = require "phaseprobe.output.report"
 
   desc.summary = {
-    { "dispatches", #records },
+    { "dispatches", report.num(n) },
     { "grouped by", by },
     { "groups", #groups },
     { "phases", #L.phases },
@@ -218,15 +205,15 @@ function M.describe(set, opts)
   -- tables
   for _, g in ipairs(groups) do
     local counts = {}
-    for _, c in ipairs(L.counts) do counts[#counts + 1] = { c, stats(column(g.records, c)).mean } end
-    desc.groups[#desc.groups + 1] = { name = group_label(by, g.name), n = #g.records,
+    for _, c in ipairs(L.counts) do counts[#counts + 1] = { c, stats(g.set, c).mean } end
+    desc.groups[#desc.groups + 1] = { name = group_label(by, g.name), n = g.n,
       rows = group_rows(g, L, with_nested), counts = counts }
   end
 
   -- stacked bars: the phase partition of the mean wall, the residue, then the
   -- device-side starvation kept apart
   local series = {}
-  for i, p in ipairs(L.phases) do series[i] = { name = recview.phase_short(p), color = svg.color(i) } end
+  for i, p in ipairs(L.phases) do series[i] = { name = record.short(p), color = svg.color(i) } end
   series[#series + 1] = { name = "unattributed", color = svg.GREY }
   series[#series + 1] = { name = "starvation", hatch = true, gap_before = true,
     note = "device window - kernel, device time" }
@@ -234,77 +221,78 @@ function M.describe(set, opts)
   for gi, g in ipairs(groups) do
     local values = {}
     for _, row in ipairs(desc.groups[gi].rows) do
-      if row.kind == "phase" then values[recview.phase_short(row.name)] = row.mean end
+      if row.kind == "phase" then values[record.short(row.name)] = row.mean end
       if row.name == "unattributed_ns" then values.unattributed = row.mean end
       if row.name == "starvation_ns" then values.starvation = row.mean end
     end
-    bars[gi] = { label = group_label(by, g.name), values = values, note = ("n=%d"):format(#g.records) }
+    bars[gi] = { label = group_label(by, g.name), values = values, note = "n=" .. report.num(g.n) }
   end
   desc.bars = { title = "Where the time of one dispatch goes (mean per group)",
     subtitle = "host phases and the unattributed residue add up to wall time (the printed total); "
       .. "the hatched part after the gap is device time",
     unit = "ns", value_label = "mean per dispatch", series = series, bars = bars }
 
-  -- scatters: each phase against the quantity it scales with
+  -- scatters: each phase against the quantity it scales with; every record
+  -- is looked at, large sets through a grid (output/points.lua)
   local plotted = {}
   for _, p in ipairs(L.phases) do plotted[#plotted + 1] = p end
   if with_nested then
-    for _, n in ipairs(L.nested) do plotted[#plotted + 1] = n end
+    for _, nl in ipairs(L.nested) do plotted[#plotted + 1] = nl end
   end
-  local fits = opts.fits or {}
+  local fits = opts.fits or M.analysis_fits(set, opts.by)
+  local named = {}
+  for gi, g in ipairs(groups) do named[gi] = { name = group_label(by, g.name), set = g.set } end
   for _, label in ipairs(plotted) do
-    local given = fits[label]
-    local quantity = given and given.quantity or opts.by or "nodes"
-    -- every dispatch goes into the fit; past max_points only every k-th is
-    -- drawn, so a large log still makes a page a browser opens quickly
-    local stride = math.max(1, math.ceil(#records / (opts.max_points or M.MAX_POINTS)))
-    local series_pts, all, seen = {}, {}, 0
-    for gi, g in ipairs(groups) do
-      local pts = {}
-      for _, r in ipairs(g.records) do
-        local pt = { recview.u(r, quantity), recview.u(r, label) }
-        seen = seen + 1
-        if seen % stride == 0 or stride == 1 then pts[#pts + 1] = pt end
-        all[#all + 1] = pt
-      end
-      series_pts[gi] = { name = group_label(by, g.name), points = pts }
-    end
-    local fit = given or M.fallback_fit(all, quantity)
+    if opts.progress then opts.progress(label) end
+    local fit = fits[label]
+    local quantity = fit and fit.quantity or opts.by or "nodes"
+    local pts = points.gather(named, quantity, label, { max_points = opts.max_points })
+    fit = fit or { verdict = "no fit against " .. quantity }
     local subtitle = fit.verdict or ""
     if fit.slope and fit.intercept and fit.slope ~= 0 then
-      subtitle = ("%s: %s × %s + %s%s"):format(subtitle, svg.fmt_ns(fit.slope), quantity,
-        svg.fmt_ns(fit.intercept), fit.r2 and (", R² = %.3f"):format(fit.r2) or "")
+      subtitle = ("%s: %s%s"):format(subtitle, report.equation(fit.intercept, fit.slope, quantity),
+        fit.r2 and (", least squares R² %.2f"):format(fit.r2) or "")
     elseif fit.intercept and fit.slope == 0 then
-      subtitle = ("%s: %s"):format(subtitle, svg.fmt_ns(fit.intercept))
+      subtitle = ("%s: %s"):format(subtitle, report.ns(fit.intercept))
     elseif fit.note then
       subtitle = ("%s (%s)"):format(subtitle, fit.note)
     end
-    if fit.fallback then subtitle = subtitle .. " (fallback fit)" end
-    if stride > 1 then subtitle = subtitle .. (" · 1 in %d dispatches drawn"):format(stride) end
+    local note
+    if pts.binned then
+      note = ("%s dispatches; each dot stands for those in one small cell of the plot (at their "
+        .. "mean, larger for more)"):format(report.num(pts.n))
+    end
+    if pts.outliers > 0 then
+      note = (note and (note .. ". ") or "") .. ("%s above %s drawn above the axis break, up to %s%s")
+        :format(report.num(pts.outliers), report.ns(pts.y.bulk), report.ns(pts.y.max),
+          pts.outliers_drawn < pts.outliers and (" (the largest %s one by one)"):format(
+            report.num(pts.outliers_drawn)) or " (one by one)")
+    end
     local nested_in = L.parent[label]
+    local svg_series = {}
+    for gi, sr in ipairs(pts.series) do
+      svg_series[gi] = { name = sr.name, points = sr.points, outliers = sr.outliers }
+    end
     desc.scatters[#desc.scatters + 1] = {
       label = label,
       verdict = fit.verdict,
-      fallback = fit.fallback,
       svg = {
         title = label .. (nested_in and (" (inside " .. nested_in .. ")") or "") .. " against " .. quantity,
         subtitle = subtitle,
+        note = note,
         x = { label = quantity },
-        y = { label = label:gsub("_ns$", "") .. " time", unit = "ns" },
-        series = series_pts,
-        fit = fit,
+        y = { label = label:gsub("_ns$", "") .. " time", unit = "ns", bulk = pts.y.bulk < pts.y.max
+          and pts.y.bulk or nil, max = pts.y.max },
+        series = svg_series,
+        fit = fit.slope and fit.intercept and fit or nil,
       },
     }
   end
 
-  if opts.fits then
-    desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis module (phaseprobe.analysis.analyze): "
-      .. "each phase against every counted quantity; the plot shows the quantity of the verdict."
-  else
-    desc.notes[#desc.notes + 1] = "Fits here are the report's fallback: ordinary least squares of each "
-      .. "phase's time on " .. (opts.by or "nodes") .. " over all dispatches; a phase \"scales\" when the line "
-      .. "explains at least half the variance and its slope carries at least a fifth of the mean time."
-  end
+  desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis (phaseprobe.analysis.fit): "
+    .. "each phase against every counted quantity, Theil-Sen; the plot shows the quantity of the verdict."
+  local mixed = require("phaseprobe.analysis.analyze").variants(set)
+  if #mixed > 0 then desc.notes[#desc.notes + 1] = report.variants(mixed):gsub("\n", " ") end
   desc.notes[#desc.notes + 1] = "Phases are a partition of the host time charged to a dispatch: they add "
     .. "up to named_host_ns, and unattributed_ns = wall_ns - named_host_ns is the rest. Nested regions "
     .. "(sub_*) are measured inside a phase and are not added again. Starvation is device_window_ns - "

@@ -1,0 +1,288 @@
+-- phaseprobe.output.json: records as JSON lines, and the JSON text the
+-- trace writer shares.
+--
+--   json.jsonl(set, path [, stream])  one JSON object per record and line
+--   json.read_jsonl(path [, opts])    -> records, or nil, "path:line: what"
+--                                     (opts.prefix: the prefix they print with;
+--                                     opts.max_bytes: the largest file read,
+--                                     default files.MAX_BYTES = 8 GiB)
+--   json.encode(v, where)             a Lua value as JSON text
+--   json.record_json(r, i [, big_as_string])
+--                                     one record as an object, keys in line order
+--   json.number_text(v, where)        an integer or float as exported text
+--
+-- Sits after the record sets in the flow, beside output/csv.lua and
+-- output/trace.lua (which builds its events with encode and record_json).
+--
+-- `set` is a record set (phaseprobe.records). `path` is a file name, or "-"
+-- for standard output (or for `stream` when given). Writers return true, or
+-- nil and a message when the file cannot be written; misuse (not a set, a
+-- value no format can hold) raises, naming record and field. Readers return
+-- a record set whose records carry @file = the path and @line = the line.
+--
+-- Numbers. Integers are written as their exact decimal; u64 values above
+-- 2^63-1 (floats in Lua: see phaseprobe.record) as the exact digits of
+-- their line (r:_text). Debian's lua-cjson 2.1.0 formats every number with
+-- at most 14 significant digits, so it would round any value from 10^14 up
+-- (every CLOCK_MONOTONIC start_ns after about a day of uptime): cjson
+-- escapes and writes every string and decodes every line we read, and the
+-- digits of numbers are placed by this module. Values from 2^53 up are exact
+-- in the file (DuckDB and pandas read them as 64-bit integers); JavaScript
+-- readers see them rounded. In trace args, values past 2^63-1 are written as
+-- strings (trace readers parse integers as int64). The readers hand the
+-- digits of every number to the store as text (pp.parse.list), so they
+-- round-trip exactly up to 2^64-1; floats are written with 17 significant
+-- digits and a decimal point, so they come back as the same floats.
+local records = require "phaseprobe.records"
+local files = require "phaseprobe.output.files"
+local cjson = require("cjson").new() -- own instance: no global settings touched
+
+local M = {}
+
+------------------------------------------------------------------------------
+-- value text and a small JSON writer
+------------------------------------------------------------------------------
+
+local function where_text(where)
+  return where and (where .. ": ") or ""
+end
+
+local function number_text(v, where)
+  if math.type(v) == "integer" then return string.format("%d", v) end
+  if v ~= v or v == math.huge or v == -math.huge then
+    error(where_text(where) .. tostring(v) .. " cannot be written (JSON and CSV have no non-finite numbers)", 0)
+  end
+  local s = string.format("%.17g", v)
+  if not s:find("[%.eEn]") then s = s .. ".0" end -- stays a float when read back
+  return s
+end
+
+-- Marker metatables for the trace writer: arrays, and microsecond values
+-- held as integer nanoseconds (written "123.456" exactly).
+local ARRAY = {}
+local US = {}
+local RAW = {} -- JSON text already made
+local function array(t) return setmetatable(t or {}, ARRAY) end
+local function us(ns) return setmetatable({ ns = ns }, US) end
+local function raw(text) return setmetatable({ text = text }, RAW) end
+
+local function us_text(ns)
+  return string.format("%d.%03d", ns // 1000, ns % 1000)
+end
+
+-- Field names repeat on every line: their encodings (with the colon) are kept.
+local key_cache = setmetatable({}, { __index = function(t, k)
+  local e = cjson.encode(k) .. ":"
+  rawset(t, k, e)
+  return e
+end })
+
+local encode
+local function encode_into(v, out, where)
+  local t = type(v)
+  if t == "string" then
+    out[#out + 1] = cjson.encode(v)
+  elseif t == "number" then
+    if math.type(v) == "integer" then
+      out[#out + 1] = string.format("%d", v)
+    else
+      out[#out + 1] = number_text(v, where)
+    end
+  elseif t == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif t == "table" then
+    local mt = getmetatable(v)
+    if mt == US then
+      out[#out + 1] = us_text(v.ns)
+    elseif mt == RAW then
+      out[#out + 1] = v.text
+    elseif mt == ARRAY or (rawlen(v) > 0) then
+      out[#out + 1] = "["
+      for i = 1, #v do
+        if i > 1 then out[#out + 1] = "," end
+        encode_into(v[i], out, where)
+      end
+      out[#out + 1] = "]"
+    else
+      local keys = {}
+      for k in pairs(v) do
+        if type(k) ~= "string" then
+          error(where_text(where) .. "object key of type " .. type(k) .. " cannot be written as JSON", 0)
+        end
+        keys[#keys + 1] = k
+      end
+      table.sort(keys)
+      out[#out + 1] = "{"
+      for i, k in ipairs(keys) do
+        if i > 1 then out[#out + 1] = "," end
+        out[#out + 1] = key_cache[k]
+        encode_into(v[k], out, where)
+      end
+      out[#out + 1] = "}"
+    end
+  else
+    error(where_text(where) .. "a " .. t .. " cannot be written as JSON", 0)
+  end
+end
+
+function encode(v, where)
+  local out = {}
+  encode_into(v, out, where)
+  return table.concat(out)
+end
+
+local function where_field(i, k) return ("record %d, field '%s'"):format(i, k) end
+
+-- The exact digits of a u64 value above 2^63-1 (a float in Lua), from the
+-- record's line; nil for any other value.
+local function big_digits(r, k, v)
+  if v >= 0x1p63 and v < math.huge and v == math.floor(v) then
+    local t = r:_text(k)
+    if t and t:match("^%d+$") then return t end
+  end
+  return nil
+end
+
+-- A number as JSON or CSV text: integers and floats as number_text, u64
+-- values above 2^63-1 as their digits (quoted with big_as_string: trace args).
+local function value_text(r, i, k, v, big_as_string)
+  if math.type(v) == "integer" then return string.format("%d", v) end
+  local big = big_digits(r, k, v)
+  if big then return big_as_string and ('"' .. big .. '"') or big end
+  return number_text(v, where_field(i, k))
+end
+
+-- One record as a JSON object whose keys come in line order. With
+-- big_as_string, u64 values past 2^63-1 are written as strings (trace args).
+local function record_json(r, i, big_as_string)
+  local out, n = { "{" }, 1
+  for k, v in pairs(r) do
+    if n > 1 then
+      n = n + 1
+      out[n] = ","
+    end
+    out[n + 1] = key_cache[k]
+    n = n + 2
+    if type(v) == "string" then
+      out[n] = cjson.encode(v)
+    else
+      out[n] = value_text(r, i, k, v, big_as_string)
+    end
+  end
+  out[n + 1] = "}"
+  return table.concat(out)
+end
+
+--- The set argument of an exporter, or an error naming it.
+function M.check_set(set, what)
+  if not records.is_set(set) then
+    local got = type(set)
+    if got == "userdata" or got == "table" then got = tostring(getmetatable(set) and set or got) end
+    error(("%s: expected a record set (phaseprobe.records; records.from_list makes one), got %s")
+      :format(what, got), 3)
+  end
+  return set
+end
+
+------------------------------------------------------------------------------
+-- JSON lines
+------------------------------------------------------------------------------
+
+function M.jsonl(set, path, stream)
+  M.check_set(set, "export.jsonl")
+  local lines = {}
+  for i = 1, set:count() do lines[i] = record_json(set:record(i), i) end
+  return files.write_lines(path, "export.jsonl", stream, lines)
+end
+
+-- The keys of a flat JSON object in text order with their raw number
+-- tokens. cjson has already accepted the line, so only the shape of a valid
+-- object needs following here: strings (with escapes), numbers, literals.
+local function scan_object(line)
+  local keys, raw = {}, {}
+  local pos = line:find("{", 1, true) + 1
+  local function skip_ws(p) return line:find("[^ \t\r\n]", p) or #line + 1 end
+  local function string_end(p) -- p at the opening quote; returns index of the closing quote
+    local q = p + 1
+    while true do
+      local c = line:find('[\\"]', q)
+      if line:sub(c, c) == "\\" then q = c + 2 else return c end
+    end
+  end
+  pos = skip_ws(pos)
+  if line:sub(pos, pos) == "}" then return keys, raw end
+  while true do
+    local kend = string_end(pos)
+    local key = cjson.decode(line:sub(pos, kend))
+    pos = skip_ws(skip_ws(kend + 1) + 1) -- past ':'
+    local c = line:sub(pos, pos)
+    local vend
+    if c == '"' then
+      vend = string_end(pos)
+    elseif c == "{" or c == "[" then
+      return nil, key
+    else
+      vend = (line:find("[ \t\r\n,}]", pos) or #line + 1) - 1
+      raw[key] = line:sub(pos, vend)
+    end
+    keys[#keys + 1] = key
+    pos = skip_ws(vend + 1)
+    if line:sub(pos, pos) == "}" then return keys, raw end
+    pos = skip_ws(pos + 1) -- past ','
+  end
+end
+
+--- One JSON line as a flat object: obj (decoded), keys (in text order) and
+-- raw (the number tokens as written, by key); or nil and what is wrong
+-- (not JSON, not an object, a nested value).
+function M.fields(line)
+  local ok, obj = pcall(cjson.decode, line)
+  if not ok then return nil, "not JSON: " .. tostring(obj):gsub("^.-: ", "") end
+  if type(obj) ~= "table" or line:match("^%s*%[") then
+    return nil, "expected a JSON object (one record per line)"
+  end
+  local keys, raw = scan_object(line)
+  if not keys then return nil, ("field '%s': nested values are not record fields"):format(raw) end
+  return obj, keys, raw
+end
+
+-- opts.prefix: the prefix the records print with (the default schema's
+-- unless given; JSON lines do not carry it).
+function M.read_jsonl(path, opts)
+  opts = opts or {}
+  local text, err = files.slurp(path, "export.read_jsonl", opts.max_bytes)
+  if not text then return nil, err end
+  local rows, lines, lineno = {}, {}, 0
+  for line in (text .. "\n"):gmatch("(.-)\r?\n") do
+    lineno = lineno + 1
+    if line:find("%S") then
+      local obj, keys, raw = M.fields(line)
+      if not obj then return nil, ("%s:%d: %s"):format(path, lineno, keys) end
+      local row = {}
+      for j, k in ipairs(keys) do
+        local v = obj[k]
+        if type(v) == "number" then
+          row[j] = { k, raw[k], true } -- the digits, read exactly by the store
+        elseif type(v) == "string" then
+          row[j] = { k, v }
+        else
+          -- null, true, false: not something a record holds
+          return nil, ("%s:%d: field '%s': %s is not an integer or a string"):format(path, lineno, k,
+            raw[k] or type(v))
+        end
+      end
+      rows[#rows + 1] = row
+      lines[#rows] = lineno
+    end
+  end
+  return files.to_set(rows, path, lines, opts.prefix)
+end
+
+M.encode = encode
+M.record_json = record_json
+M.number_text = number_text
+M.value_text = value_text
+M.key_text = function(k) return key_cache[k] end
+M.array, M.us, M.raw, M.us_text = array, us, raw, us_text
+
+return M
