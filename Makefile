@@ -64,7 +64,8 @@ MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
 HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/sink_helper \
-            $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads
+            $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads \
+            $(BUILD)/scopes_helper
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 
 BUSTED   ?= $(LUA) spec/run.lua
@@ -108,6 +109,10 @@ $(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
 
 # Threads that each choose a schema: dispatches open under their own.
 $(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# The nesting rule through the C API (scopes_spec).
+$(BUILD)/scopes_helper: spec/helpers/scopes_helper.c $(STATIC) csrc/include/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).

@@ -46,6 +46,7 @@ extern "C" {
   (1 + PP_MAX_COUNTS + 5 + PP_MAX_PHASES + PP_MAX_NESTED + 2 +                 \
    3 * PP_MAX_CACHES + 8)
 #define PP_TAGS_MAX 256  /* bytes of " key=value" text carried per record   */
+#define PP_SCOPE_DEPTH 64 /* scopes open at once on one thread               */
 
 /* ---- the enable flag ----------------------------------------------------- */
 /* The only hot-path global. Read with one relaxed load. */
@@ -212,15 +213,47 @@ void pp_add_probe_ns(uint64_t ns);
  * (bad key or value, or no room). */
 int pp_tag(const char *key, const char *value);
 
-/* Disabled, these are one flag load and the statement itself. */
+/* ---- scopes -------------------------------------------------------------- */
+/* The nesting rule: on a thread, at any instant at most one scope
+ * accumulates time, the most recently opened scope still open. Opening a
+ * scope pauses the one below it; closing it resumes that one. So a phase
+ * opened inside another is charged to itself only, the phases stay a
+ * partition, and named_host_ns never exceeds the time the scopes ran.
+ * Nested regions (PP_MEASURE_NESTED, pp_charge_nested) are measured inside
+ * their phase and pause nothing; explicit charges (pp_add_ns, pp_charge,
+ * pp_lap, pp_charge_remainder) are the caller's, as in the reference.
+ *
+ * A scope is identified by the value pp_scope_open returns, and
+ * pp_scope_close ends that scope whatever else is open: closing one that is
+ * not on top removes it (it was paused: nothing more is charged) and leaves
+ * the others running as they were. The stack is the thread's: a scope
+ * closed on another thread than it opened on is ignored. pp_end and pp_emit
+ * charge the running scope up to the instant they read and close every
+ * open scope (a later pp_scope_close of one is ignored); pp_begin drops
+ * them. After pp_end and before the emit no scope opens (returns 0): its
+ * time would lie outside wall_ns. More than PP_SCOPE_DEPTH scopes at once:
+ * the extra ones return 0 and their time stays with the scope below.
+ * Opening and closing cost one clock read each. 0 is never a scope. */
+typedef uint64_t pp_scope;
+pp_scope pp_scope_open(int phase);
+void pp_scope_close(pp_scope scope);
+
+/* Disabled, these are one flag load and the statement itself. The
+ * statement must not leave by return, break or goto: its scope would stay
+ * open until the dispatch's pp_end or pp_emit. */
 #define PP_MEASURE(phase, stmt)                                                \
+  PP_MEASURE_(phase, stmt, PP_CAT_(pp_measure_s_, __COUNTER__))
+#define PP_CAT2_(a, b) a##b
+#define PP_CAT_(a, b) PP_CAT2_(a, b)
+/* (one name per expansion, so nested measures do not shadow each other) */
+#define PP_MEASURE_(phase, stmt, s)                                            \
   do {                                                                         \
     if (!pp_enabled()) {                                                       \
       stmt;                                                                    \
     } else {                                                                   \
-      pp_ticks pp_measure_t0_ = pp_now();                                      \
+      pp_scope s = pp_scope_open(phase);                                       \
       stmt;                                                                    \
-      pp_charge((phase), pp_measure_t0_);                                      \
+      pp_scope_close(s);                                                       \
     }                                                                          \
   } while (0)
 

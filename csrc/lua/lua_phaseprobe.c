@@ -20,26 +20,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SCOPE_DEPTH 64
 #define STATE_MT "phaseprobe.state"
-#define TOKEN_MT "phaseprobe.scope"
+#define SCOPE_MT "phaseprobe.scope"
 #define SCHEMA_MT "phaseprobe.schema"
 
-/* Per-Lua-state data: the open scopes (a stack, since <close> variables
- * close in LIFO order), name tables for the schema they were built for
- * (user values 1: phase names, 2: nested names) and a small cache from
- * interned name strings to indices (user value 3 anchors the cached strings,
- * so a cached pointer always names the string it was looked up with).
- *
- * pp.phase() returns this state object itself as the to-be-closed value:
- * nothing is allocated per scope. */
+/* Per-Lua-state data: name tables for the schema they were built for (user
+ * values 1: phase names, 2: nested names, each name -> index) and a small
+ * cache from interned name strings to indices (user value 3 anchors the
+ * cached strings, so a cached pointer always names the string it was looked
+ * up with). The open scopes are not here: they are the thread's, in the C
+ * accumulator (pp_scope_open), whatever Lua state or coroutine opened them. */
 #define NAME_CACHE 16
 typedef struct {
   int schema_id;
-  int depth;
-  pp_ticks start[SCOPE_DEPTH];
-  int index[SCOPE_DEPTH];
-  char nested[SCOPE_DEPTH];
   const char *cache_key[NAME_CACHE];
   int cache_index[NAME_CACHE];
   char cache_nested[NAME_CACHE];
@@ -47,10 +40,23 @@ typedef struct {
   uint64_t scope_cost_ns; /* calibrated host cost of one scope or measure */
 } lstate;
 
+/* What pp.phase and pp.nested return: one object per scope, so closing it
+ * ends that scope and no other (coroutines close scopes out of order). A
+ * phase scope holds its pp_scope; a nested region its start. `gen` is the
+ * dispatch it opened in: closed after that dispatch was emitted, a scope
+ * charges nothing more. */
 typedef struct {
+  uint64_t id; /* phase: the pp_scope; nested: start ticks */
+  uint64_t gen;
   int index;
-  int nested;
-} token;
+  int nested; /* 0 phase, 1 nested region, -1 closed */
+} scope_tok;
+
+/* The dispatch generation of this thread's accumulator (pp_acc_clear). */
+static uint64_t tls_gen(void) {
+  pp_acc *a = pp_acc_get();
+  return a ? a->gen : 0;
+}
 
 static lstate *get_state(lua_State *L) {
   return (lstate *)lua_touserdata(L, lua_upvalueindex(1));
@@ -62,10 +68,7 @@ static void build_names(lua_State *L, int st_idx, lstate *st,
     size_t n = kind ? s->nnested : s->nphases;
     lua_createtable(L, 0, (int)n * 2);
     for (size_t i = 0; i < n; i++) {
-      token *t = lua_newuserdatauv(L, sizeof *t, 0);
-      t->index = (int)i;
-      t->nested = kind;
-      luaL_setmetatable(L, TOKEN_MT);
+      lua_pushinteger(L, (lua_Integer)i);
       lua_pushvalue(L, -1);
       lua_setfield(L, -3, kind ? s->nested[i] : s->phase[i]);
       lua_setfield(L, -2, kind ? s->nested_label[i] : s->phase_label[i]);
@@ -119,9 +122,9 @@ static int lookup(lua_State *L, int arg, int nested, const char *what) {
     build_names(L, lua_upvalueindex(1), st, s);
   lua_getiuservalue(L, lua_upvalueindex(1), nested + 1);
   lua_pushvalue(L, arg);
-  if (lua_rawget(L, -2) != LUA_TUSERDATA)
+  if (lua_rawget(L, -2) != LUA_TNUMBER)
     return unknown_name(L, arg, s, nested);
-  int idx = ((token *)lua_touserdata(L, -1))->index;
+  int idx = (int)lua_tointeger(L, -1);
   lua_pop(L, 2);
   return idx;
 }
@@ -166,55 +169,79 @@ static int scope_index(lua_State *L, lstate *st, const pp_schema *s, int nested,
   return idx;
 }
 
+/* Opens the thread's scope for phase idx, raising where none can open. */
+static pp_scope open_scope(lua_State *L, int idx, const char *what) {
+  pp_scope sc = pp_scope_open(idx);
+  if (!sc) {
+    pp_acc *a = pp_acc_get();
+    if (a && a->ended)
+      luaL_error(L, "phaseprobe.%s: the dispatch on this thread is finished "
+                    "(phaseprobe.finish): a scope now would lie outside its "
+                    "wall_ns; emit it first",
+                 what);
+    if (a && a->depth >= PP_SCOPE_DEPTH)
+      luaL_error(L, "phaseprobe.%s: more than %d scopes open at once on this "
+                    "thread",
+                 what, PP_SCOPE_DEPTH);
+  }
+  return sc;
+}
+
 static int push_scope(lua_State *L, int nested, const char *what) {
   if (!pp_enabled())
     return 0;
   lstate *st = get_state(L);
   const pp_schema *s = open_schema(L, what);
   int idx = scope_index(L, st, s, nested, what);
-  if (st->depth >= SCOPE_DEPTH)
-    return luaL_error(L, "phaseprobe.%s: more than %d scopes open at once",
-                      what, SCOPE_DEPTH);
-  int d = st->depth++;
-  st->index[d] = idx;
-  st->nested[d] = (char)nested;
-  st->start[d] = pp_now_inline();
-  lua_pushvalue(L, lua_upvalueindex(1));
+  scope_tok *t = lua_newuserdatauv(L, sizeof *t, 0);
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_setmetatable(L, -2);
+  t->index = idx;
+  t->nested = nested;
+  if (nested) {
+    pp_acc *a = pp_acc_get();
+    t->gen = a ? a->gen : 0;
+    t->id = pp_now_inline();
+  } else {
+    t->id = open_scope(L, idx, what);
+    t->gen = tls_gen();
+  }
   return 1;
 }
 
 static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
 static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 
-/* __close(token, err): charges the innermost open scope, error or not.
- * Its upvalue is the state pp.phase returns, so the usual call is checked
- * by one comparison; anything else (the metamethod called by hand) must be
- * a state too. */
-static int state_close(lua_State *L) {
+/* __close(scope, err): ends this scope, error or not, wherever it is on the
+ * thread's stack. Its upvalue is the scope metatable. */
+static int scope_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
-  lstate *st = (lstate *)lua_touserdata(L, 1);
-  if (st == NULL || st != lua_touserdata(L, lua_upvalueindex(1))) {
-    st = luaL_testudata(L, 1, STATE_MT);
-    if (!st)
-      return luaL_typeerror(L, 1, "phaseprobe.scope");
-  }
-  if (st->depth <= 0)
+  scope_tok *t = lua_touserdata(L, 1);
+  if (!t || !lua_getmetatable(L, 1) ||
+      !lua_rawequal(L, -1, lua_upvalueindex(1)))
+    return luaL_typeerror(L, 1, "phaseprobe.scope");
+  if (t->nested < 0)
     return 0;
-  int d = --st->depth;
-  if (!pp_is_open())
-    return 0; /* the dispatch was emitted inside the scope */
-  pp_add_probe_ns(st->scope_cost_ns);
-  if (st->nested[d])
-    pp_add_nested_ns(st->index[d], pp_ticks_to_ns(st->start[d], now));
-  else
-    pp_add_ns(st->index[d], pp_ticks_to_ns(st->start[d], now));
+  int nested = t->nested;
+  t->nested = -1;
+  if (!nested) {
+    pp_scope_close(t->id);
+    if (t->id && tls_gen() == t->gen)
+      pp_add_probe_ns(lua_tointeger(L, lua_upvalueindex(2)));
+    return 0;
+  }
+  if (tls_gen() != t->gen)
+    return 0; /* the dispatch was emitted inside the region */
+  pp_add_probe_ns(lua_tointeger(L, lua_upvalueindex(2)));
+  pp_add_nested_ns(t->index, pp_ticks_to_ns(t->id, now));
   return 0;
 }
 
-static int token_tostring(lua_State *L) {
-  token *t = luaL_checkudata(L, 1, TOKEN_MT);
-  lua_pushfstring(L, "phaseprobe.scope (%s %d)", t->nested ? "nested" : "phase",
-                  t->index);
+static int scope_tostring(lua_State *L) {
+  scope_tok *t = luaL_checkudata(L, 1, SCOPE_MT);
+  lua_pushfstring(L, "phaseprobe.scope (%s %d%s)",
+                  t->nested > 0 ? "nested" : "phase", t->index,
+                  t->nested < 0 ? ", closed" : "");
   return 1;
 }
 
@@ -225,17 +252,27 @@ static int measure(lua_State *L, int nested, const char *what) {
     lua_call(L, lua_gettop(L) - 2, LUA_MULTRET);
     return lua_gettop(L) - 1;
   }
-  int idx = scope_index(L, get_state(L), open_schema(L, what), nested, what);
+  lstate *st = get_state(L);
+  int idx = scope_index(L, st, open_schema(L, what), nested, what);
   int nargs = lua_gettop(L) - 2;
-  pp_ticks t0 = pp_now_inline();
+  uint64_t gen = tls_gen();
+  pp_ticks t0 = 0;
+  pp_scope sc = 0;
+  if (nested)
+    t0 = pp_now_inline();
+  else
+    sc = open_scope(L, idx, what);
   int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
-  pp_ticks t1 = pp_now_inline();
-  if (pp_is_open()) {
-    pp_add_probe_ns(get_state(L)->scope_cost_ns);
-    if (nested)
+  if (nested) {
+    pp_ticks t1 = pp_now_inline();
+    if (tls_gen() == gen) {
+      pp_add_probe_ns(st->scope_cost_ns);
       pp_add_nested_ns(idx, pp_ticks_to_ns(t0, t1));
-    else
-      pp_add_ns(idx, pp_ticks_to_ns(t0, t1));
+    }
+  } else {
+    pp_scope_close(sc);
+    if (sc && tls_gen() == gen)
+      pp_add_probe_ns(st->scope_cost_ns);
   }
   if (rc != LUA_OK)
     return lua_error(L);
@@ -433,7 +470,6 @@ static int l_tag(lua_State *L) {
 /* ---- dispatch lifetime --------------------------------------------------- */
 static int l_begin(lua_State *L) {
   lstate *st = get_state(L);
-  st->depth = 0;
   /* The name tables for this dispatch's schema are built here, before the
    * start time is taken, not by the first scope inside the dispatch. */
   const pp_schema *s = pp_schema_current();
@@ -1066,20 +1102,20 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   st->schema_id = -1;
   st->scope_cost_ns = calibrate_scope_cost(L);
   luaL_newmetatable(L, STATE_MT);
-  lua_pushvalue(L, -2);
-  lua_pushcclosure(L, state_close, 1);
-  lua_setfield(L, -2, "__close");
-  lua_pushliteral(L, "phaseprobe.scope");
-  lua_setfield(L, -2, "__name");
-  lua_setmetatable(L, -2);
-  (void)0;
-
-  luaL_newmetatable(L, TOKEN_MT);
-  lua_pushcfunction(L, token_tostring);
-  lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
+  luaL_setmetatable(L, STATE_MT);
 
-  luaL_setfuncs(L, state_fns, 1); /* pops the state: an upvalue now */
+  /* The scopes' metatable: in this state's registry under its __name, and
+   * the second upvalue of the functions that make scopes. */
+  luaL_newmetatable(L, SCOPE_MT);
+  lua_pushvalue(L, -1);
+  lua_pushinteger(L, (lua_Integer)st->scope_cost_ns);
+  lua_pushcclosure(L, scope_close, 2);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, scope_tostring);
+  lua_setfield(L, -2, "__tostring");
+
+  luaL_setfuncs(L, state_fns, 2); /* pops both: upvalues now */
   luaL_setfuncs(L, plain_fns, 0);
 
   lua_newtable(L);

@@ -10,6 +10,7 @@
 #include "pp_internal.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,12 @@ static __thread pp_acc *tls_acc __attribute__((tls_model("initial-exec")));
 static pthread_key_t acc_key;
 static pthread_once_t acc_key_once = PTHREAD_ONCE_INIT;
 static uint64_t next_seq;
+static uint64_t next_acc_id;
+static uint64_t abandoned; /* dispatches dropped by a pp_begin over them */
+
+/* A scope's identity: the thread's accumulator id in the top 24 bits, then
+ * a count, so a scope of one thread never matches one of another. */
+#define SCOPE_ID_SHIFT 40
 
 static void acc_free(void *p) { free(p); }
 static int acc_key_made;
@@ -47,6 +54,10 @@ static pp_acc *acc_new(void) {
   if (!a)
     return NULL;
   a->tid = (uint64_t)syscall(SYS_gettid);
+  uint64_t id = __atomic_add_fetch(&next_acc_id, 1, __ATOMIC_RELAXED);
+  a->next_serial = (id & ((1u << (64 - SCOPE_ID_SHIFT)) - 1)) << SCOPE_ID_SHIFT;
+  if (!a->next_serial)
+    a->next_serial = (pp_scope)1 << SCOPE_ID_SHIFT;
   pthread_setspecific(acc_key, a);
   tls_acc = a;
   return a;
@@ -69,13 +80,13 @@ static inline pp_acc *open_acc(void) {
   return a;
 }
 
-static void clear_acc(pp_acc *a) {
-  char tags[PP_TAGS_MAX];
-  uint64_t tid = a->tid;
-  memcpy(tags, a->tags, sizeof tags);
-  memset(a, 0, sizeof *a);
-  memcpy(a->tags, tags, sizeof tags);
-  a->tid = tid;
+void pp_acc_clear(pp_acc *a) {
+  memset(a, 0, offsetof(pp_acc, kept));
+  a->gen++;
+}
+
+uint64_t pp_abandoned_count(void) {
+  return __atomic_load_n(&abandoned, __ATOMIC_RELAXED);
 }
 
 PP_EXPORT void pp_set_enabled(int on) {
@@ -109,7 +120,12 @@ PP_EXPORT void pp_begin(void) {
   pp_acc *a = pp_acc_get();
   if (!a)
     return;
-  clear_acc(a);
+  /* A dispatch still pending here (begun or charged, never emitted: one
+   * that raised, say) is dropped, never merged into this one, and counted
+   * (pp_stats: abandoned). Its open scopes go with it. */
+  if (a->open)
+    __atomic_fetch_add(&abandoned, 1, __ATOMIC_RELAXED);
+  pp_acc_clear(a);
   a->schema = pp_schema_current();
   a->open = 1;
   a->begin_ticks = pp_now_inline();
@@ -120,9 +136,11 @@ PP_EXPORT void pp_end(void) {
   if (!pp_enabled())
     return;
   pp_acc *a = pp_acc_get();
-  if (!a || !a->open || !a->begin_ticks)
+  if (!a || !a->open || !a->begin_ticks || a->ended)
     return;
-  a->wall_ns = pp_ticks_delta_ns(a->begin_ticks, pp_now_inline());
+  pp_ticks now = pp_now_inline();
+  pp_scopes_settle(a, now);
+  a->wall_ns = pp_ticks_delta_ns(a->begin_ticks, now);
   a->ended = 1;
 }
 
@@ -139,6 +157,63 @@ PP_EXPORT const pp_schema *pp_open_schema(void) {
 static inline void add_phase(pp_acc *a, int phase, uint64_t ns) {
   if ((unsigned)phase < a->schema->nphases)
     a->phase_ns[phase] = pp_sat_add(a->phase_ns[phase], ns);
+}
+
+/* ---- scopes: the nesting rule (phaseprobe.h) ------------------------------ */
+void pp_scopes_settle(pp_acc *a, pp_ticks now) {
+  if (a->depth) {
+    pp_scope_ent *top = &a->scope[a->depth - 1];
+    add_phase(a, top->phase, pp_ticks_delta_ns(top->seg, now));
+    a->depth = 0;
+  }
+}
+
+PP_EXPORT pp_scope pp_scope_open(int phase) {
+  if (!pp_enabled())
+    return 0;
+  pp_ticks now = pp_now_inline();
+  pp_acc *a = open_acc();
+  if (!a || a->ended || (unsigned)phase >= a->schema->nphases ||
+      a->depth >= PP_SCOPE_DEPTH)
+    return 0;
+  a->clock_reads++;
+  if (a->depth) { /* the running scope pauses: charged up to now */
+    pp_scope_ent *top = &a->scope[a->depth - 1];
+    add_phase(a, top->phase, pp_ticks_delta_ns(top->seg, now));
+  }
+  pp_scope_ent *e = &a->scope[a->depth++];
+  e->seg = now;
+  e->phase = phase;
+  return e->serial = ++a->next_serial;
+}
+
+PP_EXPORT void pp_scope_close(pp_scope scope) {
+  /* No flag check: a scope opened while enabled leaves the stack even if
+   * the probe was switched off since. */
+  pp_acc *a = tls_acc;
+  if (!scope || !a || !a->depth)
+    return;
+  unsigned d = a->depth - 1;
+  if (__builtin_expect(a->scope[d].serial == scope, 1)) {
+    pp_ticks now = pp_now_inline();
+    a->clock_reads++;
+    add_phase(a, a->scope[d].phase, pp_ticks_delta_ns(a->scope[d].seg, now));
+    a->depth = d;
+    if (d) /* the scope below resumes */
+      a->scope[d - 1].seg = now;
+    return;
+  }
+  /* Not on top: paused, its time charged already. It leaves the stack; the
+   * running scope runs on. Not found: closed already (by pp_end, pp_emit or
+   * pp_begin) or opened on another thread. */
+  while (d-- > 0) {
+    if (a->scope[d].serial == scope) {
+      memmove(&a->scope[d], &a->scope[d + 1],
+              (a->depth - 1 - d) * sizeof a->scope[0]);
+      a->depth--;
+      return;
+    }
+  }
 }
 
 PP_EXPORT void pp_add_ns(int phase, uint64_t ns) {
@@ -368,6 +443,8 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   pp_acc *a = tls_acc;
   if (!a || !a->open)
     return -1;
+  if (!a->ended)
+    pp_scopes_settle(a, now);
   pp_emit_args d = args ? *args : PP_EMIT_ARGS_AUTO;
   const pp_schema *s = a->schema;
   pp_record r;
@@ -412,7 +489,7 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   v[s->f_probe] = pp_sat_add(a->probe_ns, est);
   v[s->f_ksrc] = (uint64_t)a->kernel_src;
   v[s->f_kfloor] = a->kernel_floor_ns;
-  clear_acc(a);
+  pp_acc_clear(a);
   if (out)
     *out = r;
   pp_sinks_deliver(&r);
