@@ -31,8 +31,10 @@
  * up with). The open scopes are not here: they are the thread's, in the C
  * accumulator (pp_scope_open), whatever Lua state or coroutine opened them. */
 #define NAME_CACHE 16
+#define SCOPE_POOL 64
 typedef struct {
   int schema_id;
+  int pool_n; /* closed scope objects ready for reuse (user value 4) */
   const char *cache_key[NAME_CACHE];
   int cache_index[NAME_CACHE];
   char cache_nested[NAME_CACHE];
@@ -40,11 +42,14 @@ typedef struct {
   uint64_t scope_cost_ns; /* calibrated host cost of one scope or measure */
 } lstate;
 
-/* What pp.phase and pp.nested return: one object per scope, so closing it
- * ends that scope and no other (coroutines close scopes out of order). A
+/* What pp.phase and pp.nested return: one object per open scope, so closing
+ * it ends that scope and no other (coroutines close scopes out of order). A
  * phase scope holds its pp_scope; a nested region its start. `gen` is the
  * dispatch it opened in: closed after that dispatch was emitted, a scope
- * charges nothing more. */
+ * charges nothing more. A closed object goes back to its state's pool
+ * (at most SCOPE_POOL of them) and is handed out again by a later scope,
+ * so a scope costs no allocation: an object closes its scope once, and a
+ * second close is a no-op only until it is handed out again. */
 typedef struct {
   uint64_t id; /* phase: the pp_scope; nested: start ticks */
   uint64_t gen;
@@ -193,9 +198,15 @@ static int push_scope(lua_State *L, int nested, const char *what) {
   lstate *st = get_state(L);
   const pp_schema *s = open_schema(L, what);
   int idx = scope_index(L, st, s, nested, what);
-  scope_tok *t = lua_newuserdatauv(L, sizeof *t, 0);
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_setmetatable(L, -2);
+  scope_tok *t;
+  if (st->pool_n > 0) {
+    lua_rawgeti(L, lua_upvalueindex(3), st->pool_n--);
+    t = lua_touserdata(L, -1);
+  } else {
+    t = lua_newuserdatauv(L, sizeof *t, 0);
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_setmetatable(L, -2);
+  }
   t->index = idx;
   t->nested = nested;
   if (nested) {
@@ -204,7 +215,6 @@ static int push_scope(lua_State *L, int nested, const char *what) {
     t->id = pp_now_inline();
   } else {
     t->id = open_scope(L, idx, what);
-    t->gen = tls_gen();
   }
   return 1;
 }
@@ -212,8 +222,19 @@ static int push_scope(lua_State *L, int nested, const char *what) {
 static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
 static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 
+/* Back to the pool, closed. Upvalues of __close: 3 the pool, 4 the state. */
+static void scope_recycle(lua_State *L, scope_tok *t) {
+  t->nested = -1;
+  lstate *st = lua_touserdata(L, lua_upvalueindex(4));
+  if (st->pool_n < SCOPE_POOL) {
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, lua_upvalueindex(3), ++st->pool_n);
+  }
+}
+
 /* __close(scope, err): ends this scope, error or not, wherever it is on the
- * thread's stack. Its upvalue is the scope metatable. */
+ * thread's stack. Upvalues: the scope metatable, the scope cost in ns, the
+ * pool, the state. */
 static int scope_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
   scope_tok *t = lua_touserdata(L, 1);
@@ -222,18 +243,13 @@ static int scope_close(lua_State *L) {
     return luaL_typeerror(L, 1, "phaseprobe.scope");
   if (t->nested < 0)
     return 0;
-  int nested = t->nested;
-  t->nested = -1;
-  if (!nested) {
-    pp_scope_close(t->id);
-    if (t->id && tls_gen() == t->gen)
-      pp_add_probe_ns(lua_tointeger(L, lua_upvalueindex(2)));
-    return 0;
+  if (!t->nested) {
+    pp_scope_end(t->id, (uint64_t)lua_tointeger(L, lua_upvalueindex(2)));
+  } else if (tls_gen() == t->gen) { /* else emitted inside the region */
+    pp_add_probe_ns((uint64_t)lua_tointeger(L, lua_upvalueindex(2)));
+    pp_add_nested_ns(t->index, pp_ticks_to_ns(t->id, now));
   }
-  if (tls_gen() != t->gen)
-    return 0; /* the dispatch was emitted inside the region */
-  pp_add_probe_ns(lua_tointeger(L, lua_upvalueindex(2)));
-  pp_add_nested_ns(t->index, pp_ticks_to_ns(t->id, now));
+  scope_recycle(L, t);
   return 0;
 }
 
@@ -255,13 +271,15 @@ static int measure(lua_State *L, int nested, const char *what) {
   lstate *st = get_state(L);
   int idx = scope_index(L, st, open_schema(L, what), nested, what);
   int nargs = lua_gettop(L) - 2;
-  uint64_t gen = tls_gen();
+  uint64_t gen = 0;
   pp_ticks t0 = 0;
   pp_scope sc = 0;
-  if (nested)
+  if (nested) {
+    gen = tls_gen();
     t0 = pp_now_inline();
-  else
+  } else {
     sc = open_scope(L, idx, what);
+  }
   int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
   if (nested) {
     pp_ticks t1 = pp_now_inline();
@@ -270,9 +288,7 @@ static int measure(lua_State *L, int nested, const char *what) {
       pp_add_nested_ns(idx, pp_ticks_to_ns(t0, t1));
     }
   } else {
-    pp_scope_close(sc);
-    if (sc && tls_gen() == gen)
-      pp_add_probe_ns(st->scope_cost_ns);
+    pp_scope_end(sc, st->scope_cost_ns);
   }
   if (rc != LUA_OK)
     return lua_error(L);
@@ -1106,16 +1122,20 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   luaL_setmetatable(L, STATE_MT);
 
   /* The scopes' metatable: in this state's registry under its __name, and
-   * the second upvalue of the functions that make scopes. */
+   * the second upvalue of the functions that make scopes; their pool of
+   * closed scope objects, the third. */
   luaL_newmetatable(L, SCOPE_MT);
-  lua_pushvalue(L, -1);
+  lua_createtable(L, SCOPE_POOL, 0);
+  lua_pushvalue(L, -2);
   lua_pushinteger(L, (lua_Integer)st->scope_cost_ns);
-  lua_pushcclosure(L, scope_close, 2);
-  lua_setfield(L, -2, "__close");
+  lua_pushvalue(L, -3);
+  lua_pushvalue(L, -6);
+  lua_pushcclosure(L, scope_close, 4);
+  lua_setfield(L, -3, "__close");
   lua_pushcfunction(L, scope_tostring);
-  lua_setfield(L, -2, "__tostring");
+  lua_setfield(L, -3, "__tostring");
 
-  luaL_setfuncs(L, state_fns, 2); /* pops both: upvalues now */
+  luaL_setfuncs(L, state_fns, 3); /* pops all three: upvalues now */
   luaL_setfuncs(L, plain_fns, 0);
 
   lua_newtable(L);

@@ -105,6 +105,9 @@ pp_acc *pp_acc_get(void);
 /* Charges the running scope up to `now` and closes every open scope (at
  * pp_end and pp_emit: no scope runs past the wall the probe measured). */
 void pp_scopes_settle(pp_acc *a, pp_ticks now);
+/* pp_scope_close, adding probe_ns (the caller's own cost) to the dispatch
+ * when the scope was still open in it; returns whether it was. */
+int pp_scope_end(pp_scope scope, uint64_t probe_ns);
 /* Clears the record part of the accumulator and the open scopes; a new
  * dispatch generation. */
 void pp_acc_clear(pp_acc *a);

@@ -187,21 +187,20 @@ PP_EXPORT pp_scope pp_scope_open(int phase) {
   return e->serial = ++a->next_serial;
 }
 
-PP_EXPORT void pp_scope_close(pp_scope scope) {
-  /* No flag check: a scope opened while enabled leaves the stack even if
-   * the probe was switched off since. */
+int pp_scope_end(pp_scope scope, uint64_t probe_ns) {
   pp_acc *a = tls_acc;
   if (!scope || !a || !a->depth)
-    return;
+    return 0;
   unsigned d = a->depth - 1;
   if (__builtin_expect(a->scope[d].serial == scope, 1)) {
     pp_ticks now = pp_now_inline();
     a->clock_reads++;
+    a->probe_ns = pp_sat_add(a->probe_ns, probe_ns);
     add_phase(a, a->scope[d].phase, pp_ticks_delta_ns(a->scope[d].seg, now));
     a->depth = d;
     if (d) /* the scope below resumes */
       a->scope[d - 1].seg = now;
-    return;
+    return 1;
   }
   /* Not on top: paused, its time charged already. It leaves the stack; the
    * running scope runs on. Not found: closed already (by pp_end, pp_emit or
@@ -211,9 +210,17 @@ PP_EXPORT void pp_scope_close(pp_scope scope) {
       memmove(&a->scope[d], &a->scope[d + 1],
               (a->depth - 1 - d) * sizeof a->scope[0]);
       a->depth--;
-      return;
+      a->probe_ns = pp_sat_add(a->probe_ns, probe_ns);
+      return 1;
     }
   }
+  return 0;
+}
+
+PP_EXPORT void pp_scope_close(pp_scope scope) {
+  /* No flag check: a scope opened while enabled leaves the stack even if
+   * the probe was switched off since. */
+  pp_scope_end(scope, 0);
 }
 
 PP_EXPORT void pp_add_ns(int phase, uint64_t ns) {
