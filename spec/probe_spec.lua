@@ -49,7 +49,11 @@ describe("the default schema", function()
     end
     local extra = {}
     for i = #REFERENCE_FIELDS + 1, #fields do extra[#extra + 1] = fields[i] end
-    assert.are.same({ "ptx_cache_disk_hits", "tid", "start_ns", "probe_ns", "kernel_src", "kernel_floor_ns" }, extra)
+    assert.are.same({ "ptx_cache_disk_hits", "tid", "start_ns", "probe_ns", "kernel_src", "kernel_floor_ns",
+      -- printed only when known: the event pair's measured error, and the
+      -- device timeline (kernel_src=cupti)
+      "kernel_error_ns", "kernels", "launch_at_ns", "kernel_first_ns", "kernel_last_ns",
+      "launch_latency_ns", "host_gap_ns" }, extra)
   end)
 
   it("emits a line byte-for-byte the reference's up to ptx_cache_misses", function()

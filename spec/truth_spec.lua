@@ -128,7 +128,7 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
     return true
   end
 
-  it("matches, sums, waits, gives up and counts as specified", function()
+  it("times, splits, completes records, gives up and counts as specified", function()
     if not need_helper() then return end
     local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " 2>&1")
     local out = p:read("a")
@@ -139,7 +139,7 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
       assert.truthy(line:find("^ok "), out)
       n = n + 1
     end
-    assert.are.equal(9, n, out)
+    assert.are.equal(14, n, out)
   end)
 
   it("reports a refused start with CUPTI's error name", function()
@@ -149,6 +149,14 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
     p:close()
     assert.are.equal("start=-1 active=0 why=cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL): "
       .. "CUPTI_ERROR_NOT_INITIALIZED (15)\n", out)
+  end)
+
+  it("says so when another CUPTI client holds the callbacks", function()
+    if not need_helper() then return end
+    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " fail_subscribe 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.matches("^start=%-1 active=0 why=cuptiSubscribe: another CUPTI client", out)
   end)
 end)
 
@@ -302,36 +310,55 @@ describe("source selection and calibration through the fake driver", function()
     ]]
   end)
 
-  it("falls back to the pair, saying why, when CUPTI delivers nothing", function()
+  it("says why a window read by CUPTI has no kernel time when CUPTI delivers nothing", function()
     if not need_fake() then return end
     if not cu.built_with_cupti then
       pending("built without the CUPTI headers")
       return
     end
     -- The scripted fake CUPTI starts, but hears of no launch of the fake
-    -- driver: every CUPTI collection finds nothing.
+    -- driver: every CUPTI reading finds nothing.
     fake([[
       check(ctx:kernel_source("cupti") == "cupti", "kernel_source")
       check(cu.cupti_info().active and cu.cupti_info().starts == 1, "collection on")
       local floor, cal = ctx:calibrate_events{samples = 5}
-      check(cal.method == "event" and cal.why:find("correlated no launch", 1, true), "calibration: " .. tostring(cal.why))
-      pp.enable(); pp.sink("none")
+      check(cal.method == "event" and cal.why:find("CUPTI saw none of the launch calls", 1, true),
+        "calibration: " .. tostring(cal.why))
+      check(cal.points == nil, "no points without CUPTI's readings")
+      pp.enable(); pp.sink("none"); pp.store.clear()
       pp.begin()
       local w = s:window()
       check(w.source == "cupti", "window source from the context")
       w:launch_loop{fn = spin, grid = 1, block = 32, args = {1000, 0, 0}}
       w:close()
-      local _, ker = w:collect()
+      local dw, ker = w:collect()
+      check(dw == nil and ker == nil, "a window without events has nothing to read at collect")
       pp.finish()
       local r = pp.emit()
-      check(w.kernel_src == "event" and ker == w.event_kernel_ns, "fell back to the pair")
-      check(w.cupti_why:find("correlated no launch", 1, true), "why: " .. tostring(w.cupti_why))
-      check(w.cupti_kernel_ns == nil and w.cupti_kernels == 0, "no CUPTI figures")
-      check(r.kernel_src == "event" and r.kernel_floor_ns == floor, "record says event, with the floor")
+      -- CUPTI saw no launch call of the fake driver: nothing to wait for
+      check(r.kernel_src == "none" and r.kernel_ns == 0 and r.kernels == nil,
+        "the record says it has no kernel time: " .. tostring(r))
+      check(pp.flush(200) == true, "flush")
+      local stored = pp.store.get(pp.store.count())
+      check(stored.kernel_src == "none", "stored: " .. tostring(stored))
+      check(cu.cupti_info().pending == 0, "nothing left waiting")
+      local ok, why = w:wait(20)
+      check(ok == nil and type(why) == "string", "wait after the record went: " .. tostring(why))
+      -- the event pair beside CUPTI: a window asked for it
+      local w2 = s:window{source = "event"}
+      check(w2.source == "event", "event window")
+      w2:launch_loop{fn = spin, grid = 1, block = 32, args = {1000, 0, 0}}
+      w2:close()
+      local dw2, k2 = w2:collect()
+      check(dw2 > 0 and k2 > 0 and w2.kernel_src == "event", "event window reads the pair")
+      local w3 = s:window()
+      raises("this window records no events", w3.launch_loop, w3,
+        {fn = spin, grid = 1, block = 32, args = {1000, 0, 0}, source = "event"})
+      w3:discard()
       ctx:kernel_source("event")
       check(not cu.cupti_info().active, "kernel_source event stops collection")
       check(ctx:kernel_source("cupti") == "cupti", "again")
-      w = nil
+      w, w2, w3 = nil, nil, nil
       s:close()
       spin = nil
       ctx:close() -- released once its children are gone too

@@ -194,6 +194,40 @@ static CUresult record(pp_cuda_window *w, const pp_cuda_api *cu, CUevent *ev,
 }
 
 /* ---- the window ---------------------------------------------------------- */
+/* Event order. An event window records, on its stream: the outer start at
+ * open, the inner start right before the first launch of the loop, the
+ * inner end right after the last, and the outer end at close. Nothing of the
+ * caller runs between the inner pair's two records, so kernel_ns (inner end
+ * minus inner start) holds the kernels plus the device's launch latency;
+ * device_window_ns (outer) also holds whatever the host did inside the
+ * window before and after the loop, while the device waited. host_ns[]
+ * keeps the probe-clock time of each record call, so the device's view of
+ * an interval can be set beside the host's (tools/starvation_rate.lua). A
+ * timeline window records no events: open and close are clock reads, and
+ * CUPTI times the kernels on the same clock. */
+static uint64_t host_now_ns(void) {
+  return (uint64_t)(((unsigned __int128)pp_now_inline() * pp_clk.mult) >> 32);
+}
+
+PP_EXPORT CUresult pp_cuda_window_open_timeline(pp_cuda_window *w,
+                                                pp_cuda_event_pool *pool,
+                                                CUstream stream) {
+  memset(w, 0, sizeof *w);
+  w->pool = pool;
+  w->stream = stream;
+  w->timeline = 1;
+  w->source = PP_KSRC_CUPTI;
+  if (!pp_cuda())
+    return fail(w, "cuInit", CUDA_ERROR_NOT_INITIALIZED);
+  if (!pp_cupti_active())
+    return fail(w, "timeline window (CUPTI collection is off: "
+                   "pp_cupti_start first)",
+                CUDA_ERROR_NOT_INITIALIZED);
+  w->host_ns[0] = host_now_ns();
+  w->stage = PP_CUDA_WINDOW_OPEN;
+  return CUDA_SUCCESS;
+}
+
 PP_EXPORT CUresult pp_cuda_window_open(pp_cuda_window *w,
                                        pp_cuda_event_pool *pool,
                                        CUstream stream) {
@@ -241,6 +275,22 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
   if (w->stage != PP_CUDA_WINDOW_OPEN)
     return fail(w, "launch loop (window not open, or loop already ran)",
                 CUDA_ERROR_INVALID_VALUE);
+  if (w->timeline) {
+    pp_cuda_ksrc_loop_enter(w);
+    pp_ticks loop0 = pp_now_inline();
+    w->host_ns[1] = host_now_ns();
+    const char *failed = NULL;
+    CUresult rc = loop_body(cu, cfg, w->stream, iterations, reset, &failed);
+    w->host_ns[2] = host_now_ns();
+    w->loop_host_ns = pp_ticks_delta_ns(loop0, pp_now_inline());
+    pp_cuda_ksrc_loop_leave(w);
+    if (rc != CUDA_SUCCESS)
+      return fail(w, failed, rc);
+    w->iterations = iterations;
+    w->looped = 1;
+    w->stage = PP_CUDA_WINDOW_LOOPED;
+    return CUDA_SUCCESS;
+  }
   /* Events first, so the inner pair costs two records and nothing else. */
   pp_ticks t0 = pp_now_inline();
   CUresult rc = pp_cuda_event_get(w->pool, &w->inner[0]);
@@ -288,6 +338,11 @@ PP_EXPORT CUresult pp_cuda_window_close(pp_cuda_window *w) {
     return fail(w, "cuInit", CUDA_ERROR_NOT_INITIALIZED);
   if (w->stage != PP_CUDA_WINDOW_OPEN && w->stage != PP_CUDA_WINDOW_LOOPED)
     return fail(w, "window close (window not open)", CUDA_ERROR_INVALID_VALUE);
+  if (w->timeline) {
+    w->host_ns[3] = host_now_ns();
+    w->stage = PP_CUDA_WINDOW_CLOSED;
+    return CUDA_SUCCESS;
+  }
   CUresult rc = record(w, cu, &w->outer[1], 3);
   if (rc == CUDA_SUCCESS)
     w->stage = PP_CUDA_WINDOW_CLOSED;
@@ -315,6 +370,18 @@ PP_EXPORT CUresult pp_cuda_window_collect(pp_cuda_window *w,
   if (w->stage != PP_CUDA_WINDOW_CLOSED)
     return fail(w, "window collect (window not closed)",
                 CUDA_ERROR_INVALID_VALUE);
+  if (w->timeline) {
+    /* Nothing to wait for: CUPTI completes the record when the kernels'
+     * records come. */
+    uint64_t ker = UINT64_MAX;
+    pp_kernel_src src = PP_KSRC_CUPTI;
+    uint64_t floor = 0;
+    pp_cuda_ksrc_collect(w, &ker, &src, &floor);
+    *window_ns = UINT64_MAX;
+    *kernel_ns = UINT64_MAX;
+    w->stage = PP_CUDA_WINDOW_IDLE;
+    return CUDA_SUCCESS;
+  }
   /* Waiting for the device is not the probe's cost; the query after is. */
   CUresult rc = cu->EventSynchronize(w->outer[1]);
   if (rc != CUDA_SUCCESS)
@@ -330,13 +397,18 @@ PP_EXPORT CUresult pp_cuda_window_collect(pp_cuda_window *w,
   if (rc != CUDA_SUCCESS)
     return rc;
   pp_kernel_src src = PP_KSRC_EVENT;
-  uint64_t floor = w->floor_ns;
-  if (w->looped) /* CUPTI's reading replaces the pair's, when it has one */
+  uint64_t floor = w->floor_ns, err = w->error_ns;
+  if (w->looped && w->cal) /* the floor and error for this reading */
+    w->floor_ns = floor = pp_cuda_cal_floor(w->cal, ker, &err);
+  if (w->looped) /* CUPTI's reading, when asked for, completes the record */
     pp_cuda_ksrc_collect(w, &ker, &src, &floor);
   if (pp_is_open()) {
     pp_record_device_window_ns(win);
-    if (w->looped)
+    if (w->looped) {
       pp_record_kernel(ker, src, floor);
+      if (err)
+        pp_record_kernel_error(err);
+    }
   }
   *window_ns = win;
   *kernel_ns = ker;

@@ -1,19 +1,30 @@
 /*
- * cupti.c: CUPTI as a kernel-time source (see pp_cupti.h).
+ * cupti.c: CUPTI as the device timeline of a dispatch (see pp_cupti.h).
  *
  * Built with the CUPTI headers (PP_HAVE_CUPTI_H, which the Makefile sets
  * only beside PP_HAVE_CUDA_H); without them every entry point says why
- * CUPTI is absent. Global state: the loaded library, the start count, and
- * the two matching tables below, all set up once per process.
+ * CUPTI is absent. Global state: the loaded library, the start count, the
+ * span and correlation tables (allocated at the first start) and the flusher
+ * thread.
  *
- * Matching. CUPTI hands us records in buffers, in no promised order across
- * kinds: an external correlation record (our span id -> CUPTI correlation
- * id of one launch call) and a kernel record (correlation id -> start, end).
- * Correlation ids grow by one per traced API call, so a table indexed by the
- * id's low bits (CORR_SLOTS entries) holds whichever half arrived first
- * until its partner comes; a slot reused before that counts as lost. A
- * completed pair adds the kernel's duration to its span's slot (SPAN_SLOTS
- * spans, indexed by the span id's low bits; ids only grow).
+ * The flow. A window's launch loop runs inside a span. A driver launch
+ * callback (CUPTI's callback API, on the launching thread) notes each launch
+ * call's correlation id and probe-clock time in the span, and files the
+ * correlation id in `corr_tab` (indexed by its low bits: ids grow by one per
+ * API call, so a slot is reused only CORR_SLOTS calls later). CUPTI writes a
+ * kernel record per launch, start and end already on the probe clock (our
+ * timestamp callback), into a buffer it hands back when the buffer is
+ * flushed: the flusher thread flushes every flush_ms while any span waits.
+ * buffer_completed looks each kernel up by correlation id and files its
+ * times in the span. A span is complete when its window has closed and every
+ * launch's kernel has come; then its timeline is computed and, if a dispatch
+ * took it, that dispatch's record is filled and delivered to the sinks from
+ * whichever thread completed it (the flusher, a waiter, or the emitting
+ * thread itself when the kernels came first).
+ *
+ * Locking: `tab_lock` guards the tables and the counters; CUPTI is never
+ * called and no record is delivered while it is held. `ctl_lock` guards
+ * start/stop and the flusher's life.
  */
 #define _GNU_SOURCE /* dlinfo */
 #include "pp_internal.h"
@@ -40,6 +51,8 @@ static void why_put(char *why, size_t len, const char *fmt, ...) {
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -49,11 +62,15 @@ static void why_put(char *why, size_t len, const char *fmt, ...) {
  * correlationId where CUpti_ActivityKernel10 has them (CUDA 11.0, v13; the
  * prefix has not moved since CUpti_ActivityKernel4). */
 #define PP_CUPTI_MIN_VERSION 13u
-#define PP_CUPTI_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1
 #define CORR_SLOTS (1u << 16)
-#define SPAN_SLOTS 1024u
-#define BUF_BYTES ((size_t)1 << 20)
+#define SPAN_BITS 8
+#define SPAN_SLOTS (1u << SPAN_BITS) /* spans waiting at once              */
+#define SPAN_LAUNCHES PP_CUPTI_SPAN_LAUNCHES
+#define BUF_BYTES ((size_t)256 << 10)
 #define BUF_KEEP 8
+#define GIVE_UP_NS 2000000000ull     /* a closed span waits at most 2 s,    */
+#define UNCLAIMED_NS 10000000000ull  /* and, complete, 10 s for its dispatch */
+#define FORCE_AFTER_NS 100000000ull  /* then a forced flush after 100 ms    */
 
 /* ---- the library ---------------------------------------------------------- */
 /* X(field, "symbol", (parameter list), required); every entry returns
@@ -63,16 +80,19 @@ static void why_put(char *why, size_t len, const char *fmt, ...) {
   X(GetResultString, "cuptiGetResultString", (CUptiResult, const char **), 1)  \
   X(ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks",               \
     (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc), 1)  \
+  X(ActivityRegisterTimestampCallback,                                         \
+    "cuptiActivityRegisterTimestampCallback", (CUpti_TimestampCallbackFunc), 1) \
   X(ActivityEnable, "cuptiActivityEnable", (CUpti_ActivityKind), 1)            \
   X(ActivityDisable, "cuptiActivityDisable", (CUpti_ActivityKind), 1)          \
   X(ActivityFlushAll, "cuptiActivityFlushAll", (uint32_t), 1)                  \
   X(ActivityGetNextRecord, "cuptiActivityGetNextRecord",                       \
     (uint8_t *, size_t, CUpti_Activity **), 1)                                 \
-  X(ActivityPushExternalCorrelationId,                                         \
-    "cuptiActivityPushExternalCorrelationId",                                  \
-    (CUpti_ExternalCorrelationKind, uint64_t), 1)                              \
-  X(ActivityPopExternalCorrelationId, "cuptiActivityPopExternalCorrelationId", \
-    (CUpti_ExternalCorrelationKind, uint64_t *), 1)                            \
+  X(Subscribe, "cuptiSubscribe",                                               \
+    (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *), 1)                 \
+  X(Unsubscribe, "cuptiUnsubscribe", (CUpti_SubscriberHandle), 1)              \
+  X(EnableCallback, "cuptiEnableCallback",                                     \
+    (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,                   \
+     CUpti_CallbackId), 1)                                                     \
   X(ActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords",         \
     (CUcontext, uint32_t, size_t *), 0)                                        \
   X(GetErrorMessage, "cuptiGetErrorMessage", (CUptiResult, const char **), 0)
@@ -218,113 +238,173 @@ PP_EXPORT int pp_cupti_available(char *why, size_t whylen) {
   return 1;
 }
 
-/* ---- matching tables ------------------------------------------------------- */
+/* ---- tables ------------------------------------------------------------------ */
 typedef struct {
-  uint32_t corr;
-  uint8_t has_ext, has_kernel;
-  uint64_t ext, start, end;
+  uint32_t corr;  /* CUPTI's correlation id of the launch call             */
+  uint32_t index; /* the launch's place in its span                        */
+  uint64_t span;  /* the span id (0: slot empty)                            */
 } corr_slot;
 
+enum { SPAN_FREE = 0, SPAN_OPEN, SPAN_CLOSED };
+
 typedef struct {
-  uint64_t id, kernels, untimed, sum, first, last;
-  uint64_t corrs; /* launch calls correlated to the span so far */
-} span_slot;
+  uint64_t id;         /* (sequence << SPAN_BITS) | slot; 0 when free       */
+  int state;           /* SPAN_*                                            */
+  int mode;            /* PP_CUPTI_RELEASE, _TO_DISPATCH or _KEEP           */
+  int has_record;      /* its record waits here for the timeline             */
+  int keep_window;     /* the record's device_window_ns was given by emit    */
+  uint64_t nlaunch, received, untimed, sum, first_start, last_end;
+  uint64_t open_ns, close_ns, closed_at;
+  int forced;          /* a forced flush was made for it                     */
+  uint64_t launch[SPAN_LAUNCHES], start[SPAN_LAUNCHES], end[SPAN_LAUNCHES];
+  pp_record rec;
+} span;
 
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
-static corr_slot *corr_tab;       /* CORR_SLOTS, allocated on first start */
-static span_slot span_tab[SPAN_SLOTS];
-static pp_cupti_stats stats;      /* under tab_lock (starts: ctl_lock)     */
+static pthread_cond_t tab_cond = PTHREAD_COND_INITIALIZER; /* spans done    */
+static corr_slot *corr_tab;  /* CORR_SLOTS, allocated at the first start    */
+static span *spans;          /* SPAN_SLOTS                                  */
+static uint64_t span_seq = 1;
+static unsigned span_cursor;
+static uint64_t npending;    /* spans not free                               */
+static pp_cupti_stats stats; /* under tab_lock (starts: ctl_lock)           */
 static uint8_t *buf_free[BUF_KEEP];
 static size_t nbuf_free;
 
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ctl_cond = PTHREAD_COND_INITIALIZER; /* flusher wake  */
 static unsigned starts;
-static int registered;
+static int registered, subscribed, flusher_on, flusher_stop;
+static pthread_t flusher;
+static CUpti_SubscriberHandle subscriber;
 static int active_flag;
-static uint64_t next_span = 1;
+static unsigned flush_period_ms = 10;
 
-/* Adds one kernel to its span (tab_lock held). */
-static void attribute(uint64_t ext, uint64_t start, uint64_t end) {
-  span_slot *s = &span_tab[ext & (SPAN_SLOTS - 1)];
-  if (s->id != ext) {
-    if (s->id > ext) { /* the span's slot went to a newer span */
-      stats.lost++;
-      return;
-    }
-    memset(s, 0, sizeof *s);
-    s->id = ext;
+static __thread uint64_t tls_span; /* this thread's open span, or 0          */
+
+static span *span_of(uint64_t id) {
+  if (!id || !spans)
+    return NULL;
+  span *s = &spans[id & (SPAN_SLOTS - 1)];
+  return s->id == id ? s : NULL;
+}
+
+static void span_free(span *s) {
+  memset(s, 0, offsetof(span, launch));
+  npending--;
+}
+
+/* ---- the timeline ------------------------------------------------------------ */
+static void timeline_of(const span *s, pp_cupti_timeline *t) {
+  memset(t, 0, sizeof *t);
+  t->launches = s->nlaunch;
+  t->kernels = s->received;
+  t->untimed = s->untimed;
+  t->sum_ns = s->sum;
+  t->first_launch_ns = s->nlaunch ? s->launch[0] : 0;
+  t->first_start_ns = s->first_start;
+  t->last_end_ns = s->last_end;
+  t->open_ns = s->open_ns;
+  t->close_ns = s->close_ns;
+  uint64_t end = s->close_ns > s->last_end ? s->close_ns : s->last_end;
+  t->window_ns = end > s->open_ns ? end - s->open_ns : 0;
+  /* Device idle before each kernel, from the end of the one before (the
+   * window's opening for the first): the part before its launch call was
+   * made is the host's doing, the rest is launch latency. */
+  uint64_t n = s->nlaunch < SPAN_LAUNCHES ? s->nlaunch : SPAN_LAUNCHES;
+  uint64_t prev = s->open_ns, gap = 0, lat = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (!s->start[i] || s->end[i] <= s->start[i])
+      continue; /* untimed: its share of the split is unknown */
+    uint64_t l = s->launch[i];
+    if (l > prev)
+      gap += l - prev;
+    uint64_t base = l > prev ? l : prev;
+    if (s->start[i] > base)
+      lat += s->start[i] - base;
+    prev = s->end[i] > prev ? s->end[i] : prev;
   }
-  stats.matched++;
-  s->kernels++;
-  if (start == 0 || end <= start) { /* no timestamps, or an incomplete one */
-    s->untimed++;
+  if (s->close_ns > prev)
+    gap += s->close_ns - prev; /* after the last kernel, until the close */
+  t->launch_latency_ns = lat;
+  t->host_gap_ns = gap;
+  t->split_partial = s->nlaunch > SPAN_LAUNCHES;
+}
+
+static uint64_t since(uint64_t t, uint64_t origin) {
+  return t > origin ? t - origin : 0;
+}
+
+static void device_timeline(const pp_cupti_timeline *t, pp_device_timeline *d) {
+  memset(d, 0, sizeof *d);
+  d->kernels = t->kernels;
+  d->kernel_ns = t->sum_ns;
+  d->first_launch_ns = t->first_launch_ns;
+  d->first_start_ns = t->first_start_ns;
+  d->last_end_ns = t->last_end_ns;
+  d->window_ns = t->window_ns;
+  d->launch_latency_ns = t->launch_latency_ns;
+  d->host_gap_ns = t->host_gap_ns;
+}
+
+/* The record of a dispatch, completed from its span's timeline. Every
+ * launch's kernel came and was timed: the device fields are CUPTI's; else
+ * the record says it has no kernel time (kernel_src=none). */
+static void fill_record(pp_record *r, const pp_cupti_timeline *t,
+                        int keep_window) {
+  int whole = t->launches && t->kernels >= t->launches && !t->untimed;
+  if (!whole) {
+    pp_record_fill_timeline(r, NULL, keep_window);
     return;
   }
-  s->sum = pp_sat_add(s->sum, end - start);
-  if (!s->first || start < s->first)
-    s->first = start;
-  if (end > s->last)
-    s->last = end;
+  pp_device_timeline d;
+  device_timeline(t, &d);
+  pp_record_fill_timeline(r, &d, keep_window);
 }
 
-static void on_kernel(uint32_t corr, uint64_t start, uint64_t end) {
-  corr_slot *c = &corr_tab[corr & (CORR_SLOTS - 1)];
-  stats.kernels++;
-  if (c->corr == corr && c->has_ext) {
-    attribute(c->ext, start, end);
-    memset(c, 0, sizeof *c);
-    return;
-  }
-  if (c->has_ext) /* a launch of a span whose kernel never came */
-    stats.lost++;
-  c->corr = corr;
-  c->has_ext = 0;
-  c->has_kernel = 1;
-  c->start = start;
-  c->end = end;
+/* ---- completion --------------------------------------------------------------- */
+/* Spans completed under tab_lock, delivered after it is released. */
+typedef struct {
+  pp_record rec;
+} done_rec;
+
+static int span_complete(const span *s) {
+  return s->state == SPAN_CLOSED && s->received >= s->nlaunch;
 }
 
-static void on_correlation(uint32_t corr, uint64_t ext) {
-  corr_slot *c = &corr_tab[corr & (CORR_SLOTS - 1)];
-  span_slot *s = &span_tab[ext & (SPAN_SLOTS - 1)];
-  if (s->id == ext)
-    s->corrs++;
-  stats.correlations++;
-  if (c->corr == corr && c->has_kernel) {
-    attribute(ext, c->start, c->end);
-    memset(c, 0, sizeof *c);
-    return;
+/* With tab_lock held: a complete span's record (if one waits) is copied out
+ * for delivery and the span is freed, unless someone still has to come for
+ * its timeline (a dispatch not emitted yet, or a waiter). Returns 1 when a
+ * record was copied to *out. */
+static int settle(span *s, pp_record *out) {
+  if ((s->mode == PP_CUPTI_TO_DISPATCH && !s->has_record) ||
+      s->mode == PP_CUPTI_KEEP)
+    return 0;
+  int deliver = 0;
+  if (s->has_record) {
+    pp_cupti_timeline t;
+    timeline_of(s, &t);
+    *out = s->rec;
+    fill_record(out, &t, s->keep_window);
+    stats.deferred++;
+    deliver = 1;
   }
-  if (c->has_ext)
-    stats.lost++;
-  c->corr = corr;
-  c->has_kernel = 0;
-  c->has_ext = 1;
-  c->ext = ext;
+  span_free(s);
+  pthread_cond_broadcast(&tab_cond);
+  return deliver;
 }
 
-static void take_record(const CUpti_Activity *r) {
-  stats.records++;
-  switch (r->kind) {
-  case CUPTI_ACTIVITY_KIND_KERNEL:
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-    const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-    on_kernel(k->correlationId, k->start, k->end);
-    break;
-  }
-  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-    const CUpti_ActivityExternalCorrelation *x =
-        (const CUpti_ActivityExternalCorrelation *)r;
-    if (x->externalKind == PP_CUPTI_EXT_KIND)
-      on_correlation(x->correlationId, x->externalId);
-    break;
-  }
-  default:
-    break;
-  }
+/* Gives up on a span whose kernels did not all come (with tab_lock held):
+ * it completes with what came, marked incomplete, so its record says it has
+ * no kernel time (kernel_src=none). */
+static int give_up(span *s, pp_record *out) {
+  stats.incomplete++;
+  s->nlaunch = s->received;
+  s->untimed++;
+  return settle(s, out);
 }
 
-/* ---- buffer callbacks (any thread) ---------------------------------------- */
+/* ---- CUPTI's callbacks ---------------------------------------------------------- */
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
                                       size_t *max_records) {
   uint8_t *b = NULL;
@@ -339,6 +419,46 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
   *max_records = 0;
 }
 
+/* With tab_lock held. */
+static void on_kernel(uint32_t corr, uint64_t start, uint64_t end,
+                      span **done, size_t *ndone, size_t cap) {
+  stats.kernels++;
+  if (!corr_tab)
+    return;
+  corr_slot *c = &corr_tab[corr & (CORR_SLOTS - 1)];
+  if (c->corr != corr || !c->span)
+    return; /* a kernel launched outside any span */
+  span *s = span_of(c->span);
+  uint32_t i = c->index;
+  c->span = 0;
+  if (!s) {
+    stats.lost++; /* its span was given up on and reused */
+    return;
+  }
+  stats.matched++;
+  s->received++;
+  if (!start || end <= start) {
+    s->untimed++;
+  } else {
+    s->sum = pp_sat_add(s->sum, end - start);
+    if (!s->first_start || start < s->first_start)
+      s->first_start = start;
+    if (end > s->last_end)
+      s->last_end = end;
+    if (i < SPAN_LAUNCHES) {
+      s->start[i] = start;
+      s->end[i] = end;
+    }
+  }
+  if (span_complete(s) && *ndone < cap)
+    done[(*ndone)++] = s;
+}
+
+static void deliver_all(pp_record *recs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    pp_sinks_deliver(&recs[i]);
+}
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
                                       uint8_t *buffer, size_t size,
                                       size_t valid) {
@@ -351,50 +471,257 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   if (api.ActivityGetNumDroppedRecords &&
       api.ActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS)
     dropped = 0;
+  enum { CAP = 64 };
+  span *done[CAP];
+  size_t ndone = 0;
+  pp_record *out = NULL;
+  size_t nout = 0;
   pthread_mutex_lock(&tab_lock);
   stats.buffers++;
   stats.buffer_bytes += valid;
   stats.dropped += dropped;
   CUpti_Activity *r = NULL;
-  while (valid && corr_tab &&
-         api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS)
-    take_record(r);
+  while (valid && api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+    stats.records++;
+    if (r->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+        r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+      on_kernel(k->correlationId, k->start, k->end, done, &ndone, CAP);
+      if (ndone == CAP) { /* settle what is done so far */
+        pp_record *grown = realloc(out, (nout + CAP) * sizeof *out);
+        if (grown) {
+          out = grown;
+          for (size_t i = 0; i < ndone; i++)
+            nout += (size_t)settle(done[i], &out[nout]);
+        }
+        ndone = 0;
+      }
+    }
+  }
+  if (ndone) {
+    pp_record *grown = realloc(out, (nout + ndone) * sizeof *out);
+    if (grown) {
+      out = grown;
+      for (size_t i = 0; i < ndone; i++)
+        nout += (size_t)settle(done[i], &out[nout]);
+    }
+  }
   if (nbuf_free < BUF_KEEP) {
     buf_free[nbuf_free++] = buffer;
     buffer = NULL;
   }
   pthread_mutex_unlock(&tab_lock);
   free(buffer);
+  deliver_all(out, nout);
+  free(out);
 }
 
-/* ---- start / stop ---------------------------------------------------------- */
-/* Driver-API records are enabled because CUPTI emits the external
- * correlation records that tie kernels to our spans only alongside them.
- * Selecting just the launch calls (cuptiActivityEnableDriverApi) was tried:
- * on driver 580 with CUPTI 13.0 it gave kernel records but no external
- * correlation records, so no launch could be matched. */
-static void disable_all(int kernel, int ext, int launches) {
-  if (launches)
-    api.ActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
-  if (ext)
-    api.ActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  if (kernel)
-    api.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+/* Launch calls of the thread's open span: correlation id and host time. */
+static void CUPTIAPI on_launch(void *ud, CUpti_CallbackDomain domain,
+                               CUpti_CallbackId cbid, const void *data) {
+  (void)ud;
+  (void)domain;
+  (void)cbid;
+  const CUpti_CallbackData *cb = data;
+  uint64_t id = tls_span;
+  if (!id || cb->callbackSite != CUPTI_API_ENTER)
+    return;
+  uint64_t now = pp_now_ns();
+  pthread_mutex_lock(&tab_lock);
+  span *s = span_of(id);
+  if (s && s->state == SPAN_OPEN) {
+    uint64_t i = s->nlaunch++;
+    stats.launches++;
+    if (i < SPAN_LAUNCHES)
+      s->launch[i] = now;
+    corr_slot *c = &corr_tab[cb->correlationId & (CORR_SLOTS - 1)];
+    c->corr = cb->correlationId;
+    c->span = id;
+    c->index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX;
+  }
+  pthread_mutex_unlock(&tab_lock);
+}
+
+static uint64_t CUPTIAPI probe_clock(void) { return pp_now_ns(); }
+
+/* ---- the probe's hooks: a dispatch's record waits for its timeline ---------- */
+/* pp_emit with a span linked to the dispatch: 1 when the span keeps the
+ * record to deliver it later, 0 when the timeline was there and *r is
+ * filled (pp_emit delivers it). */
+static int defer_record(uint64_t id, pp_record *r, int keep_window) {
+  pthread_mutex_lock(&tab_lock);
+  span *s = span_of(id);
+  if (!s) {
+    pthread_mutex_unlock(&tab_lock);
+    r->values[r->schema->f_ksrc] = PP_KSRC_NONE;
+    return 0;
+  }
+  if (span_complete(s)) {
+    pp_cupti_timeline t;
+    timeline_of(s, &t);
+    fill_record(r, &t, keep_window);
+    span_free(s);
+    pthread_cond_broadcast(&tab_cond);
+    pthread_mutex_unlock(&tab_lock);
+    return 0;
+  }
+  s->rec = *r;
+  s->has_record = 1;
+  s->keep_window = keep_window;
+  pthread_mutex_unlock(&tab_lock);
+  return 1; /* the flusher finds it at its next round: no wake-up here */
+}
+
+/* The dispatch that took span `id` was dropped before its emit. */
+static void orphan_span(uint64_t id) {
+  pp_record rec;
+  int deliver = 0;
+  pthread_mutex_lock(&tab_lock);
+  span *s = span_of(id);
+  if (s) {
+    s->mode = PP_CUPTI_RELEASE;
+    if (span_complete(s))
+      deliver = settle(s, &rec);
+  }
+  pthread_mutex_unlock(&tab_lock);
+  if (deliver)
+    pp_sinks_deliver(&rec);
+}
+
+static const pp_device_hooks hooks = {defer_record, orphan_span,
+                                      pp_cupti_drain};
+
+/* ---- the flusher ------------------------------------------------------------- */
+/* Flushes while spans wait; gives up on a span closed for GIVE_UP_NS. */
+static void sweep(void) {
+  uint64_t now = pp_now_ns();
+  int force = 0;
+  pp_record *out = NULL;
+  size_t nout = 0;
+  pthread_mutex_lock(&tab_lock);
+  for (unsigned i = 0; spans && i < SPAN_SLOTS; i++) {
+    span *s = &spans[i];
+    if (s->state != SPAN_CLOSED)
+      continue;
+    uint64_t age = since(now, s->closed_at);
+    if (span_complete(s)) { /* complete, and nobody came for it */
+      if ((s->mode == PP_CUPTI_KEEP && age >= GIVE_UP_NS) ||
+          (s->mode == PP_CUPTI_TO_DISPATCH && !s->has_record &&
+           age >= UNCLAIMED_NS)) {
+        stats.unclaimed++;
+        span_free(s);
+      }
+      continue;
+    }
+    if (age >= GIVE_UP_NS) {
+      pp_record *grown = realloc(out, (nout + 1) * sizeof *out);
+      if (grown) {
+        out = grown;
+        nout += (size_t)give_up(s, &out[nout]);
+      }
+    } else if (age >= FORCE_AFTER_NS && !s->forced) {
+      s->forced = 1;
+      force = 1;
+    }
+  }
+  pthread_mutex_unlock(&tab_lock);
+  deliver_all(out, nout);
+  free(out);
+  if (force) {
+    api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&tab_lock);
+    stats.forced_flushes++;
+    pthread_mutex_unlock(&tab_lock);
+  }
+}
+
+static void *flusher_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  pthread_mutex_lock(&ctl_lock);
+  while (!flusher_stop) {
+    /* A round every flush_ms while collection is on; a round flushes only
+     * when a span waits. Nothing on the dispatch path wakes this thread (a
+     * wake-up is a system call on the dispatch thread): a span closed now
+     * is flushed within flush_ms. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)flush_period_ms * 1000000u;
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
+    if (flusher_stop)
+      continue;
+    pthread_mutex_lock(&tab_lock);
+    uint64_t waiting = npending;
+    pthread_mutex_unlock(&tab_lock);
+    if (!waiting)
+      continue;
+    pthread_mutex_unlock(&ctl_lock);
+    api.ActivityFlushAll(0);
+    pthread_mutex_lock(&tab_lock);
+    stats.flushes++;
+    pthread_mutex_unlock(&tab_lock);
+    sweep();
+    pthread_mutex_lock(&ctl_lock);
+  }
+  pthread_mutex_unlock(&ctl_lock);
+  return NULL;
+}
+
+/* ---- start / stop ---------------------------------------------------------------- */
+static const CUpti_CallbackId launch_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+};
+
+static void callbacks(int on) {
+  for (size_t i = 0; i < sizeof launch_cbids / sizeof launch_cbids[0]; i++)
+    api.EnableCallback(on ? 1u : 0u, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                       launch_cbids[i]);
+}
+
+/* CUPTI keeps pointers to this module's functions for the life of the
+ * process (buffer and timestamp callbacks cannot be unregistered): the
+ * module stays mapped once it has handed them over. */
+static void pin_module(void) {
+  Dl_info info;
+  if (dladdr((void *)&pin_module, &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 static int first_start(char *why, size_t whylen) {
   if (!corr_tab) {
     corr_slot *t = calloc(CORR_SLOTS, sizeof *t);
-    if (!t) {
-      why_put(why, whylen, "CUPTI: out of host memory for the match table");
+    span *sp = calloc(SPAN_SLOTS, sizeof *sp);
+    if (!t || !sp) {
+      free(t);
+      free(sp);
+      why_put(why, whylen, "CUPTI: out of host memory for the span tables");
       return -1;
     }
     pthread_mutex_lock(&tab_lock);
     corr_tab = t;
+    spans = sp;
     pthread_mutex_unlock(&tab_lock);
   }
   CUptiResult rc;
   if (!registered) {
+    pin_module();
+    /* The probe clock first: CUPTI converts device timestamps with it only
+     * when it is registered before any activity kind is enabled. */
+    pp_clock_init();
+    rc = api.ActivityRegisterTimestampCallback(probe_clock);
+    if (rc != CUPTI_SUCCESS) {
+      cupti_why(why, whylen, "cuptiActivityRegisterTimestampCallback", rc);
+      return -1;
+    }
     rc = api.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (rc != CUPTI_SUCCESS) {
       cupti_why(why, whylen, "cuptiActivityRegisterCallbacks", rc);
@@ -402,26 +729,36 @@ static int first_start(char *why, size_t whylen) {
     }
     registered = 1;
   }
+  if (!subscribed) {
+    rc = api.Subscribe(&subscriber, on_launch, NULL);
+    if (rc != CUPTI_SUCCESS) {
+      cupti_why(why, whylen, "cuptiSubscribe", rc);
+      if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+        why_put(why, whylen,
+                "cuptiSubscribe: another CUPTI client (a profiler such as "
+                "Nsight Systems?) holds the callback API; phaseprobe's CUPTI "
+                "source cannot run beside it");
+      return -1;
+    }
+    subscribed = 1;
+  }
+  callbacks(1);
   rc = api.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (rc != CUPTI_SUCCESS) {
     cupti_why(why, whylen,
               "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)", rc);
+    callbacks(0);
     return -1;
   }
-  rc = api.ActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  if (rc != CUPTI_SUCCESS) {
-    cupti_why(why, whylen,
-              "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)",
-              rc);
-    disable_all(1, 0, 0);
+  flusher_stop = 0;
+  if (pthread_create(&flusher, NULL, flusher_main, NULL) != 0) {
+    why_put(why, whylen, "CUPTI: cannot start the flusher thread");
+    api.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    callbacks(0);
     return -1;
   }
-  rc = api.ActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
-  if (rc != CUPTI_SUCCESS) {
-    cupti_why(why, whylen, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER)", rc);
-    disable_all(1, 1, 0);
-    return -1;
-  }
+  flusher_on = 1;
+  pp_set_device_hooks(&hooks);
   return 0;
 }
 
@@ -433,20 +770,35 @@ PP_EXPORT int pp_cupti_start(char *why, size_t whylen) {
   if (starts == 0)
     rc = first_start(why, whylen);
   if (rc == 0) {
-    starts++;
+    if (starts++ == 0)
+      pp_clock_pin(1);
     __atomic_store_n(&active_flag, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&ctl_lock);
   return rc;
 }
 
+/* With ctl_lock held: the last stop, or unload. */
+static void shut_down(void) {
+  __atomic_store_n(&active_flag, 0, __ATOMIC_RELEASE);
+  flusher_stop = 1;
+  pthread_cond_broadcast(&ctl_cond);
+  int join = flusher_on;
+  flusher_on = 0;
+  pthread_mutex_unlock(&ctl_lock);
+  if (join)
+    pthread_join(flusher, NULL);
+  pp_cupti_drain(1000000000u);
+  pthread_mutex_lock(&ctl_lock);
+  api.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  callbacks(0);
+  pp_clock_pin(-1);
+}
+
 PP_EXPORT void pp_cupti_stop(void) {
   pthread_mutex_lock(&ctl_lock);
-  if (starts > 0 && --starts == 0) {
-    __atomic_store_n(&active_flag, 0, __ATOMIC_RELEASE);
-    disable_all(1, 1, 1);
-    api.ActivityFlushAll(0);
-  }
+  if (starts > 0 && --starts == 0)
+    shut_down();
   pthread_mutex_unlock(&ctl_lock);
 }
 
@@ -454,82 +806,90 @@ PP_EXPORT int pp_cupti_active(void) {
   return __atomic_load_n(&active_flag, __ATOMIC_ACQUIRE);
 }
 
-/* On unload: collection still on is stopped (CUPTI must not call back
- * into unmapped code), then the match table and the kept buffers go with
- * the library instead of staying behind, unreachable. */
+PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {
+  pthread_mutex_lock(&ctl_lock);
+  if (ms)
+    flush_period_ms = ms < 1 ? 1 : ms > 1000 ? 1000 : ms;
+  unsigned v = flush_period_ms;
+  pthread_mutex_unlock(&ctl_lock);
+  return v;
+}
+
+/* On unload (the module is pinned once CUPTI was started, so this runs at
+ * process exit): collection still on is stopped and what waits delivered. */
 __attribute__((destructor)) static void cupti_fini(void) {
   pthread_mutex_lock(&ctl_lock);
   if (starts > 0) {
     starts = 0;
-    __atomic_store_n(&active_flag, 0, __ATOMIC_RELEASE);
-    disable_all(1, 1, 1);
-    api.ActivityFlushAll(0);
+    shut_down();
   }
-  pthread_mutex_lock(&tab_lock);
-  free(corr_tab);
-  corr_tab = NULL;
-  while (nbuf_free > 0)
-    free(buf_free[--nbuf_free]);
-  pthread_mutex_unlock(&tab_lock);
   pthread_mutex_unlock(&ctl_lock);
 }
 
-/* ---- spans ----------------------------------------------------------------- */
+/* ---- spans ------------------------------------------------------------------------ */
 PP_EXPORT uint64_t pp_cupti_span_begin(void) {
   if (!pp_cupti_active())
     return 0;
-  uint64_t id = __atomic_fetch_add(&next_span, 1, __ATOMIC_RELAXED);
+  uint64_t id = 0;
   pthread_mutex_lock(&tab_lock);
-  span_slot *s = &span_tab[id & (SPAN_SLOTS - 1)];
-  memset(s, 0, sizeof *s);
-  s->id = id;
-  stats.spans++;
+  for (unsigned k = 0; spans && k < SPAN_SLOTS; k++) {
+    unsigned i = (span_cursor + k) & (SPAN_SLOTS - 1);
+    if (spans[i].state != SPAN_FREE)
+      continue;
+    span_cursor = i + 1;
+    span *s = &spans[i];
+    memset(s, 0, offsetof(span, launch));
+    id = (span_seq++ << SPAN_BITS) | i;
+    s->id = id;
+    s->state = SPAN_OPEN;
+    npending++;
+    stats.spans++;
+    break;
+  }
+  if (!id)
+    stats.spans_refused++;
   pthread_mutex_unlock(&tab_lock);
-  if (api.ActivityPushExternalCorrelationId(PP_CUPTI_EXT_KIND, id) !=
-      CUPTI_SUCCESS)
-    return 0;
+  tls_span = id;
   return id;
 }
 
-PP_EXPORT int pp_cupti_span_end(uint64_t id) {
-  if (!id || !api_ok)
-    return -1;
-  uint64_t last = 0;
-  if (api.ActivityPopExternalCorrelationId(PP_CUPTI_EXT_KIND, &last) !=
-      CUPTI_SUCCESS)
-    return -1;
-  if (last != id) { /* not the innermost: put it back */
-    api.ActivityPushExternalCorrelationId(PP_CUPTI_EXT_KIND, last);
-    return -1;
-  }
-  return 0;
+PP_EXPORT void pp_cupti_span_end(uint64_t id) {
+  if (tls_span == id)
+    tls_span = 0;
 }
 
-/* ---- collection ------------------------------------------------------------ */
-static void read_span(uint64_t id, pp_cupti_result *out) {
+PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
+                                  uint64_t close_ns, int mode) {
+  if (tls_span == id)
+    tls_span = 0;
+  int linked = mode == PP_CUPTI_TO_DISPATCH && pp_acc_link_device(id) == 0;
+  if (mode == PP_CUPTI_TO_DISPATCH && !linked)
+    mode = PP_CUPTI_KEEP;
+  pp_record rec;
+  int deliver = 0, rc = 0;
   pthread_mutex_lock(&tab_lock);
-  const span_slot *s = &span_tab[id & (SPAN_SLOTS - 1)];
-  if (s->id == id) {
-    out->kernels = s->kernels;
-    out->untimed = s->untimed;
-    out->sum_ns = s->sum;
-    out->first_start_ns = s->first;
-    out->last_end_ns = s->last;
-    out->correlations = s->corrs;
+  span *s = span_of(id);
+  if (!s || s->state != SPAN_OPEN) {
+    rc = -1;
+  } else {
+    s->open_ns = open_ns;
+    s->close_ns = close_ns;
+    s->closed_at = pp_now_ns();
+    s->state = SPAN_CLOSED;
+    s->mode = mode;
+    if (span_complete(s))
+      deliver = settle(s, &rec);
   }
   pthread_mutex_unlock(&tab_lock);
-}
-
-static CUptiResult flush(pp_cupti_result *out, uint32_t flag) {
-  pp_ticks t0 = pp_now_inline();
-  CUptiResult rc = api.ActivityFlushAll(flag);
-  out->flush_ns = pp_sat_add(out->flush_ns,
-                             pp_ticks_delta_ns(t0, pp_now_inline()));
-  out->flushes++;
+  if (rc != 0 && linked)
+    pp_acc_link_device(0);
+  if (deliver)
+    pp_sinks_deliver(&rec);
   return rc;
 }
 
-static void forced_flush_note(void) {
+static void force_flush(void) {
+  api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&tab_lock);
   stats.forced_flushes++;
   pthread_mutex_unlock(&tab_lock);
@@ -540,64 +900,147 @@ static void pause_us(unsigned us) {
   nanosleep(&ts, NULL);
 }
 
-PP_EXPORT int pp_cupti_collect(uint64_t id, uint64_t expected,
-                               uint64_t timeout_ns, pp_cupti_result *out,
-                               char *why, size_t whylen) {
+PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
+                                 pp_cupti_timeline *out, char *why,
+                                 size_t whylen) {
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&tab_lock);
-  stats.collects++;
-  pthread_mutex_unlock(&tab_lock);
-  if (!pp_cupti_active()) {
-    why_put(why, whylen, "CUPTI collection is off (pp_cupti_start first)");
-    return -1;
-  }
-  if (!id) {
-    why_put(why, whylen, "no CUPTI span (span id 0)");
-    return -1;
-  }
   if (!timeout_ns)
-    timeout_ns = 200000000u;
-  pp_ticks t0 = pp_now_inline();
-  for (unsigned tries = 0;; tries++) {
-    /* A plain flush withholds a buffer that holds any incomplete record
-     * (someone else's running kernel, say); after about 200 us of trying,
-     * one forced flush takes it anyway. */
-    uint32_t flag = tries == 10 ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0;
-    CUptiResult rc = flush(out, flag);
-    if (rc != CUPTI_SUCCESS) {
-      cupti_why(why, whylen, "cuptiActivityFlushAll", rc);
-      return -1;
-    }
-    if (flag)
-      forced_flush_note();
-    read_span(id, out);
-    if (out->kernels >= expected)
-      return 0;
-    if (flag && out->correlations == 0) {
-      /* Correlation records are complete when written: after a forced
-       * flush, none means none will come; waiting longer would not help. */
-      why_put(why, whylen,
-              "CUPTI correlated no launch to span %llu (no external "
-              "correlation records after a forced flush; another CUPTI "
-              "client, or launches not made on this thread?)",
-              (unsigned long long)id);
-      return 1;
-    }
-    if (pp_ticks_delta_ns(t0, pp_now_inline()) >= timeout_ns)
-      break;
-    pause_us(tries < 10 ? 20 : 200);
+    timeout_ns = 1000000000u;
+  pthread_mutex_lock(&tab_lock);
+  span *s = span_of(id);
+  if (s && s->state == SPAN_OPEN) { /* never closed: close it now */
+    s->open_ns = s->nlaunch ? s->launch[0] : pp_now_ns();
+    s->close_ns = pp_now_ns();
+    s->closed_at = s->close_ns;
+    s->state = SPAN_CLOSED;
   }
-  why_put(why, whylen,
-          "CUPTI delivered %llu of %llu kernel records for span %llu within "
-          "%llu ms",
-          (unsigned long long)out->kernels, (unsigned long long)expected,
-          (unsigned long long)id, (unsigned long long)(timeout_ns / 1000000));
-  return 1;
+  pthread_mutex_unlock(&tab_lock);
+  if (!s) {
+    why_put(why, whylen, "no CUPTI span %llu (never begun, or already read)",
+            (unsigned long long)id);
+    return -1;
+  }
+  if (tls_span == id)
+    tls_span = 0;
+  uint64_t t0 = pp_now_ns();
+  int forced = 0;
+  for (;;) {
+    pthread_mutex_lock(&tab_lock);
+    s = span_of(id);
+    int done = !s || span_complete(s);
+    pthread_mutex_unlock(&tab_lock);
+    if (done || since(pp_now_ns(), t0) >= timeout_ns)
+      break;
+    if (!forced) { /* one forced flush takes what the device finished */
+      force_flush();
+      forced = 1;
+    } else {
+      pause_us(200);
+      api.ActivityFlushAll(0);
+    }
+  }
+  int rc = 0;
+  pthread_mutex_lock(&tab_lock);
+  s = span_of(id);
+  if (!s) {
+    rc = -1;
+    why_put(why, whylen, "CUPTI span %llu was given up on",
+            (unsigned long long)id);
+  } else {
+    timeline_of(s, out);
+    if (s->nlaunch == 0) {
+      rc = 1;
+      why_put(why, whylen,
+              "CUPTI saw none of the launch calls of span %llu (made on "
+              "another thread, or by a driver CUPTI does not trace?)",
+              (unsigned long long)id);
+    } else if (!span_complete(s) || s->untimed) {
+      rc = 1;
+      why_put(why, whylen,
+              "CUPTI delivered %llu of %llu kernel records (%llu untimed) "
+              "for span %llu within %llu ms",
+              (unsigned long long)s->received,
+              (unsigned long long)s->nlaunch,
+              (unsigned long long)s->untimed, (unsigned long long)id,
+              (unsigned long long)(timeout_ns / 1000000u));
+    }
+    int take = s->mode == PP_CUPTI_TO_DISPATCH && !s->has_record;
+    if (!span_complete(s)) { /* complete it with what came */
+      s->nlaunch = s->received;
+      s->untimed++;
+    }
+    s->mode = PP_CUPTI_RELEASE;
+    pp_record rec;
+    int deliver = settle(s, &rec);
+    pthread_mutex_unlock(&tab_lock);
+    if (take) {
+      /* the dispatch is still open on this thread: it takes the timeline
+       * now, and its emit does not wait */
+      pp_acc_link_device(0);
+      if (rc == 0) {
+        pp_device_timeline d;
+        device_timeline(out, &d);
+        pp_record_device_timeline(&d);
+      }
+    }
+    if (deliver)
+      pp_sinks_deliver(&rec);
+    return rc;
+  }
+  pthread_mutex_unlock(&tab_lock);
+  return rc;
+}
+
+PP_EXPORT size_t pp_cupti_drain(uint64_t timeout_ns) {
+  if (!api_ok)
+    return 0;
+  if (!timeout_ns)
+    timeout_ns = 1000000000u;
+  pthread_mutex_lock(&tab_lock);
+  uint64_t waiting = 0;
+  for (unsigned i = 0; spans && i < SPAN_SLOTS; i++)
+    waiting += spans[i].state == SPAN_CLOSED && !span_complete(&spans[i]);
+  pthread_mutex_unlock(&tab_lock);
+  if (!waiting)
+    return 0;
+  force_flush();
+  uint64_t t0 = pp_now_ns();
+  for (;;) {
+    pthread_mutex_lock(&tab_lock);
+    waiting = 0;
+    for (unsigned i = 0; spans && i < SPAN_SLOTS; i++)
+      waiting += spans[i].state == SPAN_CLOSED && !span_complete(&spans[i]);
+    pthread_mutex_unlock(&tab_lock);
+    if (!waiting || since(pp_now_ns(), t0) >= timeout_ns)
+      break;
+    pause_us(500);
+    api.ActivityFlushAll(0);
+  }
+  /* what still waits is given up on: records go out without a timeline */
+  pp_record *out = NULL;
+  size_t nout = 0, left = 0;
+  pthread_mutex_lock(&tab_lock);
+  for (unsigned i = 0; spans && i < SPAN_SLOTS; i++) {
+    span *s = &spans[i];
+    if (s->state != SPAN_CLOSED || span_complete(s))
+      continue;
+    left++;
+    pp_record *grown = realloc(out, (nout + 1) * sizeof *out);
+    if (grown) {
+      out = grown;
+      nout += (size_t)give_up(s, &out[nout]);
+    }
+  }
+  pthread_mutex_unlock(&tab_lock);
+  deliver_all(out, nout);
+  free(out);
+  return left;
 }
 
 PP_EXPORT void pp_cupti_stats_get(pp_cupti_stats *out) {
   pthread_mutex_lock(&tab_lock);
   *out = stats;
+  out->pending = npending;
   pthread_mutex_unlock(&tab_lock);
   pthread_mutex_lock(&ctl_lock);
   out->starts = starts;
@@ -627,20 +1070,32 @@ PP_EXPORT int pp_cupti_start(char *why, size_t whylen) {
 }
 PP_EXPORT void pp_cupti_stop(void) {}
 PP_EXPORT int pp_cupti_active(void) { return 0; }
+PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {
+  (void)ms;
+  return 0;
+}
 PP_EXPORT uint64_t pp_cupti_span_begin(void) { return 0; }
-PP_EXPORT int pp_cupti_span_end(uint64_t id) {
+PP_EXPORT void pp_cupti_span_end(uint64_t id) { (void)id; }
+PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
+                                  uint64_t close_ns, int mode) {
   (void)id;
+  (void)open_ns;
+  (void)close_ns;
+  (void)mode;
   return -1;
 }
-PP_EXPORT int pp_cupti_collect(uint64_t id, uint64_t expected,
-                               uint64_t timeout_ns, pp_cupti_result *out,
-                               char *why, size_t whylen) {
+PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
+                                 pp_cupti_timeline *out, char *why,
+                                 size_t whylen) {
   (void)id;
-  (void)expected;
   (void)timeout_ns;
   memset(out, 0, sizeof *out);
   why_put(why, whylen, "%s", absent_why);
   return -1;
+}
+PP_EXPORT size_t pp_cupti_drain(uint64_t timeout_ns) {
+  (void)timeout_ns;
+  return 0;
 }
 PP_EXPORT void pp_cupti_stats_get(pp_cupti_stats *out) {
   memset(out, 0, sizeof *out);

@@ -46,7 +46,19 @@ typedef enum {
   PP_CUDA_CAL_CUPTI = 2  /* floor = median of (pair - CUPTI) per launch     */
 } pp_cuda_cal_method;
 
+/* One kernel length of a CUPTI calibration: the pair's reading of spin
+ * kernels that long, and what to subtract from such a reading. */
 typedef struct {
+  uint64_t kernel_ns;  /* the spin's length per CUPTI (median)               */
+  uint64_t pair_ns;    /* the inner pair's reading (median)                  */
+  uint64_t floor_ns;   /* median of pair - CUPTI: subtracted at this reading */
+  uint64_t error_ns;   /* p95 of |pair - floor - CUPTI|: how far a           */
+                       /* calibrated reading of this length can be off       */
+  size_t samples;
+} pp_cuda_cal_point;
+#define PP_CUDA_CAL_POINTS 5
+
+typedef struct pp_cuda_calibration {
   pp_cuda_cal_method method;
   size_t samples;          /* samples kept (after the warm-up)              */
   uint64_t floor_ns;       /* the floor to subtract                         */
@@ -55,9 +67,22 @@ typedef struct {
   /* CUPTI method only: the empty kernel's own duration, and pair - CUPTI */
   uint64_t cupti_median_ns;
   uint64_t diff_min_ns, diff_p90_ns, diff_max_ns;
+  /* CUPTI method only: the floor and the error by kernel length (the empty
+   * kernel, then spins of 10 us, 100 us, 1 ms and 10 ms): the pair's
+   * latency grows after long kernels (7 us after an empty one, about 35 us
+   * after 10 ms ones on an H200), so one floor does not fit every length. */
+  size_t npoints;
+  pp_cuda_cal_point points[PP_CUDA_CAL_POINTS];
   uint64_t host_ns;        /* host time the calibration took               */
   char why[200];           /* why CUPTI was not used although asked for    */
 } pp_cuda_calibration;
+
+/* The floor to subtract from an inner-pair reading of pair_ns, and in
+ * *error_ns (may be NULL) how far the calibrated reading can be off: from
+ * the calibration's points, linear between the two around pair_ns (the
+ * nearest outside them); with no points, cal->floor_ns and 0. */
+uint64_t pp_cuda_cal_floor(const pp_cuda_calibration *cal, uint64_t pair_ns,
+                           uint64_t *error_ns);
 
 /* Measures the event-pair floor on the current context: `samples` timed
  * windows (plus 3 warm-up ones) each with one launch of an empty kernel

@@ -42,9 +42,12 @@ extern "C" {
 #define PP_NAME_MAX 40   /* longest short name, without "sub_" / "_ns"      */
 #define PP_LABEL_MAX 64  /* room for a printed field name, with its NUL        */
 #define PP_PREFIX_MAX 64
+/* seq, counts, the five times, phases, nested, named + unattributed, three
+ * per cache, then tid, start_ns, probe_ns, kernel_src, kernel_floor_ns,
+ * kernel_error_ns and the six device-timeline fields. */
 #define PP_MAX_FIELDS                                                          \
   (1 + PP_MAX_COUNTS + 5 + PP_MAX_PHASES + PP_MAX_NESTED + 2 +                 \
-   3 * PP_MAX_CACHES + 8)
+   3 * PP_MAX_CACHES + 12)
 #define PP_TAGS_MAX 256  /* bytes of " key=value" text carried per record   */
 #define PP_SCOPE_DEPTH 64 /* scopes open at once on one thread               */
 
@@ -107,7 +110,15 @@ typedef struct {
   const char *const *caches;  size_t ncaches;
 } pp_schema_def;
 
-typedef enum { PP_FIELD_U64 = 0, PP_FIELD_KERNEL_SRC = 1 } pp_field_kind;
+/* How a field prints: a number; the kernel-time source's name; a field of
+ * the device timeline, printed only when kernel_src=cupti (the probe knows it
+ * only then); the event pair's calibrated error, printed only beside an
+ * event-pair kernel_ns whose calibration measured it. A field that does not
+ * print is absent from the line, never printed as a made-up 0. */
+typedef enum {
+  PP_FIELD_U64 = 0, PP_FIELD_KERNEL_SRC = 1, PP_FIELD_DEVICE = 2,
+  PP_FIELD_EVENT_ERROR = 3
+} pp_field_kind;
 
 typedef struct pp_schema pp_schema;
 
@@ -197,11 +208,43 @@ void pp_set_count(int count, uint64_t value);
 void pp_add_count(int count, uint64_t delta);
 void pp_record_kernel_ns(uint64_t ns);
 void pp_record_device_window_ns(uint64_t ns);
+/* Where kernel_ns came from. PENDING: the record was emitted before its
+ * kernels' CUPTI records came; the copy pp_emit returns says so, and the
+ * record reaches the sinks when they come (then cupti, or none). */
 typedef enum {
-  PP_KSRC_NONE = 0, PP_KSRC_EVENT = 1, PP_KSRC_CUPTI = 2, PP_KSRC_USER = 3
+  PP_KSRC_NONE = 0, PP_KSRC_EVENT = 1, PP_KSRC_CUPTI = 2, PP_KSRC_USER = 3,
+  PP_KSRC_PENDING = 4
 } pp_kernel_src;
+/* "none", "event", "cupti", "user", "pending" ("none" for other values). */
+const char *pp_kernel_src_name(pp_kernel_src src);
 /* Kernel time with its source and, for event pairs, the calibrated floor. */
 void pp_record_kernel(uint64_t ns, pp_kernel_src src, uint64_t floor_ns);
+/* For an event-pair kernel_ns: how far its calibrated value can be off on
+ * this device (the p95 of |calibrated - CUPTI| the calibration measured;
+ * kernel_error_ns). Not called: the record does not claim one. */
+void pp_record_kernel_error(uint64_t ns);
+
+/* The device side of the launch loop on the probe clock (absolute ns, as
+ * pp_now_ns reads them): from CUPTI (the CUDA layer records it), or from a
+ * runtime's own tracing. */
+typedef struct {
+  uint64_t kernels;           /* kernels of the loop                         */
+  uint64_t kernel_ns;         /* sum of their durations                      */
+  uint64_t first_launch_ns;   /* host: the first launch call                 */
+  uint64_t first_start_ns;    /* device: the first kernel's start            */
+  uint64_t last_end_ns;       /* device: the last kernel's end               */
+  uint64_t window_ns;         /* the window: its open to the later of its    */
+                              /* close and the last kernel's end             */
+  uint64_t launch_latency_ns; /* device idle after a launch call was made,   */
+                              /* before its kernel started                   */
+  uint64_t host_gap_ns;       /* device idle because no launch was made yet, */
+                              /* or after the last kernel until the close    */
+} pp_device_timeline;
+/* Records it into this thread's open dispatch: kernel_ns (kernel_src =
+ * cupti), device_window_ns (unless set), kernels, launch_at_ns,
+ * kernel_first_ns, kernel_last_ns (from the dispatch's start_ns),
+ * launch_latency_ns and host_gap_ns. */
+void pp_record_device_timeline(const pp_device_timeline *t);
 typedef enum { PP_CACHE_HIT = 0, PP_CACHE_MISS = 1, PP_CACHE_DISK_HIT = 2 } pp_cache_outcome;
 /* One cache lookup of this dispatch. A disk hit counts as a hit and also
  * in <cache>_cache_disk_hits. */
@@ -277,6 +320,9 @@ typedef struct pp_record {
 } pp_record;
 
 uint64_t pp_record_get(const pp_record *r, const char *field, int *found);
+/* Whether field i (line order) is in r's line: device-timeline fields only
+ * with kernel_src=cupti, kernel_error_ns only when measured. */
+int pp_record_field_present(const pp_record *r, size_t i);
 
 /* What the dispatch's own telemetry knows. A field left at PP_AUTO is
  * filled by the probe: seq from a process-wide counter, wall_ns from

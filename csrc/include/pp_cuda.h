@@ -34,6 +34,7 @@
 #include <cudaTypedefs.h>
 
 #include "phaseprobe.h"
+#include "pp_cupti.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -192,19 +193,28 @@ typedef struct {
   uint64_t probe_ns;    /* host time spent on events and elapsed queries      */
   uint64_t floor_ns;    /* event-pair floor reported with kernel_ns; set it   */
                         /* after pp_cuda_window_open (0: not calibrated)      */
+  uint64_t error_ns;    /* the calibrated pair's p95 error against CUPTI,     */
+                        /* reported as kernel_error_ns (0: not measured)      */
+  const struct pp_cuda_calibration *cal;   /* when set (a CUPTI calibration   */
+                        /* by kernel length), floor and error come from it   */
   const char *failed;   /* the driver call that failed, or NULL               */
   uint64_t host_ns[4];  /* probe-clock ns when each event was recorded:      */
                         /* outer start, inner start, inner end, outer end    */
   uint64_t lead_ns;     /* device: outer start to inner start (at collect)   */
-  /* Kernel-time source (cuda_ksrc.c). Set `source` after open, before the
-   * loop: PP_KSRC_EVENT (or 0) for the inner pair, PP_KSRC_CUPTI for CUPTI's
-   * kernel records (the inner pair is still recorded and read). */
+  /* Kernel-time source (cuda_ksrc.c). A window opened with
+   * pp_cuda_window_open_timeline records no events: CUPTI's kernel records
+   * are its whole device side (source PP_KSRC_CUPTI). A window opened with
+   * pp_cuda_window_open records the two event pairs; set `source` to
+   * PP_KSRC_CUPTI after open, before the loop, to read CUPTI as well (the
+   * record then takes CUPTI's figures). */
   pp_kernel_src source;
+  int timeline;             /* opened without events (CUPTI's timeline)     */
   uint64_t cupti_span;      /* CUPTI span of the loop's launches (0: none)  */
   pp_kernel_src kernel_src; /* what filled kernel_ns at collect             */
   uint64_t event_kernel_ns; /* the inner pair's reading, at collect         */
   uint64_t cupti_kernel_ns; /* CUPTI's sum over the loop's kernels          */
   uint64_t cupti_kernels;   /* kernel records CUPTI attributed to the loop  */
+  pp_cupti_timeline tl;     /* CUPTI's timeline, after pp_cuda_window_wait  */
   char cupti_why[200];      /* why CUPTI did not fill kernel_ns, or ""      */
 } pp_cuda_window;
 
@@ -213,6 +223,15 @@ typedef struct {
  * probe overhead (pp_add_probe_ns) as they happen. */
 CUresult pp_cuda_window_open(pp_cuda_window *w, pp_cuda_event_pool *pool,
                              CUstream stream);
+/* Opens a window that records no events: its device side is CUPTI's
+ * timeline of the launch loop's kernels, on the probe clock (pp_cupti.h;
+ * collection must be on). Costs a clock read at open and close and a CUPTI
+ * span around the loop; at collect nothing waits: the open dispatch's
+ * record is completed when the kernels' records come (or at
+ * pp_cuda_window_wait). */
+CUresult pp_cuda_window_open_timeline(pp_cuda_window *w,
+                                      pp_cuda_event_pool *pool,
+                                      CUstream stream);
 /* Inner start; `iterations` x (reset, when reset->ptr; launch); inner end.
  * No callback into the caller between the two inner events. One loop per
  * window. */
@@ -233,6 +252,12 @@ CUresult pp_cuda_window_collect(pp_cuda_window *w, uint64_t *window_ns,
                                 uint64_t *kernel_ns);
 /* Returns the window's events to the pool without reading them. */
 void pp_cuda_window_discard(pp_cuda_window *w);
+/* After collect, for a window read by CUPTI: waits (forcing CUPTI to flush,
+ * at most timeout_ns, 0: 1 s) for the loop's kernel records and fills
+ * w->tl, w->cupti_kernel_ns and w->kernel_src; a dispatch still open on this
+ * thread takes the timeline at once. 0, 1 when not every kernel came
+ * (w->cupti_why says what did), -1 when the window has no CUPTI span. */
+int pp_cuda_window_wait(pp_cuda_window *w, uint64_t timeout_ns);
 
 /* Busy-waits `ns` nanoseconds on the probe clock (no sleep, no syscall, no
  * PAUSE: see pp_spin_ns in clock.c). */

@@ -9,8 +9,17 @@
  *                                       -- windows then report this floor
  *   w:launch_loop{..., source = "cupti"}-- per window
  *   w:collect()                         -> device_window_ns, kernel_ns
+ *                                          (nil, nil for a window without
+ *                                          events: CUPTI completes the record)
+ *   w:wait([ms])                        -> CUPTI's window_ns, kernel_ns
  *   w.kernel_src, w.event_kernel_ns, w.kernel_calibrated_ns, w.floor_ns,
  *   w.cupti_kernel_ns, w.cupti_kernels, w.cupti_why   (after collect)
+ *   w.timeline                          -- after w:wait(): kernels,
+ *                                          kernel_ns, window_ns, launch_at_ns,
+ *                                          kernel_first_ns, kernel_last_ns,
+ *                                          close_ns (from the window's
+ *                                          open), launch_latency_ns,
+ *                                          host_gap_ns
  */
 #include "pp_lua_cuda.h"
 
@@ -20,11 +29,7 @@
 
 #include <string.h>
 
-static const char *const ksrc_names[] = {"none", "event", "cupti", "user"};
-
-static const char *ksrc_name(pp_kernel_src s) {
-  return (unsigned)s < 4 ? ksrc_names[s] : "none";
-}
+static const char *ksrc_name(pp_kernel_src s) { return pp_kernel_src_name(s); }
 
 pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
                            pp_kernel_src def) {
@@ -106,6 +111,20 @@ static void push_calibration(lua_State *L, const pp_cuda_calibration *cal) {
     set_u64(L, "diff_min_ns", cal->diff_min_ns);
     set_u64(L, "diff_p90_ns", cal->diff_p90_ns);
     set_u64(L, "diff_max_ns", cal->diff_max_ns);
+  }
+  if (cal->npoints) {
+    lua_createtable(L, (int)cal->npoints, 0);
+    for (size_t i = 0; i < cal->npoints; i++) {
+      const pp_cuda_cal_point *p = &cal->points[i];
+      lua_createtable(L, 0, 5);
+      set_u64(L, "kernel_ns", p->kernel_ns);
+      set_u64(L, "pair_ns", p->pair_ns);
+      set_u64(L, "floor_ns", p->floor_ns);
+      set_u64(L, "error_ns", p->error_ns);
+      set_u64(L, "samples", p->samples);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "points");
   }
   set_u64(L, "host_ns", cal->host_ns);
   if (cal->why[0]) {
@@ -195,6 +214,7 @@ int lcu_ctx_calibrate_events(lua_State *L) {
                      "ctx:calibrate_events");
   c->floor_ns = cal.floor_ns;
   c->floor_method = (int)cal.method;
+  c->cal = cal;
   lua_pushinteger(L, (lua_Integer)cal.floor_ns);
   push_calibration(L, &cal);
   return 2;
@@ -229,6 +249,35 @@ int lcu_window_ksrc_field(lua_State *L, const lcu_window *lw, const char *k) {
       lua_pushnil(L);
   } else if (strcmp(k, "cupti_kernels") == 0) {
     lua_pushinteger(L, (lua_Integer)w->cupti_kernels);
+  } else if (strcmp(k, "timeline") == 0) {
+    /* CUPTI's timeline after w:wait(), times from the window's opening */
+    if (!(done && w->kernel_src == PP_KSRC_CUPTI)) {
+      lua_pushnil(L);
+      return 1;
+    }
+    const pp_cupti_timeline *t = &w->tl;
+    uint64_t o = t->open_ns;
+#define PP_REL_(x) ((x) > o ? (x) - o : 0)
+    lua_createtable(L, 0, 9);
+    lua_pushinteger(L, (lua_Integer)t->kernels);
+    lua_setfield(L, -2, "kernels");
+    lua_pushinteger(L, (lua_Integer)t->sum_ns);
+    lua_setfield(L, -2, "kernel_ns");
+    lua_pushinteger(L, (lua_Integer)t->window_ns);
+    lua_setfield(L, -2, "window_ns");
+    lua_pushinteger(L, (lua_Integer)PP_REL_(t->first_launch_ns));
+    lua_setfield(L, -2, "launch_at_ns");
+    lua_pushinteger(L, (lua_Integer)PP_REL_(t->first_start_ns));
+    lua_setfield(L, -2, "kernel_first_ns");
+    lua_pushinteger(L, (lua_Integer)PP_REL_(t->last_end_ns));
+    lua_setfield(L, -2, "kernel_last_ns");
+    lua_pushinteger(L, (lua_Integer)PP_REL_(t->close_ns));
+    lua_setfield(L, -2, "close_ns");
+    lua_pushinteger(L, (lua_Integer)t->launch_latency_ns);
+    lua_setfield(L, -2, "launch_latency_ns");
+    lua_pushinteger(L, (lua_Integer)t->host_gap_ns);
+    lua_setfield(L, -2, "host_gap_ns");
+#undef PP_REL_
   } else if (strcmp(k, "cupti_why") == 0) {
     if (w->cupti_why[0])
       lua_pushstring(L, w->cupti_why);

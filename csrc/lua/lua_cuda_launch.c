@@ -669,9 +669,23 @@ static int stream_window(lua_State *L) {
   lua_setiuservalue(L, -2, 1);
   w->holds = 1;
   lcu_hold(w->c);
-  CUresult rc = pp_cuda_window_open(&w->w, w->c->pool, s->s);
+  /* With CUPTI as the context's source the window records no events: its
+   * device side is CUPTI's timeline (s:window{source = "event"} keeps the
+   * event pairs, and a loop may still ask CUPTI for its kernels). */
+  pp_kernel_src src = w->c->ksrc;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "source");
+    src = lcu_opt_ksrc(L, -1, "stream:window", src);
+    lua_pop(L, 1);
+  }
+  lcu_check_ksrc(L, src, "stream:window");
+  CUresult rc = src == PP_KSRC_CUPTI
+                    ? pp_cuda_window_open_timeline(&w->w, w->c->pool, s->s)
+                    : pp_cuda_window_open(&w->w, w->c->pool, s->s);
   w->w.floor_ns = w->c->floor_ns;
-  w->w.source = w->c->ksrc;
+  w->w.cal = w->c->cal.npoints ? &w->c->cal : NULL;
+  if (!w->w.timeline)
+    w->w.source = PP_KSRC_EVENT;
   if (rc != CUDA_SUCCESS)
     return window_fail(L, w, rc, "stream:window");
   return 1;
@@ -687,8 +701,9 @@ static int window_spin_us(lua_State *L) {
 }
 
 /* w:launch_loop{fn=, grid=, block=, shared=, args=, iterations=, reset=,
- * cooperative=, fence=, source=} -> host ns of the loop (inner events
- * included). source = "event" | "cupti" overrides the context's
+ * cooperative=, fence=, source=, spin_us=} -> host ns of the loop (inner
+ * events included). spin_us: a host gap spun right before the loop (after
+ * the description was read), for tests and the truth harness. source = "event" | "cupti" overrides the context's
  * kernel-time source for this window (lua_cuda_ksrc.c). */
 static int window_launch_loop(lua_State *L) {
   lcu_window *w = check_live_window(L, "window:launch_loop");
@@ -697,7 +712,7 @@ static int window_launch_loop(lua_State *L) {
                       w->w.looped ? "the loop already ran in this window"
                                   : "the window is closed");
   launch_desc d;
-  parse_launch(L, 2, 0, "window:launch_loop", F_FN | F_LOOP, &d);
+  parse_launch(L, 2, 0, "window:launch_loop", F_FN | F_LOOP | F_SPIN, &d);
   if (d.c != w->c)
     return luaL_error(L, "window:launch_loop: the function belongs to "
                          "another context");
@@ -706,8 +721,14 @@ static int window_launch_loop(lua_State *L) {
   if (w->w.stage != PP_CUDA_WINDOW_OPEN)
     return luaL_error(L, "window:launch_loop: the window is closed");
   pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : w->w.source;
+  if (w->w.timeline && src != PP_KSRC_CUPTI)
+    return luaL_error(L, "window:launch_loop: this window records no events "
+                         "(its context reads CUPTI): open it with "
+                         "s:window{source = \"event\"} for the event pair");
   lcu_check_ksrc(L, src, "window:launch_loop");
   w->w.source = src;
+  if (d.spin_us > 0) /* a host gap injected right before the loop */
+    pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
   CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
                                            &d.reset);
   if (rc == CUDA_SUCCESS && d.fence)
@@ -758,11 +779,43 @@ static int window_collect(lua_State *L) {
     return window_fail(L, w, rc, "window:collect");
   w->collected = 1;
   window_release(w);
-  lua_pushinteger(L, (lua_Integer)win);
+  /* a window without events has nothing to read yet: CUPTI completes the
+   * dispatch's record when the kernels' records come (w:wait() reads now) */
+  if (win == UINT64_MAX)
+    lua_pushnil(L);
+  else
+    lua_pushinteger(L, (lua_Integer)win);
   if (ker == UINT64_MAX)
     lua_pushnil(L);
   else
     lua_pushinteger(L, (lua_Integer)ker);
+  return 2;
+}
+
+/* w:wait([timeout_ms = 1000]) -> device_window_ns, kernel_ns | nil, why:
+ * after collect, for a window read by CUPTI, waits for the loop's kernel
+ * records (one forced flush: about 200 us of extra latency for the next
+ * kernel on an H200, so read a batch of windows after the batch). An open
+ * dispatch takes the timeline at once. */
+static int window_wait(lua_State *L) {
+  lcu_window *w = check_window(L, 1);
+  lua_Integer ms = luaL_optinteger(L, 2, 1000);
+  luaL_argcheck(L, ms >= 1 && ms <= 600000, 2, "timeout must be 1..600000 ms");
+  luaL_argcheck(L, w->collected, 1, "collect the window first (w:collect())");
+  if (w->w.cupti_span == 0 && w->w.kernel_src != PP_KSRC_CUPTI) {
+    luaL_pushfail(L);
+    lua_pushstring(L, w->w.cupti_why[0] ? w->w.cupti_why
+                                        : "the window was not read by CUPTI");
+    return 2;
+  }
+  if (w->w.cupti_span &&
+      pp_cuda_window_wait(&w->w, (uint64_t)ms * 1000000u) != 0) {
+    luaL_pushfail(L);
+    lua_pushstring(L, w->w.cupti_why);
+    return 2;
+  }
+  lua_pushinteger(L, (lua_Integer)w->w.tl.window_ns);
+  lua_pushinteger(L, (lua_Integer)w->w.tl.sum_ns);
   return 2;
 }
 
@@ -838,8 +891,11 @@ static int stream_timed(lua_State *L) {
   uint64_t win = 0, ker = 0;
   pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : s->c->ksrc;
   lcu_check_ksrc(L, src, "stream:timed");
-  CUresult rc = pp_cuda_window_open(&w, s->c->pool, s->s);
+  CUresult rc = src == PP_KSRC_CUPTI
+                    ? pp_cuda_window_open_timeline(&w, s->c->pool, s->s)
+                    : pp_cuda_window_open(&w, s->c->pool, s->s);
   w.floor_ns = s->c->floor_ns;
+  w.cal = s->c->cal.npoints ? &s->c->cal : NULL;
   w.source = src;
   if (rc == CUDA_SUCCESS) {
     if (d.spin_us > 0)
@@ -856,6 +912,15 @@ static int stream_timed(lua_State *L) {
     pp_cuda_window_discard(&w);
     return lcu_raise(L, s->c, w.failed ? w.failed : "CUDA", rc,
                      launch_text(L, "stream:timed", &d));
+  }
+  if (w.timeline) { /* CUPTI's reading, waited for */
+    if (pp_cuda_window_wait(&w, 0) != 0) {
+      luaL_pushfail(L);
+      lua_pushstring(L, w.cupti_why);
+      return 2;
+    }
+    win = w.tl.window_ns;
+    ker = w.tl.sum_ns;
   }
   lua_pushinteger(L, (lua_Integer)win);
   lua_pushinteger(L, (lua_Integer)ker);
@@ -918,7 +983,7 @@ void lcu_open_launch(lua_State *L) {
       {"spin_us", window_spin_us}, {"launch_loop", window_launch_loop},
       {"fence", window_fence},     {"close", window_close},
       {"collect", window_collect}, {"discard", window_discard},
-      {NULL, NULL}};
+      {"wait", window_wait},       {NULL, NULL}};
   lcu_class(L, LCU_STREAM_MT, stream_methods, stream_get, stream_gc,
             stream_close, stream_tostring);
   luaL_getmetatable(L, LCU_STREAM_MT);

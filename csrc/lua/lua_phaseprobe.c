@@ -905,7 +905,12 @@ static int l_select_clock(lua_State *L) {
   int k = luaL_checkoption(L, 1, NULL, names);
   if (pp_clock_select((pp_clock_kind)k) != 0) {
     luaL_pushfail(L);
-    lua_pushfstring(L, "clock '%s' is not usable here", names[k]);
+    if (pp_clock_pinned())
+      lua_pushfstring(L, "cannot switch the probe clock to '%s' while CUPTI "
+                         "collection is on (CUPTI's timestamps are on it)",
+                      names[k]);
+    else
+      lua_pushfstring(L, "clock '%s' is not usable here", names[k]);
     return 2;
   }
   lua_pushboolean(L, 1);

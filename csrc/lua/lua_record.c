@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ksrc_names[] = {"none", "event", "cupti", "user"};
 
 /* ---- the line, into a buffer that lives in a stack slot ------------------ */
 /* luaL_Buffer wants nothing pushed above it while it grows; the printing
@@ -373,9 +372,11 @@ void pp_lua_push_record(lua_State *L, const pp_record *r) {
   int fields = lua_gettop(L);
   lua_createtable(L, 0, (int)s->nfields + 2);
   for (size_t i = 0; i < s->nfields; i++) {
+    if (!pp_record_field_present(r, i))
+      continue; /* not in the line: absent here too */
     lua_rawgeti(L, fields, (lua_Integer)i + 1);
     if (s->kind[i] == PP_FIELD_KERNEL_SRC)
-      lua_pushstring(L, r->values[i] < 4 ? ksrc_names[r->values[i]] : "none");
+      lua_pushstring(L, pp_kernel_src_name((pp_kernel_src)r->values[i]));
     else
       lua_pushinteger(L, (lua_Integer)r->values[i]);
     lua_rawset(L, -3);

@@ -81,15 +81,22 @@ static int l_cupti_info(lua_State *L) {
   set_int(L, "starts", st.starts);
   set_int(L, "records", st.records);
   set_int(L, "kernels", st.kernels);
-  set_int(L, "correlations", st.correlations);
+  set_int(L, "launches", st.launches);
   set_int(L, "matched", st.matched);
   set_int(L, "lost", st.lost);
   set_int(L, "dropped", st.dropped);
   set_int(L, "buffers", st.buffers);
   set_int(L, "buffer_bytes", st.buffer_bytes);
   set_int(L, "spans", st.spans);
-  set_int(L, "collects", st.collects);
+  set_int(L, "spans_refused", st.spans_refused);
+  set_int(L, "deferred", st.deferred);
+  set_int(L, "incomplete", st.incomplete);
+  set_int(L, "unclaimed", st.unclaimed);
+  set_int(L, "flushes", st.flushes);
   set_int(L, "forced_flushes", st.forced_flushes);
+  set_int(L, "pending", st.pending);
+  lua_pushinteger(L, (lua_Integer)pp_cupti_flush_ms(0));
+  lua_setfield(L, -2, "flush_ms");
   return 1;
 }
 

@@ -38,6 +38,8 @@ typedef struct lcu_ctx {
   pp_kernel_src ksrc;  /* default kernel-time source of its windows        */
   int cupti_held;      /* holds one pp_cupti_start (ctx:kernel_source)     */
   int floor_method;    /* 0: back-to-back pairs, else pp_cuda_cal_method   */
+  pp_cuda_calibration cal; /* the last calibration; with points (CUPTI), */
+                           /* its windows take floor and error from it    */
 } lcu_ctx;
 
 typedef struct lcu_mod {

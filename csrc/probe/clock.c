@@ -183,8 +183,16 @@ const pp_clock_info *pp_clock(void) {
   return &info;
 }
 
+static int clock_pins;
+
+void pp_clock_pin(int delta) { __atomic_add_fetch(&clock_pins, delta, __ATOMIC_SEQ_CST); }
+
+int pp_clock_pinned(void) { return __atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0; }
+
 int pp_clock_select(pp_clock_kind kind) {
   pp_clock_init();
+  if (__atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0)
+    return -1; /* CUPTI converts its timestamps with this clock */
   if ((int)kind < 0 || kind > PP_CLOCK_MONOTONIC_RAW)
     return -1;
   if (kind == PP_CLOCK_TSC && info.tsc_ghz == 0.0)

@@ -18,6 +18,10 @@ typedef struct {
 extern pp_clock_state pp_clk;
 
 pp_ticks pp_now_slow(void);
+/* While pinned (a count: CUPTI converts its timestamps with the probe
+ * clock), pp_clock_select refuses to switch the clock. */
+void pp_clock_pin(int delta);
+int pp_clock_pinned(void);
 /* Busy-waits `ns` nanoseconds on the probe clock (clock.c). */
 void pp_spin_ns(uint64_t ns);
 
@@ -61,6 +65,7 @@ struct pp_schema {
   int f_seq, f_count0, f_wall, f_enqueue, f_wait, f_window, f_kernel;
   int f_phase0, f_nested0, f_named, f_unattr, f_cache0; /* hits,misses pairs */
   int f_disk0, f_tid, f_start, f_probe, f_ksrc, f_kfloor;
+  int f_kerr, f_kernels, f_launch_at, f_kfirst, f_klast, f_latency, f_hostgap;
 };
 
 /* ---- accumulator --------------------------------------------------------- */
@@ -84,9 +89,12 @@ typedef struct {
   uint64_t nested_ns[PP_MAX_NESTED];
   uint64_t count[PP_MAX_COUNTS];
   uint64_t cache[PP_MAX_CACHES][3]; /* hits, misses, disk hits */
-  uint64_t kernel_ns, kernel_floor_ns, device_window_ns;
+  uint64_t kernel_ns, kernel_floor_ns, kernel_error_ns, device_window_ns;
   int has_window;
   pp_kernel_src kernel_src;
+  int has_timeline;        /* tl holds the loop's device timeline           */
+  pp_device_timeline tl;
+  uint64_t device_span;    /* a device span that completes the record later */
   uint64_t clock_reads; /* for the self-overhead estimate */
   uint64_t probe_ns;    /* measured probe host cost (events etc.) */
   unsigned depth;       /* open scopes; scope[depth-1] is the one running */
@@ -101,6 +109,8 @@ typedef struct {
 
 /* This thread's accumulator (allocated on first use). */
 pp_acc *pp_acc_get(void);
+/* This thread's accumulator, NULL when it has none yet (never allocates). */
+pp_acc *pp_acc_peek(void);
 
 /* Charges the running scope up to `now` and closes every open scope (at
  * pp_end and pp_emit: no scope runs past the wall the probe measured). */
@@ -108,13 +118,48 @@ void pp_scopes_settle(pp_acc *a, pp_ticks now);
 /* pp_scope_close, adding probe_ns (the caller's own cost) to the dispatch
  * when the scope was still open in it; returns whether it was. */
 int pp_scope_end(pp_scope scope, uint64_t probe_ns);
-/* Clears the record part of the accumulator and the open scopes; a new
- * dispatch generation. */
+/* Empties it for the next dispatch: the record part and the open scopes
+ * (tags, thread id and scope identities stay); a new dispatch generation. */
 void pp_acc_clear(pp_acc *a);
 
 /* Notes clock reads made on this thread's open dispatch by a binding (for
  * the self-overhead estimate). */
 void pp_note_clock_reads(unsigned n);
+
+/* Links this thread's open dispatch to a device span (0 unlinks): its
+ * record is then completed by the device layer (below). 0, or -1 when no
+ * dispatch is open. */
+int pp_acc_link_device(uint64_t span);
+
+/* ---- device completion ------------------------------------------------------ */
+/* The device layer (csrc/cuda/cupti.c) completes records whose device
+ * timeline comes after their emit; it registers these when it starts. */
+typedef struct {
+  /* pp_emit of a dispatch linked to `span`: 1 when the span keeps the
+   * record to deliver it later, 0 when *r was completed now. */
+  int (*defer)(uint64_t span, pp_record *r, int keep_window);
+  /* The dispatch linked to `span` was dropped by a new begin. */
+  void (*orphan)(uint64_t span);
+  /* pp_flush: completes what waits (at most timeout_ns). */
+  size_t (*drain)(uint64_t timeout_ns);
+} pp_device_hooks;
+void pp_set_device_hooks(const pp_device_hooks *h);
+const pp_device_hooks *pp_device_hooks_get(void);
+
+/* ---- record (record.c) -------------------------------------------------- */
+/* Completes r's device fields from a timeline (NULL: the kernels never
+ * came: kernel_src=none, no device fields). keep_window keeps r's
+ * device_window_ns. */
+void pp_record_fill_timeline(pp_record *r, const pp_device_timeline *t,
+                             int keep_window);
+/* The longest line a record can have, without its newline. */
+#define PP_LINE_BYTES                                                          \
+  (PP_PREFIX_MAX + PP_MAX_FIELDS * (PP_LABEL_MAX + 22) + PP_TAGS_MAX + 2)
+/* Writes r's line (no newline, no NUL) at out, which has PP_LINE_BYTES of
+ * room; returns its length. */
+size_t pp_record_format(const pp_record *r, char *out);
+/* The name of a kernel_src value as lines print it ("none" when unknown). */
+const char *pp_ksrc_name(uint64_t k);
 
 /* ---- sinks --------------------------------------------------------------- */
 /* The emitted record to the line sink, the store and the hook (sink.c). */

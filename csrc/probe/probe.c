@@ -1,6 +1,6 @@
 /*
  * probe.c: the enable flag, the per-thread accumulator and the charging
- * entry points.
+ * entry points. The accumulator becomes a record at pp_emit (record.c).
  *
  * Every entry point starts with one relaxed load of pp_enabled_flag and
  * returns at once when it is clear. Enabled, a charge is one clock read,
@@ -22,7 +22,6 @@ PP_EXPORT int pp_enabled_flag;
 static __thread pp_acc *tls_acc __attribute__((tls_model("initial-exec")));
 static pthread_key_t acc_key;
 static pthread_once_t acc_key_once = PTHREAD_ONCE_INIT;
-static uint64_t next_seq;
 static uint64_t next_acc_id;
 static uint64_t abandoned; /* dispatches dropped by a pp_begin over them */
 
@@ -68,6 +67,8 @@ pp_acc *pp_acc_get(void) {
   return __builtin_expect(a != NULL, 1) ? a : acc_new();
 }
 
+pp_acc *pp_acc_peek(void) { return tls_acc; }
+
 /* The accumulator of an open dispatch, opening one implicitly (as the
  * reference's always-present accumulator does) when charges arrive before
  * pp_begin. NULL only if allocation failed: the charge is then dropped. */
@@ -80,6 +81,9 @@ static inline pp_acc *open_acc(void) {
   return a;
 }
 
+/* Empties an accumulator for the next dispatch: the record part and the
+ * open scopes. What is kept (pp_acc, from `kept` on) stays: the tags (set
+ * per thread, not per dispatch), the thread id, the scope identities. */
 void pp_acc_clear(pp_acc *a) {
   memset(a, 0, offsetof(pp_acc, kept));
   a->gen++;
@@ -114,6 +118,26 @@ __attribute__((constructor)) static void pp_init_from_env(void) {
   pp_enable_from_env();
 }
 
+/* The device layer's hooks (csrc/cuda/cupti.c sets them when it starts;
+ * they stay: the module is kept mapped from then on). */
+static const pp_device_hooks *device_hooks;
+
+void pp_set_device_hooks(const pp_device_hooks *h) {
+  __atomic_store_n(&device_hooks, h, __ATOMIC_RELEASE);
+}
+
+const pp_device_hooks *pp_device_hooks_get(void) {
+  return __atomic_load_n(&device_hooks, __ATOMIC_ACQUIRE);
+}
+
+int pp_acc_link_device(uint64_t span) {
+  pp_acc *a = tls_acc;
+  if (!a || !a->open)
+    return -1;
+  a->device_span = span;
+  return 0;
+}
+
 PP_EXPORT void pp_begin(void) {
   if (!pp_enabled())
     return;
@@ -125,6 +149,11 @@ PP_EXPORT void pp_begin(void) {
    * (pp_stats: abandoned). Its open scopes go with it. */
   if (a->open)
     __atomic_fetch_add(&abandoned, 1, __ATOMIC_RELAXED);
+  if (a->device_span) { /* a dispatch dropped before its emit */
+    const pp_device_hooks *h = pp_device_hooks_get();
+    if (h)
+      h->orphan(a->device_span);
+  }
   pp_acc_clear(a);
   a->schema = pp_schema_current();
   a->open = 1;
@@ -335,6 +364,27 @@ PP_EXPORT void pp_record_kernel(uint64_t ns, pp_kernel_src src,
   a->kernel_floor_ns = floor_ns;
 }
 
+PP_EXPORT void pp_record_kernel_error(uint64_t ns) {
+  if (!pp_enabled())
+    return;
+  pp_acc *a = open_acc();
+  if (a)
+    a->kernel_error_ns = ns;
+}
+
+PP_EXPORT void pp_record_device_timeline(const pp_device_timeline *t) {
+  if (!pp_enabled() || !t)
+    return;
+  pp_acc *a = open_acc();
+  if (!a)
+    return;
+  a->tl = *t;
+  a->has_timeline = 1;
+  a->kernel_ns = t->kernel_ns;
+  a->kernel_src = PP_KSRC_CUPTI;
+  a->kernel_floor_ns = 0;
+}
+
 PP_EXPORT void pp_record_kernel_ns(uint64_t ns) {
   pp_record_kernel(ns, PP_KSRC_USER, 0);
 }
@@ -441,64 +491,4 @@ PP_EXPORT uint64_t pp_thread_id(void) {
 double pp_charge_cost_ns(void) {
   const pp_clock_info *c = pp_clock();
   return c->read_ns[c->kind];
-}
-
-PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
-  if (!pp_enabled())
-    return -1;
-  pp_ticks now = pp_now_inline();
-  pp_acc *a = tls_acc;
-  if (!a || !a->open)
-    return -1;
-  if (!a->ended)
-    pp_scopes_settle(a, now);
-  pp_emit_args d = args ? *args : PP_EMIT_ARGS_AUTO;
-  const pp_schema *s = a->schema;
-  pp_record r;
-  memset(r.values, 0, sizeof(uint64_t) * s->nfields);
-  r.schema = s;
-  memcpy(r.tags, a->tags, sizeof r.tags);
-  uint64_t *v = r.values;
-  v[s->f_seq] = d.seq != PP_AUTO
-                    ? d.seq
-                    : __atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED);
-  uint64_t wall = d.wall_ns;
-  if (wall == PP_AUTO)
-    wall = a->ended ? a->wall_ns
-           : a->begin_ticks ? pp_ticks_delta_ns(a->begin_ticks, now)
-                            : 0;
-  for (size_t i = 0; i < s->ncounts; i++)
-    v[s->f_count0 + (int)i] = a->count[i];
-  v[s->f_wall] = wall;
-  v[s->f_enqueue] = d.enqueue_ns == PP_AUTO ? 0 : d.enqueue_ns;
-  v[s->f_wait] = d.wait_ns == PP_AUTO ? 0 : d.wait_ns;
-  v[s->f_window] = d.device_window_ns != PP_AUTO ? d.device_window_ns
-                   : a->has_window               ? a->device_window_ns
-                                                 : 0;
-  v[s->f_kernel] = a->kernel_ns;
-  uint64_t named = 0;
-  for (size_t i = 0; i < s->nphases; i++) {
-    v[s->f_phase0 + (int)i] = a->phase_ns[i];
-    named = pp_sat_add(named, a->phase_ns[i]);
-  }
-  for (size_t i = 0; i < s->nnested; i++)
-    v[s->f_nested0 + (int)i] = a->nested_ns[i];
-  v[s->f_named] = named;
-  v[s->f_unattr] = wall > named ? wall - named : 0;
-  for (size_t i = 0; i < s->ncaches; i++) {
-    v[s->f_cache0 + 2 * (int)i] = a->cache[i][0];
-    v[s->f_cache0 + 2 * (int)i + 1] = a->cache[i][1];
-    v[s->f_disk0 + (int)i] = a->cache[i][2];
-  }
-  v[s->f_tid] = a->tid;
-  v[s->f_start] = a->start_ns;
-  uint64_t est = (uint64_t)((double)a->clock_reads * pp_charge_cost_ns() + 0.5);
-  v[s->f_probe] = pp_sat_add(a->probe_ns, est);
-  v[s->f_ksrc] = (uint64_t)a->kernel_src;
-  v[s->f_kfloor] = a->kernel_floor_ns;
-  pp_acc_clear(a);
-  if (out)
-    *out = r;
-  pp_sinks_deliver(&r);
-  return 0;
 }

@@ -159,6 +159,20 @@ static void build_fields(pp_schema *s) {
   add_field(s, "kernel_src", PP_FIELD_KERNEL_SRC);
   s->f_kfloor = (int)s->nfields;
   add_field(s, "kernel_floor_ns", PP_FIELD_U64);
+  s->f_kerr = (int)s->nfields;
+  add_field(s, "kernel_error_ns", PP_FIELD_EVENT_ERROR);
+  s->f_kernels = (int)s->nfields;
+  add_field(s, "kernels", PP_FIELD_DEVICE);
+  s->f_launch_at = (int)s->nfields;
+  add_field(s, "launch_at_ns", PP_FIELD_DEVICE);
+  s->f_kfirst = (int)s->nfields;
+  add_field(s, "kernel_first_ns", PP_FIELD_DEVICE);
+  s->f_klast = (int)s->nfields;
+  add_field(s, "kernel_last_ns", PP_FIELD_DEVICE);
+  s->f_latency = (int)s->nfields;
+  add_field(s, "launch_latency_ns", PP_FIELD_DEVICE);
+  s->f_hostgap = (int)s->nfields;
+  add_field(s, "host_gap_ns", PP_FIELD_DEVICE);
 }
 
 static int fill(pp_schema *s, const pp_schema_def *d, char *err, size_t errlen) {

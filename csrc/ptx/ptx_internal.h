@@ -1,4 +1,5 @@
-/* ptx_internal.h: shared by ptx_scan.c and ptx_count.c; not installed. */
+/* ptx_internal.h: shared by the PTX scan (ptx_scanner.h), ptx_count.c and
+ * lua_ptx.c; not installed. */
 #ifndef PP_PTX_INTERNAL_H
 #define PP_PTX_INTERNAL_H
 

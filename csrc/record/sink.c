@@ -1,6 +1,6 @@
 /*
- * sink.c: where an emitted record goes once pp_emit has captured it: its
- * line (the format), the line sink, the record hook; the store is store.c.
+ * sink.c: where an emitted record goes once pp_emit has captured it
+ * (record.c): the line sink, the record hook; the store is store.c.
  *
  * The line sink never blocks, signals or kills the emitting thread, whatever
  * the target (regular file, pipe, FIFO, socket, terminal):
@@ -65,92 +65,7 @@
 #define STOP_MS 100u      /* what a stop adds after its flush            */
 #define FINISH_MS 500u    /* then, to finish a line a socket took part of */
 #define OPEN_TIMEOUT_MS 2000u
-#define LINE_BYTES (PP_PREFIX_MAX + PP_MAX_FIELDS * (PP_LABEL_MAX + 22) + PP_TAGS_MAX + 2)
-
-_Static_assert(CHUNK_BYTES >= LINE_BYTES, "a chunk holds the longest line");
-
-/* ---- the line ------------------------------------------------------------ */
-static const char *const ksrc_names[] = {"none", "event", "cupti", "user"};
-
-static const char digit_pairs[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536"
-    "37383940414243444546474849505152535455565758596061626364656667686970717273"
-    "7475767778798081828384858687888990919293949596979899";
-
-static char *put_u64(char *p, uint64_t v) {
-  char tmp[20];
-  char *t = tmp + sizeof tmp;
-  while (v >= 100) {
-    unsigned i = (unsigned)(v % 100) * 2;
-    v /= 100;
-    t -= 2;
-    memcpy(t, digit_pairs + i, 2);
-  }
-  if (v >= 10) {
-    t -= 2;
-    memcpy(t, digit_pairs + v * 2, 2);
-  } else {
-    *--t = (char)('0' + v);
-  }
-  size_t n = (size_t)(tmp + sizeof tmp - t);
-  memcpy(p, t, n);
-  return p + n;
-}
-
-/* Writes the line (no newline) at out, which has LINE_BYTES of room. */
-static size_t format_into(const pp_record *r, char *out) {
-  const pp_schema *s = r->schema;
-  char *p = out;
-  size_t n = strlen(s->prefix);
-  memcpy(p, s->prefix, n);
-  p += n;
-  for (size_t i = 0; i < s->nfields; i++) {
-    *p++ = ' ';
-    n = strlen(s->field[i]);
-    memcpy(p, s->field[i], n);
-    p += n;
-    *p++ = '=';
-    if (s->kind[i] == PP_FIELD_KERNEL_SRC) {
-      uint64_t k = r->values[i];
-      const char *name = k < 4 ? ksrc_names[k] : "none";
-      n = strlen(name);
-      memcpy(p, name, n);
-      p += n;
-    } else {
-      p = put_u64(p, r->values[i]);
-    }
-  }
-  n = strnlen(r->tags, PP_TAGS_MAX - 1);
-  memcpy(p, r->tags, n);
-  p += n;
-  return (size_t)(p - out);
-}
-
-PP_EXPORT size_t pp_format_line(const pp_record *r, char *buf, size_t cap) {
-  if (cap >= LINE_BYTES) {
-    size_t len = format_into(r, buf);
-    buf[len] = 0;
-    return len;
-  }
-  /* Built in a scratch buffer, then cut, so the length returned is the full
-   * line's. */
-  char line[LINE_BYTES];
-  size_t len = format_into(r, line);
-  if (cap) {
-    size_t c = len < cap - 1 ? len : cap - 1;
-    memcpy(buf, line, c);
-    buf[c] = 0;
-  }
-  return len;
-}
-
-PP_EXPORT uint64_t pp_record_get(const pp_record *r, const char *field,
-                                 int *found) {
-  int i = pp_schema_field_index(r->schema, field);
-  if (found)
-    *found = i >= 0;
-  return i >= 0 ? r->values[i] : 0;
-}
+_Static_assert(CHUNK_BYTES >= PP_LINE_BYTES, "a chunk holds the longest line");
 
 /* ---- state --------------------------------------------------------------- */
 enum { K_FILE, K_STREAM, K_SOCK, K_BLOCKING };
@@ -960,7 +875,7 @@ static void line_add(const pp_record *r) {
     }
     t->c = c;
   }
-  size_t n = format_into(r, c->data + c->len);
+  size_t n = pp_record_format(r, c->data + c->len);
   c->data[c->len + n] = '\n';
   c->len += n + 1;
   int per_record = s->per_record;
@@ -1113,6 +1028,11 @@ PP_EXPORT int pp_sink_file(const char *path) {
 PP_EXPORT int pp_flush(unsigned timeout_ms) {
   pthread_once(&once, init_once);
   uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+  /* Records still waiting for their device timeline are completed first
+   * (within the same timeout), so what was emitted before is written. */
+  const pp_device_hooks *h = pp_device_hooks_get();
+  if (h)
+    h->drain(timeout_ms ? (uint64_t)timeout_ms * 1000000ull : 1);
   pthread_mutex_lock(&q_lock);
   if (writer_state == 0 && n_free == n_chunks && !retired && !notice_len) {
     pthread_mutex_unlock(&q_lock); /* nothing held anywhere */

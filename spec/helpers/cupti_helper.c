@@ -1,12 +1,14 @@
 /*
- * cupti_helper.c: drives csrc/cuda/cupti.c (pp_cupti.h) against the scripted
- * fake CUPTI (build/libfakecupti.so, via PHASEPROBE_LIBCUPTI) for
- * spec/truth_spec.lua. Prints "ok <case>" or "FAIL <case>: <why>" per case
- * and exits 1 if any failed. Checks the matching logic only; the real
- * library is exercised by spec/truth_gpu_spec.lua on a GPU.
+ * cupti_helper.c: drives csrc/cuda/cupti.c (pp_cupti.h) and the probe's
+ * completion of records by it, against the scripted fake CUPTI
+ * (build/libfakecupti.so, via PHASEPROBE_LIBCUPTI), for spec/truth_spec.lua.
+ * Prints "ok <case>" or "FAIL <case>: <why>" per case and exits 1 if any
+ * failed. Checks the logic only; the real library is exercised by
+ * spec/truth_gpu_spec.lua on a GPU.
  *
- *   cupti_helper <path to libfakecupti.so> [case]
+ *   cupti_helper <path to libfakecupti.so> [fail_enable | fail_subscribe]
  */
+#include "phaseprobe.h"
 #include "pp_cupti.h"
 
 #include <dlfcn.h>
@@ -16,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef uint32_t (*launch_fn)(uint64_t, int, int);
+typedef uint32_t (*launch_fn)(uint64_t dur, uint64_t latency, int complete);
 static launch_fn launch;
 static void (*complete_all)(void);
 static int failures;
@@ -31,52 +33,82 @@ static int failures;
       return;                                                                  \
     }                                                                          \
   } while (0)
+#define U(x) ((unsigned long long)(x))
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
 }
 
-/* A span with n launches of dur_ns each, then its collection. */
-static int span_of(uint64_t n, uint64_t dur, int kernel_first,
-                   pp_cupti_result *r, char *why, size_t len) {
+/* A window of n launches of dur_ns, latency lat_ns each, kept for a wait. */
+static uint64_t window(uint64_t n, uint64_t dur, uint64_t lat, int mode) {
+  uint64_t open = pp_now_ns();
   uint64_t id = pp_cupti_span_begin();
   if (!id)
-    return -2;
+    return 0;
   for (uint64_t i = 0; i < n; i++)
-    launch(dur, kernel_first, 1);
-  if (pp_cupti_span_end(id) != 0)
-    return -3;
-  return pp_cupti_collect(id, n, 0, r, why, len);
+    launch(dur, lat, 1);
+  pp_cupti_span_end(id);
+  pp_cupti_span_close(id, open, pp_now_ns(), mode);
+  return id;
 }
 
 static void case_basic(void) {
-  const char *c = "sums a span's kernels";
+  const char *c = "times a span's kernels on the probe clock";
   char why[256] = "";
-  pp_cupti_result r;
-  int rc = span_of(3, 1000, 0, &r, why, sizeof why);
-  CHECK(c, rc == 0, "collect returned %d (%s)", rc, why);
-  CHECK(c, r.kernels == 3 && r.sum_ns == 3000 && r.untimed == 0,
-        "kernels %llu sum %llu untimed %llu", (unsigned long long)r.kernels,
-        (unsigned long long)r.sum_ns, (unsigned long long)r.untimed);
-  CHECK(c, r.correlations == 3, "correlations %llu",
-        (unsigned long long)r.correlations);
-  CHECK(c, r.last_end_ns - r.first_start_ns == 3000 + 2 * 1000,
-        "first %llu last %llu", (unsigned long long)r.first_start_ns,
-        (unsigned long long)r.last_end_ns);
-  CHECK(c, r.flushes >= 1, "no flush");
+  uint64_t id = window(3, 1000, 5000, PP_CUPTI_KEEP);
+  CHECK(c, id, "no span");
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
+  CHECK(c, rc == 0, "wait returned %d (%s)", rc, why);
+  CHECK(c, t.launches == 3 && t.kernels == 3 && t.sum_ns == 3000 &&
+               t.untimed == 0,
+        "launches %llu kernels %llu sum %llu untimed %llu", U(t.launches),
+        U(t.kernels), U(t.sum_ns), U(t.untimed));
+  /* each kernel starts 5 us after its launch call (the fake reads its
+   * clock just after the launch callback's): the latency is at least 5 us
+   * for the first and some of the 5 us for the others, which may queue
+   * behind the kernel before them */
+  CHECK(c, t.first_launch_ns >= t.open_ns && t.first_start_ns > t.first_launch_ns,
+        "open %llu first launch %llu first start %llu", U(t.open_ns),
+        U(t.first_launch_ns), U(t.first_start_ns));
+  CHECK(c, t.launch_latency_ns >= 5000 && t.launch_latency_ns < 3 * 5000 + 1000000,
+        "launch latency %llu", U(t.launch_latency_ns));
+  CHECK(c, t.window_ns >= t.sum_ns,
+        "window %llu shorter than the kernels %llu", U(t.window_ns), U(t.sum_ns));
   printf("ok %s\n", c);
 }
 
-static void case_kernel_first(void) {
-  const char *c = "matches kernel records that arrive before their correlation";
+static void case_split(void) {
+  const char *c = "splits device idle into host gap and launch latency";
   char why[256] = "";
-  pp_cupti_result r;
-  int rc = span_of(4, 2500, 1, &r, why, sizeof why);
-  CHECK(c, rc == 0 && r.kernels == 4 && r.sum_ns == 10000,
-        "rc %d kernels %llu sum %llu (%s)", rc, (unsigned long long)r.kernels,
-        (unsigned long long)r.sum_ns, why);
+  uint64_t open = pp_now_ns();
+  uint64_t id = pp_cupti_span_begin();
+  sleep_ms(3); /* the host makes the device wait 3 ms before the launch */
+  launch(20000, 7000, 1);
+  pp_cupti_span_end(id);
+  uint64_t close = pp_now_ns();
+  pp_cupti_span_close(id, open, close, PP_CUPTI_KEEP);
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
+  CHECK(c, rc == 0, "wait %d (%s)", rc, why);
+  uint64_t gap_before = t.first_launch_ns - open;
+  CHECK(c, gap_before >= 3000000, "first launch %llu ns after the open",
+        U(gap_before));
+  /* 7 us after the fake's own clock reading, which follows the callback's */
+  CHECK(c, t.launch_latency_ns >= 7000 && t.launch_latency_ns < 107000,
+        "launch latency %llu", U(t.launch_latency_ns));
+  /* host gap: before the launch, plus after the kernel until the close if
+   * the close came later (it did not: the kernel ends after the close) */
+  uint64_t tail = close > t.last_end_ns ? close - t.last_end_ns : 0;
+  CHECK(c, t.host_gap_ns == gap_before + tail,
+        "host gap %llu, expected %llu + %llu", U(t.host_gap_ns), U(gap_before),
+        U(tail));
+  uint64_t end = close > t.last_end_ns ? close : t.last_end_ns;
+  CHECK(c, t.window_ns == end - open, "window %llu", U(t.window_ns));
+  CHECK(c, t.window_ns - t.sum_ns == t.host_gap_ns + t.launch_latency_ns,
+        "idle %llu != gap %llu + latency %llu", U(t.window_ns - t.sum_ns),
+        U(t.host_gap_ns), U(t.launch_latency_ns));
   printf("ok %s\n", c);
 }
 
@@ -84,16 +116,17 @@ static void case_outside(void) {
   const char *c = "ignores launches outside the span";
   char why[256] = "";
   launch(777, 0, 1);
+  uint64_t open = pp_now_ns();
   uint64_t id = pp_cupti_span_begin();
   launch(100, 0, 1);
-  launch(200, 1, 1);
+  launch(200, 0, 1);
   pp_cupti_span_end(id);
   launch(999, 0, 1);
-  pp_cupti_result r;
-  int rc = pp_cupti_collect(id, 2, 0, &r, why, sizeof why);
-  CHECK(c, rc == 0 && r.kernels == 2 && r.sum_ns == 300,
-        "rc %d kernels %llu sum %llu (%s)", rc, (unsigned long long)r.kernels,
-        (unsigned long long)r.sum_ns, why);
+  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
+  CHECK(c, rc == 0 && t.kernels == 2 && t.sum_ns == 300,
+        "rc %d kernels %llu sum %llu (%s)", rc, U(t.kernels), U(t.sum_ns), why);
   printf("ok %s\n", c);
 }
 
@@ -102,58 +135,155 @@ static void case_incomplete(void) {
   char why[256] = "";
   pp_cupti_stats before, after;
   pp_cupti_stats_get(&before);
+  uint64_t open = pp_now_ns();
   uint64_t id = pp_cupti_span_begin();
   launch(5000, 0, 0);
   pp_cupti_span_end(id);
-  pp_cupti_result r;
-  int rc = pp_cupti_collect(id, 1, 0, &r, why, sizeof why);
+  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 50000000u, &t, why, sizeof why);
   pp_cupti_stats_get(&after);
-  CHECK(c, rc == 0 && r.kernels == 1 && r.untimed == 1 && r.sum_ns == 0,
-        "rc %d kernels %llu untimed %llu sum %llu (%s)", rc,
-        (unsigned long long)r.kernels, (unsigned long long)r.untimed,
-        (unsigned long long)r.sum_ns, why);
-  CHECK(c, r.flushes == 11, "flushes %llu", (unsigned long long)r.flushes);
-  CHECK(c, after.forced_flushes == before.forced_flushes + 1, "forced count");
+  CHECK(c, rc == 1 && t.kernels == 1 && t.untimed == 1 && t.sum_ns == 0,
+        "rc %d kernels %llu untimed %llu sum %llu (%s)", rc, U(t.kernels),
+        U(t.untimed), U(t.sum_ns), why);
+  CHECK(c, strstr(why, "1 untimed") != NULL, "why: %s", why);
+  CHECK(c, after.forced_flushes > before.forced_flushes, "no forced flush");
   printf("ok %s\n", c);
 }
 
 static void case_missing(void) {
-  const char *c = "gives up soon on a span CUPTI correlated nothing to";
+  const char *c = "gives up on a kernel whose record never comes";
   char why[256] = "";
+  uint64_t open = pp_now_ns();
   uint64_t id = pp_cupti_span_begin();
+  launch(100, 0, -1);
   pp_cupti_span_end(id);
-  pp_cupti_result r;
-  uint64_t t0 = mono_ns();
-  int rc = pp_cupti_collect(id, 1, 0, &r, why, sizeof why);
-  uint64_t took = mono_ns() - t0;
-  CHECK(c, rc == 1 && r.kernels == 0, "rc %d kernels %llu", rc,
-        (unsigned long long)r.kernels);
-  CHECK(c, strstr(why, "correlated no launch") != NULL, "why: %s", why);
-  CHECK(c, took < 100000000u, "took %llu ns (the timeout is 200 ms)",
-        (unsigned long long)took);
+  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 20000000u, &t, why, sizeof why);
+  CHECK(c, rc == 1 && t.launches == 1 && t.kernels == 0, "rc %d kernels %llu",
+        rc, U(t.kernels));
+  CHECK(c, strstr(why, "0 of 1") != NULL, "why: %s", why);
+  CHECK(c, pp_cupti_span_wait(id, 0, &t, why, sizeof why) == -1,
+        "a span read twice");
   printf("ok %s\n", c);
 }
 
-static void case_nesting(void) {
-  const char *c = "ends only the innermost span, which gets the launches";
-  uint64_t a = pp_cupti_span_begin();
-  uint64_t b = pp_cupti_span_begin();
-  CHECK(c, a && b && b > a, "ids %llu %llu", (unsigned long long)a,
-        (unsigned long long)b);
-  CHECK(c, pp_cupti_span_end(a) == -1, "ended the outer span first");
-  launch(50, 0, 1); /* CUPTI correlates it to the innermost id */
-  CHECK(c, pp_cupti_span_end(b) == 0 && pp_cupti_span_end(a) == 0,
-        "could not end in order");
-  CHECK(c, pp_cupti_span_end(a) == -1, "ended a closed span");
-  char why[256] = "";
-  pp_cupti_result ra, rb;
-  CHECK(c, pp_cupti_collect(b, 1, 0, &rb, why, sizeof why) == 0 &&
-               pp_cupti_collect(a, 0, 0, &ra, why, sizeof why) == 0,
-        "collect: %s", why);
-  CHECK(c, ra.kernels == 0 && rb.kernels == 1 && rb.sum_ns == 50,
-        "outer %llu kernels, inner %llu kernels %llu ns",
-        (unsigned long long)ra.kernels, (unsigned long long)rb.kernels,
-        (unsigned long long)rb.sum_ns);
+/* The probe's side: a dispatch's record completed by CUPTI. */
+static int stored_last(pp_record *r) {
+  size_t n = pp_store_count();
+  return n ? pp_store_get(n - 1, r) : -1;
+}
+
+static void case_deferred(void) {
+  const char *c = "completes a dispatch's record after its emit";
+  pp_store_clear();
+  pp_begin();
+  uint64_t id = window(2, 3000, 1000, PP_CUPTI_TO_DISPATCH);
+  pp_end();
+  pp_record out;
+  CHECK(c, pp_emit(NULL, &out) == 0, "emit failed");
+  int found = 0;
+  uint64_t ksrc = pp_record_get(&out, "kernel_src", &found);
+  /* the flusher may have been quicker than this thread: pending or done */
+  CHECK(c, ksrc == PP_KSRC_PENDING || ksrc == PP_KSRC_CUPTI,
+        "returned copy says kernel_src %llu", U(ksrc));
+  CHECK(c, pp_flush(2000) == 0, "flush");
+  pp_record r;
+  CHECK(c, stored_last(&r) == 0, "no stored record (span %llu)", U(id));
+  CHECK(c, pp_record_get(&r, "kernel_src", &found) == PP_KSRC_CUPTI,
+        "stored kernel_src %llu", U(pp_record_get(&r, "kernel_src", &found)));
+  CHECK(c, pp_record_get(&r, "kernel_ns", &found) == 6000, "kernel_ns %llu",
+        U(pp_record_get(&r, "kernel_ns", &found)));
+  CHECK(c, pp_record_get(&r, "kernels", &found) == 2 && found, "kernels");
+  uint64_t at = pp_record_get(&r, "launch_at_ns", &found);
+  uint64_t first = pp_record_get(&r, "kernel_first_ns", &found);
+  uint64_t last = pp_record_get(&r, "kernel_last_ns", &found);
+  CHECK(c, at < first && first < last, "launch at %llu first %llu last %llu",
+        U(at), U(first), U(last));
+  char line[4096];
+  pp_format_line(&r, line, sizeof line);
+  CHECK(c, strstr(line, " kernel_src=cupti kernel_floor_ns=0 kernels=2 ") != NULL,
+        "line: %s", line);
+  printf("ok %s\n", c);
+}
+
+static void case_complete_first(void) {
+  const char *c = "fills the record at emit when the kernels came first";
+  pp_begin();
+  window(1, 4000, 100, PP_CUPTI_TO_DISPATCH);
+  pp_cupti_stats st;
+  for (int i = 0; i < 400; i++) { /* the flusher delivers within ~5 ms */
+    sleep_ms(1);
+    pp_cupti_stats_get(&st);
+    if (st.matched && !st.pending)
+      break;
+  }
+  pp_record out;
+  pp_emit(NULL, &out);
+  int found = 0;
+  CHECK(c, pp_record_get(&out, "kernel_src", &found) == PP_KSRC_CUPTI,
+        "kernel_src %llu", U(pp_record_get(&out, "kernel_src", &found)));
+  CHECK(c, pp_record_get(&out, "kernel_ns", &found) == 4000, "kernel_ns %llu",
+        U(pp_record_get(&out, "kernel_ns", &found)));
+  printf("ok %s\n", c);
+}
+
+static void case_event_fields_absent(void) {
+  const char *c = "prints no device-timeline field without CUPTI's";
+  pp_begin();
+  pp_record_kernel(5000, PP_KSRC_EVENT, 1200);
+  pp_record out;
+  pp_emit(NULL, &out);
+  char line[4096];
+  pp_format_line(&out, line, sizeof line);
+  CHECK(c, !strstr(line, "kernels=") && !strstr(line, "launch_latency_ns") &&
+               !strstr(line, "kernel_error_ns"),
+        "line: %s", line);
+  pp_begin();
+  pp_record_kernel(5000, PP_KSRC_EVENT, 1200);
+  pp_record_kernel_error(2500);
+  pp_emit(NULL, &out);
+  pp_format_line(&out, line, sizeof line);
+  CHECK(c, strstr(line, " kernel_floor_ns=1200 kernel_error_ns=2500") != NULL,
+        "line: %s", line);
+  printf("ok %s\n", c);
+}
+
+static void case_orphan(void) {
+  const char *c = "releases the span of a dispatch dropped before its emit";
+  pp_begin();
+  window(1, 100, 0, PP_CUPTI_TO_DISPATCH);
+  pp_begin(); /* the first dispatch is dropped */
+  pp_emit(NULL, NULL);
+  pp_flush(2000);
+  pp_cupti_stats st;
+  pp_cupti_stats_get(&st);
+  CHECK(c, st.pending == 0, "%llu spans still pending", U(st.pending));
+  printf("ok %s\n", c);
+}
+
+static void case_drain_gives_up(void) {
+  const char *c = "a flush delivers a record whose kernel never came, without kernel time";
+  pp_store_clear();
+  pp_begin();
+  uint64_t open = pp_now_ns();
+  uint64_t id = pp_cupti_span_begin();
+  launch(100, 0, -1);
+  pp_cupti_span_end(id);
+  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_TO_DISPATCH);
+  pp_emit(NULL, NULL);
+  pp_flush(100);
+  pp_record r;
+  int found = 0;
+  CHECK(c, stored_last(&r) == 0, "nothing stored");
+  CHECK(c, pp_record_get(&r, "kernel_src", &found) == PP_KSRC_NONE &&
+               pp_record_get(&r, "kernel_ns", &found) == 0,
+        "kernel_src %llu", U(pp_record_get(&r, "kernel_src", &found)));
+  pp_cupti_stats st;
+  pp_cupti_stats_get(&st);
+  CHECK(c, st.incomplete >= 1 && st.pending == 0, "incomplete %llu pending %llu",
+        U(st.incomplete), U(st.pending));
   printf("ok %s\n", c);
 }
 
@@ -161,14 +291,41 @@ static void case_many(void) {
   const char *c = "keeps up with more spans than its span table";
   char why[256] = "";
   for (int i = 0; i < 3000; i++) {
-    pp_cupti_result r;
-    int rc = span_of(1, (uint64_t)i + 1, i & 1, &r, why, sizeof why);
-    CHECK(c, rc == 0 && r.sum_ns == (uint64_t)i + 1, "span %d: rc %d (%s)", i,
+    uint64_t id = window(1, (uint64_t)i + 1, 0, PP_CUPTI_KEEP);
+    pp_cupti_timeline t;
+    int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
+    CHECK(c, rc == 0 && t.sum_ns == (uint64_t)i + 1, "span %d: rc %d (%s)", i,
           rc, why);
   }
   pp_cupti_stats st;
   pp_cupti_stats_get(&st);
-  CHECK(c, st.lost == 0, "lost %llu", (unsigned long long)st.lost);
+  CHECK(c, st.lost == 0 && st.pending == 0, "lost %llu pending %llu",
+        U(st.lost), U(st.pending));
+  printf("ok %s\n", c);
+}
+
+static void case_full(void) {
+  const char *c = "refuses a span when every slot waits, and counts it";
+  uint64_t ids[300];
+  int n = 0;
+  pp_cupti_stats before, after;
+  pp_cupti_stats_get(&before);
+  for (; n < 300; n++) {
+    ids[n] = pp_cupti_span_begin();
+    if (!ids[n])
+      break;
+    pp_cupti_span_end(ids[n]);
+  }
+  pp_cupti_stats_get(&after);
+  CHECK(c, n == 256 && after.spans_refused == before.spans_refused + 1,
+        "%d spans, refused %llu", n, U(after.spans_refused - before.spans_refused));
+  char why[256];
+  for (int i = 0; i < n; i++) {
+    pp_cupti_timeline t;
+    pp_cupti_span_wait(ids[i], 1000000u, &t, why, sizeof why);
+  }
+  pp_cupti_stats_get(&after);
+  CHECK(c, after.pending == 0, "pending %llu", U(after.pending));
   printf("ok %s\n", c);
 }
 
@@ -176,8 +333,10 @@ static void *thread_body(void *arg) {
   uint64_t dur = (uint64_t)(uintptr_t)arg;
   char why[256];
   for (int i = 0; i < 200; i++) {
-    pp_cupti_result r;
-    if (span_of(2, dur, i & 1, &r, why, sizeof why) != 0 || r.sum_ns != 2 * dur)
+    uint64_t id = window(2, dur, 0, PP_CUPTI_KEEP);
+    pp_cupti_timeline t;
+    if (!id || pp_cupti_span_wait(id, 0, &t, why, sizeof why) != 0 ||
+        t.sum_ns != 2 * dur)
       return (void *)1;
   }
   return NULL;
@@ -199,36 +358,40 @@ static void case_threads(void) {
 }
 
 static void case_refcount(void) {
-  const char *c = "counts starts and stops";
+  const char *c = "counts starts and stops, and pins the probe clock meanwhile";
   char why[256] = "";
+  CHECK(c, pp_clock_select(PP_CLOCK_MONOTONIC) == -1,
+        "the probe clock switched while CUPTI converts with it");
   CHECK(c, pp_cupti_start(why, sizeof why) == 0, "second start: %s", why);
   pp_cupti_stop();
   CHECK(c, pp_cupti_active(), "one stop of two starts stopped collection");
   pp_cupti_stop();
   CHECK(c, !pp_cupti_active(), "still active after the last stop");
   CHECK(c, pp_cupti_span_begin() == 0, "a span began with collection off");
-  pp_cupti_result r;
-  CHECK(c, pp_cupti_collect(1, 1, 0, &r, why, sizeof why) == -1 &&
-               strstr(why, "collection is off"),
-        "collect while off: %s", why);
   pp_cupti_stop(); /* unmatched: ignored */
+  CHECK(c, pp_clock_select(pp_clock()->kind) == 0, "clock still pinned");
   CHECK(c, pp_cupti_start(why, sizeof why) == 0 && pp_cupti_active(),
         "restart: %s", why);
-  pp_cupti_result r2;
-  int rc = span_of(1, 42, 0, &r2, why, sizeof why);
-  CHECK(c, rc == 0 && r2.sum_ns == 42, "after restart rc %d (%s)", rc, why);
+  uint64_t id = window(1, 42, 0, PP_CUPTI_KEEP);
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
+  CHECK(c, rc == 0 && t.sum_ns == 42, "after restart rc %d (%s)", rc, why);
   printf("ok %s\n", c);
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: cupti_helper <libfakecupti.so> [fail_enable]\n");
+    fprintf(stderr, "usage: cupti_helper <libfakecupti.so> [fail_enable | "
+                    "fail_subscribe]\n");
     return 2;
   }
   setenv("PHASEPROBE_LIBCUPTI", argv[1], 1);
   char why[512] = "";
-  if (argc > 2 && strcmp(argv[2], "fail_enable") == 0) {
+  if (argc > 2 && strcmp(argv[2], "fail_enable") == 0)
     setenv("FAKECUPTI_FAIL_ENABLE", "1", 1);
+  if (argc > 2 && strcmp(argv[2], "fail_subscribe") == 0)
+    setenv("FAKECUPTI_FAIL_SUBSCRIBE", "1", 1);
+  if (argc > 2) {
     int rc = pp_cupti_start(why, sizeof why);
     printf("start=%d active=%d why=%s\n", rc, pp_cupti_active(), why);
     return 0;
@@ -244,17 +407,24 @@ int main(int argc, char **argv) {
     printf("FAIL fake: %s is not the fake CUPTI\n", argv[1]);
     return 1;
   }
+  pp_set_enabled(1);
+  pp_sink_fd(-1);
   if (pp_cupti_start(why, sizeof why) != 0) {
     printf("FAIL start: %s\n", why);
     return 1;
   }
   case_basic();
-  case_kernel_first();
+  case_split();
   case_outside();
   case_incomplete();
   case_missing();
-  case_nesting();
+  case_deferred();
+  case_complete_first();
+  case_event_fields_absent();
+  case_orphan();
+  case_drain_gives_up();
   case_many();
+  case_full();
   case_threads();
   case_refcount();
   pp_cupti_stop();

@@ -448,6 +448,10 @@ function M.run(o)
   -- short collector pauses: a pause inside a dispatch lands in some phase
   local gc_mode = collectgarbage("generational")
   local records = {}
+  -- with CUPTI's timeline a record is completed after its emit: the run's
+  -- records are read back from the store, complete, at the end
+  local timeline = dev.ctx and dev.ctx.kernel_source and dev.ctx:kernel_source() == "cupti"
+  local stored0 = pp.store.count()
   local total = 0
   for _, sh in ipairs(shapes) do total = total + rounds * sh.per_round * #knob_sets end
   local done = 0
@@ -468,7 +472,7 @@ function M.run(o)
       for _ = 1, rounds * sh.per_round do
         local res = d:dispatch(prog, { n = sh.n, inputs = inputs, block = sh.block, shape = sh.name })
         local rec = res.record
-        if rec then
+        if rec and not timeline then
           records[#records + 1] = rec
           check_sums(checks, rec)
         end
@@ -500,6 +504,14 @@ function M.run(o)
     end
   end
   progress_clear(err)
+  if timeline then
+    pp.flush(5000)
+    for i = stored0 + 1, pp.store.count() do
+      local rec = pp.store.get(i)
+      records[#records + 1] = rec
+      check_sums(checks, rec)
+    end
+  end
   d:close()
   collectgarbage(gc_mode)
   return records, checks
@@ -507,9 +519,10 @@ end
 
 -- ---- main --------------------------------------------------------------------------------------
 local function usage(out)
-  out("usage: phaseprobe demo [--log PATH] [--rounds N] [--replay PATH] [--data PATH]")
+  out("usage: phaseprobe demo [--log PATH] [--rounds N] [--events] [--replay PATH] [--data PATH]")
   out("  On a GPU: dispatches three program shapes under three knob sets and reports the phase")
-  out("  decomposition. Without one: reports a log recorded on the GPU machine.")
+  out("  decomposition, kernel times from CUPTI's timeline where CUPTI runs (--events: the event")
+  out("  pairs). Without one: reports a log recorded on the GPU machine.")
 end
 
 local function parse_args(args)
@@ -531,6 +544,8 @@ local function parse_args(args)
       o.replay = value()
     elseif a == "--data" then
       o.data = value()
+    elseif a == "--events" then
+      o.events = true
     elseif a == "-h" or a == "--help" then
       o.help = true
     else
@@ -608,6 +623,12 @@ function M.live(dev, o, out, err)
   local clock0 = pp.now()
   pp.enable()
   pp.use(pp.default_schema())
+  -- kernel times from CUPTI's timeline, on the probe clock, when CUPTI runs
+  -- here (--events keeps the reference's event pairs)
+  local source = "event"
+  if not o.events and dev.ctx and dev.ctx.kernel_source then
+    source = dev.ctx:kernel_source("cupti") or dev.ctx:kernel_source("event")
+  end
   if o.log then
     write_header(o.log, dev, rounds)
     local ok, msg = pp.sink(o.log)
@@ -615,9 +636,10 @@ function M.live(dev, o, out, err)
   else
     pp.sink("none")
   end
-  out(fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds",
+  out(fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds; kernel times: %s",
     tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0,
-    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds))
+    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds,
+    source == "cupti" and "CUPTI's timeline" or "the event pairs"))
   local records, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
     shapes = o.shapes, knob_sets = o.knob_sets, why_unverified = o.why_unverified }
   if o.log then
