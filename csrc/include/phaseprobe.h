@@ -409,6 +409,8 @@ typedef struct {
   uint64_t lines_pending; /* lines buffered, not yet written               */
   char sink[160];         /* the line sink: "stderr", "fd 5", a path,
                              "none"                                        */
+  uint64_t abandoned;     /* dispatches dropped by a pp_begin over them:
+                             begun (or charged) and never emitted          */
 } pp_stats_t;
 void pp_stats(pp_stats_t *out);
 

@@ -100,6 +100,9 @@ static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
     luaL_addstring(&b, "(none)");
   luaL_pushresult(&b);
   const char *valid = lua_tostring(L, -1);
+  if (pp_lua_hasnul(L, arg))
+    return luaL_argerror(L, arg, lua_pushfstring(L, "%s name contains a NUL byte",
+                                                 nested ? "nested region" : "phase"));
   const char *given = luaL_tolstring(L, arg, NULL);
   const char *msg =
       lua_pushfstring(L, "unknown %s '%s' (valid: %s)",
@@ -107,15 +110,15 @@ static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
   return luaL_argerror(L, arg, msg);
 }
 
-/* The schema a charge goes against: the open dispatch's. Raises if none is
- * open (misuse from Lua: the C API instead opens one implicitly). */
+/* The schema a charge goes against: the pending dispatch's, or, with none
+ * pending, the thread's current schema, under which the charge opens the
+ * next record (the reference's accumulator always exists: charges made
+ * before any pp.begin land in the next emit). */
 static const pp_schema *open_schema(lua_State *L, const char *what) {
+  (void)L;
+  (void)what;
   const pp_schema *s = pp_open_schema();
-  if (!s)
-    luaL_error(L, "phaseprobe.%s: no dispatch open on this thread (call "
-                  "phaseprobe.begin() first)",
-               what);
-  return s;
+  return s ? s : pp_schema_current();
 }
 
 /* Looks up argument `arg` as a phase (nested=0) or nested region name and
@@ -135,8 +138,17 @@ static int lookup(lua_State *L, int arg, int nested, const char *what) {
 }
 
 /* ---- enable ------------------------------------------------------------- */
+/* An optional boolean switch: none is true; anything but a boolean is
+ * refused (0 and "no" are true in Lua). */
+static int opt_switch(lua_State *L, int arg) {
+  if (lua_isnone(L, arg))
+    return 1;
+  luaL_checktype(L, arg, LUA_TBOOLEAN);
+  return lua_toboolean(L, arg);
+}
+
 static int l_enable(lua_State *L) {
-  pp_set_enabled(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  pp_set_enabled(opt_switch(L, 1));
   return 0;
 }
 static int l_disable(lua_State *L) {
@@ -307,10 +319,20 @@ static int l_mark(lua_State *L) {
   return 1;
 }
 
+/* A start from pp.mark(): an integer, or nil (pp.mark() while disabled:
+ * the charge is skipped). Absent, it is refused: pp.lap("ptx") is a call
+ * that forgot its start. */
 static pp_ticks opt_ticks(lua_State *L, int arg) {
-  if (lua_isnoneornil(L, arg))
+  if (lua_isnil(L, arg))
     return 0;
-  return (pp_ticks)luaL_checkinteger(L, arg);
+  if (!lua_isinteger(L, arg))
+    luaL_argerror(L, arg,
+                  lua_isnone(L, arg)
+                      ? "start expected (a value of phaseprobe.mark(), or nil)"
+                      : lua_pushfstring(L, "start must be an integer from "
+                                           "phaseprobe.mark(), got %s",
+                                        luaL_typename(L, arg)));
+  return (pp_ticks)lua_tointeger(L, arg);
 }
 
 static int l_charge(lua_State *L) {
@@ -321,14 +343,14 @@ static int l_charge(lua_State *L) {
   return 0;
 }
 
+/* lap(phase, t) -> the new start. A nil t (pp.mark() while the probe was
+ * off) charges nothing and returns a start, so the next lap charges. */
 static int l_lap(lua_State *L) {
   if (!pp_enabled())
     return 0;
   int idx = scope_index(L, get_state(L), open_schema(L, "lap"), 0, "lap");
   pp_ticks t = opt_ticks(L, 2);
-  if (!t)
-    return 0;
-  lua_pushinteger(L, (lua_Integer)pp_lap(idx, t));
+  lua_pushinteger(L, (lua_Integer)(t ? pp_lap(idx, t) : pp_now_inline()));
   return 1;
 }
 
@@ -345,8 +367,9 @@ static int l_charge_remainder(lua_State *L) {
   if (!pp_enabled())
     return 0;
   int outer = lookup(L, 1, 0, "charge_remainder");
+  pp_ticks t = opt_ticks(L, 2);
   int inner = lookup(L, 3, 0, "charge_remainder");
-  pp_charge_remainder(outer, opt_ticks(L, 2), inner);
+  pp_charge_remainder(outer, t, inner);
   return 0;
 }
 
@@ -384,7 +407,10 @@ static int l_phase_ns(lua_State *L) {
 /* ---- counts, kernel time, caches, tags --------------------------------- */
 static void set_count(lua_State *L, const pp_schema *s, int name_idx,
                       int val_idx) {
-  const char *name = luaL_checkstring(L, name_idx);
+  const char *name = pp_lua_tocname(L, name_idx, "phaseprobe.counts");
+  if (!name)
+    luaL_error(L, "phaseprobe.counts: count names are strings, got %s",
+               luaL_typename(L, name_idx));
   int i = pp_schema_count_index(s, name);
   if (i < 0) {
     luaL_Buffer b;
@@ -434,7 +460,7 @@ static int l_kernel_ns(lua_State *L) {
   open_schema(L, "kernel_ns");
   static const char *const srcs[] = {"none", "event", "cupti", "user", NULL};
   uint64_t ns = check_ns(L, 1);
-  int src = luaL_checkoption(L, 2, "user", srcs);
+  int src = pp_lua_checkoption(L, 2, "user", srcs);
   uint64_t floor_ns = lua_isnoneornil(L, 3) ? 0 : check_ns(L, 3);
   pp_record_kernel(ns, (pp_kernel_src)src, floor_ns);
   return 0;
@@ -453,13 +479,13 @@ static int l_cache(lua_State *L) {
     return 0;
   const pp_schema *s = open_schema(L, "cache");
   static const char *const outcomes[] = {"hit", "miss", "disk_hit", NULL};
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = pp_lua_checkname(L, 1);
   int c = pp_schema_cache_index(s, name);
   if (c < 0)
     return luaL_argerror(
         L, 1, lua_pushfstring(L, "unknown cache '%s' (schema '%s' has %d)",
                               name, s->prefix, (int)s->ncaches));
-  pp_cache_event(c, (pp_cache_outcome)luaL_checkoption(L, 2, NULL, outcomes));
+  pp_cache_event(c, (pp_cache_outcome)pp_lua_checkoption(L, 2, NULL, outcomes));
   return 0;
 }
 
@@ -471,14 +497,21 @@ static int l_probe_ns(lua_State *L) {
   return 0;
 }
 
+/* tag(key, value | nil): strings only; nil removes the tag. */
 static int l_tag(lua_State *L) {
-  const char *key = luaL_checkstring(L, 1);
-  const char *value = lua_isnoneornil(L, 2) ? NULL : luaL_tolstring(L, 2, NULL);
+  const char *key = pp_lua_checkname(L, 1);
+  const char *value = NULL;
+  if (!lua_isnoneornil(L, 2))
+    value = pp_lua_checkname(L, 2);
+  char buf[160];
+  const char *why = pp_tag_refusal(key, value, buf, sizeof buf);
+  if (why)
+    return luaL_error(L, "phaseprobe.tag: refused '%s'='%s': %s", key,
+                      value ? value : "nil", why);
   if (pp_tag(key, value) != 0)
     return luaL_error(L,
-                      "phaseprobe.tag: refused '%s'='%s' (keys are [a-z0-9_], "
-                      "values printable without spaces or '=', at most 128 "
-                      "bytes, and all tags of a thread fit in %d bytes)",
+                      "phaseprobe.tag: refused '%s'='%s': all tags of a "
+                      "thread fit in %d bytes",
                       key, value ? value : "nil", PP_TAGS_MAX);
   return 0;
 }
@@ -524,14 +557,48 @@ static uint64_t opt_field(lua_State *L, int t, const char *name) {
 }
 
 /* emit{seq=, wall_ns=, enqueue_ns=, wait_ns=, device_window_ns=} -> record */
+/* The emit table's keys: a misspelt one would be left out silently. */
+static void check_emit_keys(lua_State *L, int t) {
+  static const char *const known[] = {"seq", "wall_ns", "enqueue_ns",
+                                      "wait_ns", "device_window_ns", NULL};
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING && !pp_lua_hasnul(L, -1))
+      for (int i = 0; known[i]; i++)
+        ok |= strcmp(lua_tostring(L, -1), known[i]) == 0;
+    if (!ok) {
+      int nul = pp_lua_hasnul(L, -1);
+      luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: seq, "
+                    "wall_ns, enqueue_ns, wait_ns, device_window_ns)",
+                 luaL_tolstring(L, -1, NULL),
+                 nul ? " (it contains a NUL byte)" : "");
+    }
+  }
+}
+
 static int l_emit(lua_State *L) {
   if (!pp_enabled())
     return 0;
-  if (!lua_isnoneornil(L, 1))
+  if (!lua_isnoneornil(L, 1)) {
     luaL_checktype(L, 1, LUA_TTABLE);
-  if (!pp_is_open())
-    return luaL_error(L, "phaseprobe.emit: no dispatch open on this thread "
-                         "(call phaseprobe.begin() first)");
+    check_emit_keys(L, 1);
+  }
+  pp_acc *acc = pp_acc_peek();
+  if (!(acc && acc->open && acc->begin_ticks)) {
+    /* No pp.begin: the probe measured no wall, so the caller gives it, as
+     * the reference's caller does. */
+    int given = 0;
+    if (lua_istable(L, 1)) {
+      given = lua_getfield(L, 1, "wall_ns") != LUA_TNIL;
+      lua_pop(L, 1);
+    }
+    if (!given)
+      return luaL_error(L, "phaseprobe.emit: no wall time: no dispatch was "
+                           "begun on this thread (phaseprobe.begin) and no "
+                           "wall_ns was given");
+  }
   pp_emit_args a = {
       opt_field(L, 1, "seq"), opt_field(L, 1, "wall_ns"),
       opt_field(L, 1, "enqueue_ns"), opt_field(L, 1, "wait_ns"),
@@ -626,6 +693,9 @@ static size_t read_list(lua_State *L, int def, const char *name,
     if (lua_type(L, -1) != LUA_TSTRING)
       luaL_error(L, "phaseprobe.schema: %s[%d] must be a string, got %s", name,
                  (int)i, luaL_typename(L, -1));
+    if (pp_lua_hasnul(L, -1))
+      luaL_error(L, "phaseprobe.schema: %s[%d] contains a NUL byte", name,
+                 (int)i);
     out[n++] = lua_tostring(L, -1); /* kept alive by the list, on the stack */
     lua_pop(L, 1);
   }
@@ -641,6 +711,24 @@ static int l_schema(lua_State *L) {
   }
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
+  /* A misspelt field would otherwise be left out silently. */
+  static const char *const known[] = {"prefix", "phases", "nested", "counts",
+                                      "caches", "use", NULL};
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING && !pp_lua_hasnul(L, -1))
+      for (int i = 0; known[i]; i++)
+        ok |= strcmp(lua_tostring(L, -1), known[i]) == 0;
+    if (!ok) {
+      int nul = pp_lua_hasnul(L, -1);
+      luaL_error(L, "phaseprobe.schema: unknown field '%s'%s (valid: prefix, "
+                    "phases, nested, counts, caches, use)",
+                 luaL_tolstring(L, -1, NULL),
+                 nul ? " (it contains a NUL byte)" : "");
+    }
+  }
   const char *phases[PP_MAX_PHASES + 1], *nested[PP_MAX_NESTED + 1],
       *counts[PP_MAX_COUNTS + 1], *caches[PP_MAX_CACHES + 1];
   pp_schema_def d;
@@ -649,6 +737,8 @@ static int l_schema(lua_State *L) {
   if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
     luaL_error(L, "phaseprobe.schema: field 'prefix' must be a string, got %s",
                luaL_typename(L, -1));
+  if (pp_lua_hasnul(L, -1))
+    luaL_error(L, "phaseprobe.schema: field 'prefix' contains a NUL byte");
   d.prefix = lua_tostring(L, -1);
   if (!d.prefix)
     d.prefix = "phaseprobe";
@@ -738,7 +828,7 @@ static int l_store_capacity(lua_State *L) {
 }
 
 static int l_store_enable(lua_State *L) {
-  pp_store_enable(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  pp_store_enable(opt_switch(L, 1));
   return 0;
 }
 
@@ -746,7 +836,7 @@ static int l_store_enable(lua_State *L) {
 static int l_store_keep(lua_State *L) {
   static const char *const modes[] = {"first", "last", NULL};
   if (!lua_isnoneornil(L, 1))
-    pp_store_set_keep(luaL_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
+    pp_store_set_keep(pp_lua_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
                                                           : PP_KEEP_FIRST);
   lua_pushstring(L, modes[pp_store_get_keep() == PP_KEEP_LAST]);
   return 1;
@@ -761,6 +851,8 @@ static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
   luaL_checktype(L, arg, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, arg)) {
+    if (pp_lua_hasnul(L, -2))
+      luaL_argerror(L, arg, "an option name contains a NUL byte");
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
     if (k && strcmp(k, "buffer") == 0) {
       lua_Integer v = lua_tointeger(L, -1);
@@ -775,6 +867,8 @@ static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
       o->interval_ms = (unsigned)v;
     } else if (k && strcmp(k, "write") == 0) {
       const char *w = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+      if (pp_lua_hasnul(L, -1))
+        luaL_argerror(L, arg, "write contains a NUL byte");
       if (strcmp(w, "record") == 0)
         o->per_record = 1;
       else if (strcmp(w, "batch") != 0)
@@ -794,7 +888,9 @@ static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
 static int l_sink(lua_State *L) {
   pp_sink_opts o;
   sink_opts(L, 2, &o);
-  if (lua_isinteger(L, 1)) {
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    if (!lua_isinteger(L, 1))
+      return luaL_argerror(L, 1, "descriptor must be an integer");
     lua_Integer fd = lua_tointeger(L, 1);
     if (fd < -1 || fd > INT_MAX)
       return luaL_argerror(L, 1, "descriptor out of range");
@@ -805,7 +901,7 @@ static int l_sink(lua_State *L) {
       return 2;
     }
   } else {
-    const char *what = luaL_checkstring(L, 1);
+    const char *what = pp_lua_checkname(L, 1);
     int rc;
     if (strcmp(what, "stderr") == 0)
       rc = pp_sink_fd_with(2, &o);
@@ -867,6 +963,7 @@ static int l_stats(lua_State *L) {
   set_int(L, "lines_written", s.lines_written);
   set_int(L, "lines_dropped", s.lines_dropped);
   set_int(L, "lines_pending", s.lines_pending);
+  set_int(L, "abandoned", s.abandoned);
   lua_pushstring(L, s.sink);
   lua_setfield(L, -2, "sink");
   if (s.line_failures) {
@@ -902,7 +999,16 @@ static int l_clock(lua_State *L) {
 
 static int l_select_clock(lua_State *L) {
   static const char *const names[] = {"tsc", "monotonic", "monotonic_raw", NULL};
-  int k = luaL_checkoption(L, 1, NULL, names);
+  int k = pp_lua_checkoption(L, 1, NULL, names);
+  pp_acc *a = pp_acc_get();
+  if (a && a->open && a->begin_ticks)
+    return luaL_error(L, "phaseprobe.select_clock: a dispatch is open on this "
+                         "thread (its start was read on the clock in use): "
+                         "emit it first");
+  if (a && a->depth)
+    return luaL_error(L, "phaseprobe.select_clock: a scope is open on this "
+                         "thread (its start was read on the clock in use): "
+                         "close it first");
   if (pp_clock_select((pp_clock_kind)k) != 0) {
     luaL_pushfail(L);
     if (pp_clock_pinned())

@@ -35,6 +35,21 @@ void pp_lua_push_record_mt(lua_State *L, const char *prefix,
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
                      const char *what, const char *open_verb);
 
+/* C strings from Lua (lua_args.c): a name, path or option must not hold a
+ * NUL byte, which C would cut. pp_lua_checkname: a string (numbers are not
+ * converted) without NUL, or an argument error; pp_lua_optname: the same,
+ * or def for none/nil; pp_lua_checkoption: luaL_checkoption with the NUL
+ * check; pp_lua_tocname: the string
+ * at stack index idx (a table key or value), NULL when it is not a string,
+ * raising "WHAT: a name contains a NUL byte" when it holds one;
+ * pp_lua_hasnul: whether the value at idx is a string holding a NUL. */
+const char *pp_lua_checkname(lua_State *L, int arg);
+const char *pp_lua_optname(lua_State *L, int arg, const char *def);
+int pp_lua_checkoption(lua_State *L, int arg, const char *def,
+                       const char *const lst[]);
+const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
+int pp_lua_hasnul(lua_State *L, int idx);
+
 /* luaL_Stream-like release pattern shared by handle types: see lfs. */
 #define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)
 

@@ -101,11 +101,23 @@ typedef struct {
   /* Kept across dispatches. */
   char kept[0];
   char tags[PP_TAGS_MAX];
+  int tags_checked;     /* schema id + 1 the tags were checked against     */
   uint64_t tid;
   uint64_t gen;         /* dispatches begun or emitted on this thread       */
   pp_scope next_serial; /* this thread's id in the top bits, then a count   */
   pp_scope_ent scope[PP_SCOPE_DEPTH];
 } pp_acc;
+
+/* ---- tags ---------------------------------------------------------------- */
+/* Why pp_tag would refuse key=value (value NULL: removal), or NULL. */
+const char *pp_tag_refusal(const char *key, const char *value, char *buf,
+                           size_t n);
+/* Whether the calling thread's tags hold key. */
+int pp_tag_has_key(const char *key);
+/* Removes (and says) a tag of this thread that is a field of s (pp_emit). */
+void pp_tags_settle(pp_acc *a, const pp_schema *s);
+/* The first declared schema with a field of that name, or NULL. */
+const pp_schema *pp_schema_with_field(const char *name);
 
 /* This thread's accumulator (allocated on first use). */
 pp_acc *pp_acc_get(void);

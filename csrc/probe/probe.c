@@ -428,22 +428,62 @@ static int tag_char_ok(char c, int key) {
   return c > ' ' && c < 127 && c != '=';
 }
 
+/* Whether this thread's tags hold `key`. */
+static int tags_have(const char *tags, const char *key, size_t klen) {
+  for (const char *p = tags; *p == ' ';) {
+    const char *k = p + 1, *eq = strchr(k, '='), *end = strchr(k, ' ');
+    if (!end)
+      end = k + strlen(k);
+    if (eq && (size_t)(eq - k) == klen && strncmp(k, key, klen) == 0)
+      return 1;
+    p = end;
+  }
+  return 0;
+}
+
+int pp_tag_has_key(const char *key) {
+  pp_acc *a = tls_acc;
+  return a && key && tags_have(a->tags, key, strlen(key));
+}
+
+const char *pp_tag_refusal(const char *key, const char *value, char *buf,
+                           size_t n) {
+  if (!key || !*key)
+    return "an empty key";
+  if (strlen(key) > PP_NAME_MAX) {
+    snprintf(buf, n, "key longer than %d bytes", PP_NAME_MAX);
+    return buf;
+  }
+  for (const char *p = key; *p; p++)
+    if (!tag_char_ok(*p, 1))
+      return "keys are [a-z0-9_]";
+  if (key[0] == '_')
+    return "a key starts with '_' (the names of the record itself)";
+  const pp_schema *s = pp_schema_with_field(key);
+  if (s) {
+    snprintf(buf, n, "'%s' is a field of schema '%s': a record would carry "
+                     "the name twice", key, s->prefix);
+    return buf;
+  }
+  if (value) {
+    if (!*value)
+      return "an empty value (nil removes a tag)";
+    if (strlen(value) > 128)
+      return "a value longer than 128 bytes";
+    for (const char *p = value; *p; p++)
+      if (!tag_char_ok(*p, 0))
+        return "values are printable, without spaces or '='";
+  }
+  return NULL;
+}
+
 /* Tags are kept as " k1=v1 k2=v2", sorted by key, so the C line and the Lua
  * record print them in the same order. */
 PP_EXPORT int pp_tag(const char *key, const char *value) {
   pp_acc *a = pp_acc_get();
-  if (!a || !key || !*key || strlen(key) > PP_NAME_MAX)
+  char why[160];
+  if (!a || pp_tag_refusal(key, value, why, sizeof why))
     return -1;
-  for (const char *p = key; *p; p++)
-    if (!tag_char_ok(*p, 1))
-      return -1;
-  if (value) {
-    if (!*value || strlen(value) > 128)
-      return -1;
-    for (const char *p = value; *p; p++)
-      if (!tag_char_ok(*p, 0))
-        return -1;
-  }
   char out[PP_TAGS_MAX] = {0};
   size_t n = 0, klen = strlen(key);
   int placed = value == NULL;
@@ -480,7 +520,30 @@ PP_EXPORT int pp_tag(const char *key, const char *value) {
   }
   out[n] = 0;
   memcpy(a->tags, out, sizeof out);
+  a->tags_checked = 0;
   return 0;
+}
+
+/* A tag set before another thread declared a schema with a field of that
+ * name would print the name twice in this schema's records: such a tag is
+ * removed from the thread's tags, and said once. Checked once per schema
+ * and set of tags. */
+void pp_tags_settle(pp_acc *a, const pp_schema *s) {
+  if (!a->tags[0] || a->tags_checked == s->id + 1)
+    return;
+  for (size_t i = 0; i < s->nfields; i++) {
+    if (tags_have(a->tags, s->field[i], strlen(s->field[i]))) {
+      char key[PP_LABEL_MAX], msg[256];
+      snprintf(key, sizeof key, "%s", s->field[i]);
+      pp_tag(key, NULL);
+      snprintf(msg, sizeof msg,
+               "phaseprobe: tag '%s' removed from thread %llu: schema '%s' "
+               "has a field of that name\n",
+               key, (unsigned long long)a->tid, s->prefix);
+      pp_sink_notice(msg);
+    }
+  }
+  a->tags_checked = s->id + 1;
 }
 
 PP_EXPORT uint64_t pp_thread_id(void) {

@@ -25,13 +25,21 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   if (!pp_enabled())
     return -1;
   pp_ticks now = pp_now_inline();
-  pp_acc *a = pp_acc_peek();
-  if (!a || !a->open)
+  /* The accumulator always exists: without pp_begin, what was charged
+   * since the last emit (maybe nothing) makes the record, as in the
+   * reference. */
+  pp_acc *a = pp_acc_get();
+  if (!a)
     return -1;
+  if (!a->open) {
+    a->schema = pp_schema_current();
+    a->open = 1;
+  }
   if (!a->ended)
     pp_scopes_settle(a, now);
   pp_emit_args d = args ? *args : PP_EMIT_ARGS_AUTO;
   const pp_schema *s = a->schema;
+  pp_tags_settle(a, s);
   pp_record r;
   memset(r.values, 0, sizeof(uint64_t) * s->nfields);
   r.schema = s;

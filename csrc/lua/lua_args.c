@@ -1,0 +1,58 @@
+/*
+ * lua_args.c: arguments that the bindings hand to C as C strings (names,
+ * paths, options). A Lua string may hold a NUL byte, which C would cut: a
+ * name "saxpy\0x" would find "saxpy", an option "hit\0x" would read as "hit".
+ * These checks refuse such strings, naming the argument, instead of letting
+ * C see a shorter one. Used by every binding file (csrc/lua/lua_*.c).
+ */
+#include "pp_lua.h"
+
+#include <string.h>
+
+static int nul_error(lua_State *L, int arg) {
+  return luaL_argerror(L, arg, "contains a NUL byte (names, paths and "
+                               "options are C strings)");
+}
+
+const char *pp_lua_checkname(lua_State *L, int arg) {
+  size_t len;
+  if (lua_type(L, arg) != LUA_TSTRING)
+    luaL_typeerror(L, arg, "string");
+  const char *s = lua_tolstring(L, arg, &len);
+  if (strlen(s) != len)
+    nul_error(L, arg);
+  return s;
+}
+
+const char *pp_lua_optname(lua_State *L, int arg, const char *def) {
+  return lua_isnoneornil(L, arg) ? def : pp_lua_checkname(L, arg);
+}
+
+int pp_lua_checkoption(lua_State *L, int arg, const char *def,
+                       const char *const lst[]) {
+  const char *name = def && lua_isnoneornil(L, arg) ? def
+                                                     : pp_lua_checkname(L, arg);
+  for (int i = 0; lst[i]; i++)
+    if (strcmp(lst[i], name) == 0)
+      return i;
+  return luaL_argerror(L, arg,
+                       lua_pushfstring(L, "invalid option '%s'", name));
+}
+
+const char *pp_lua_tocname(lua_State *L, int idx, const char *what) {
+  size_t len;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    return NULL;
+  const char *s = lua_tolstring(L, idx, &len);
+  if (strlen(s) != len)
+    luaL_error(L, "%s: a name contains a NUL byte ('%s...')", what, s);
+  return s;
+}
+
+int pp_lua_hasnul(lua_State *L, int idx) {
+  size_t len;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    return 0;
+  const char *s = lua_tolstring(L, idx, &len);
+  return strlen(s) != len;
+}
