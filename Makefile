@@ -65,7 +65,7 @@ STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
 HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/sink_helper \
             $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads \
-            $(BUILD)/scopes_helper
+            $(BUILD)/scopes_helper $(BUILD)/record_helper
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 
 BUSTED   ?= $(LUA) spec/run.lua
@@ -113,6 +113,11 @@ $(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/ph
 
 # The nesting rule through the C API (scopes_spec).
 $(BUILD)/scopes_helper: spec/helpers/scopes_helper.c $(STATIC) csrc/include/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# The record through the C API: the reference's calls, the emit mask
+# (reference_spec).
+$(BUILD)/record_helper: spec/helpers/record_helper.c $(STATIC) csrc/include/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).

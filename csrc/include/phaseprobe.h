@@ -14,7 +14,8 @@
  *     t = pp_lap(PP_PTX, t);
  *     ...
  *     pp_end();                                // wall_ns captured here
- *     pp_emit(&(pp_emit_args){ .seq = n });    // one record, written after
+ *     pp_emit(&(pp_emit_args){.seq = n, .given = PP_GIVEN_SEQ}, NULL);
+ *                                              // one record, written after
  *
  * Disabled, every entry point is one relaxed load of pp_enabled_flag and,
  * for the measuring wrappers, the unmodified call.
@@ -324,20 +325,45 @@ uint64_t pp_record_get(const pp_record *r, const char *field, int *found);
  * with kernel_src=cupti, kernel_error_ns only when measured. */
 int pp_record_field_present(const pp_record *r, size_t i);
 
-/* What the dispatch's own telemetry knows. A field left at PP_AUTO is
- * filled by the probe: seq from a process-wide counter, wall_ns from
- * pp_begin..pp_end (or ..emit), device_window_ns from
- * pp_record_device_window_ns, enqueue_ns/wait_ns as 0. */
+/* What the dispatch's own telemetry knows, as the reference's emit takes
+ * it. `given` says which fields hold a value (PP_GIVEN_* bits; any value,
+ * UINT64_MAX included); a field not given is the probe's: seq from a
+ * process-wide counter, wall_ns from pp_begin..pp_end (or ..the emit; 0
+ * without pp_begin: the probe measured no wall), device_window_ns from
+ * pp_record_device_window_ns, enqueue_ns and wait_ns 0, the cache counts
+ * from pp_cache_event. Cache values given override the dispatch's events,
+ * per field, as the reference's caller passes its own counts.
+ *
+ *     pp_emit(&(pp_emit_args){.seq = n, .wall_ns = w,
+ *                             .given = PP_GIVEN_SEQ | PP_GIVEN_WALL}, NULL);
+ *
+ * The form of phaseprobe 0.1.0, with no `given` (0): a field at PP_AUTO is
+ * the probe's, any other value is given, and no cache value is; it cannot
+ * give UINT64_MAX. Callers written for it compile and behave as before. */
 #define PP_AUTO UINT64_MAX
 typedef struct {
   uint64_t seq, wall_ns, enqueue_ns, wait_ns, device_window_ns;
+  uint32_t given;
+  uint64_t cache_hits[PP_MAX_CACHES];      /* by the schema's cache index */
+  uint64_t cache_misses[PP_MAX_CACHES];
+  uint64_t cache_disk_hits[PP_MAX_CACHES];
 } pp_emit_args;
+#define PP_GIVEN_SEQ (1u << 0)
+#define PP_GIVEN_WALL (1u << 1)
+#define PP_GIVEN_ENQUEUE (1u << 2)
+#define PP_GIVEN_WAIT (1u << 3)
+#define PP_GIVEN_WINDOW (1u << 4)
+#define PP_GIVEN_HITS(cache) (1u << (5 + (cache)))
+#define PP_GIVEN_MISSES(cache) (1u << (5 + PP_MAX_CACHES + (cache)))
+#define PP_GIVEN_DISK_HITS(cache) (1u << (5 + 2 * PP_MAX_CACHES + (cache)))
 #define PP_EMIT_ARGS_AUTO                                                      \
-  ((pp_emit_args){PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO})
+  ((pp_emit_args){PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO, 0, {0}, {0}, {0}})
 
 /* Turns this thread's accumulator into one record, clears it, and hands the
- * record to the sinks. `out` (may be NULL) receives a copy. Returns 0, or -1
- * when disabled or no dispatch is open (nothing emitted). */
+ * record to the sinks. The accumulator always exists: without pp_begin,
+ * what was charged since the last emit (maybe nothing) makes the record, as
+ * in the reference. `out` (may be NULL) receives a copy. Returns 0, or -1
+ * when disabled (nothing emitted). */
 int pp_emit(const pp_emit_args *args, pp_record *out);
 
 /* Formats the record as one line (no newline). Returns the length; the

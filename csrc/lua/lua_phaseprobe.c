@@ -539,70 +539,103 @@ static int l_is_open(lua_State *L) {
   return 1;
 }
 
-static uint64_t opt_field(lua_State *L, int t, const char *name) {
-  if (lua_isnoneornil(L, t))
-    return PP_AUTO;
-  lua_getfield(L, t, name);
-  uint64_t v = PP_AUTO;
-  if (!lua_isnil(L, -1)) {
-    lua_Integer i = lua_tointeger(L, -1);
-    if (!lua_isinteger(L, -1) || i < 0)
-      luaL_error(L, "phaseprobe.emit: field '%s' must be a non-negative "
-                    "integer, got %s",
-                 name, luaL_tolstring(L, -1, NULL));
-    v = (uint64_t)i;
+/* emit{seq=, wall_ns=, enqueue_ns=, wait_ns=, device_window_ns=,
+ * <cache>_cache_hits=, <cache>_cache_misses=, <cache>_cache_disk_hits=}
+ * -> record. Every field is optional; one given overrides what the probe
+ * has (cache values: the dispatch's cache events). Unknown fields raise. */
+static const char *const emit_fields[] = {"seq", "wall_ns", "enqueue_ns",
+                                          "wait_ns", "device_window_ns", NULL};
+
+static int emit_unknown(lua_State *L, const pp_schema *s) {
+  int nul = pp_lua_hasnul(L, -1);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "seq, wall_ns, enqueue_ns, wait_ns, device_window_ns");
+  for (size_t i = 0; i < s->ncaches; i++) {
+    lua_pushfstring(L, ", %s_cache_hits, %s_cache_misses, %s_cache_disk_hits",
+                    s->cache[i], s->cache[i], s->cache[i]);
+    luaL_addvalue(&b);
   }
-  lua_pop(L, 1);
-  return v;
+  luaL_pushresult(&b);
+  return luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: %s)",
+                    luaL_tolstring(L, -2, NULL),
+                    nul ? " (it contains a NUL byte)" : "",
+                    lua_tostring(L, -2));
 }
 
-/* emit{seq=, wall_ns=, enqueue_ns=, wait_ns=, device_window_ns=} -> record */
-/* The emit table's keys: a misspelt one would be left out silently. */
-static void check_emit_keys(lua_State *L, int t) {
-  static const char *const known[] = {"seq", "wall_ns", "enqueue_ns",
-                                      "wait_ns", "device_window_ns", NULL};
+/* The value at the top of the stack, for field `name`. */
+static uint64_t emit_value(lua_State *L, const char *name) {
+  lua_Integer i = lua_tointeger(L, -1);
+  if (!lua_isinteger(L, -1) || i < 0)
+    luaL_error(L, "phaseprobe.emit: field '%s' must be a non-negative "
+                  "integer, got %s",
+               name, luaL_tolstring(L, -1, NULL));
+  return (uint64_t)i;
+}
+
+static void emit_args(lua_State *L, int t, const pp_schema *s,
+                      pp_emit_args *a) {
+  uint64_t *plain[] = {&a->seq, &a->wall_ns, &a->enqueue_ns, &a->wait_ns,
+                       &a->device_window_ns};
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING && !pp_lua_hasnul(L, -1))
-      for (int i = 0; known[i]; i++)
-        ok |= strcmp(lua_tostring(L, -1), known[i]) == 0;
-    if (!ok) {
-      int nul = pp_lua_hasnul(L, -1);
-      luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: seq, "
-                    "wall_ns, enqueue_ns, wait_ns, device_window_ns)",
-                 luaL_tolstring(L, -1, NULL),
-                 nul ? " (it contains a NUL byte)" : "");
+    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
+                        ? lua_tostring(L, -2)
+                        : NULL;
+    int done = 0;
+    for (int i = 0; k && !done && emit_fields[i]; i++)
+      if (strcmp(k, emit_fields[i]) == 0) {
+        *plain[i] = emit_value(L, k);
+        a->given |= 1u << i;
+        done = 1;
+      }
+    for (size_t c = 0; k && !done && c < s->ncaches; c++) {
+      size_t n = strlen(s->cache[c]);
+      if (strncmp(k, s->cache[c], n) != 0)
+        continue;
+      const char *rest = k + n;
+      if (strcmp(rest, "_cache_hits") == 0) {
+        a->cache_hits[c] = emit_value(L, k);
+        a->given |= PP_GIVEN_HITS(c);
+        done = 1;
+      } else if (strcmp(rest, "_cache_misses") == 0) {
+        a->cache_misses[c] = emit_value(L, k);
+        a->given |= PP_GIVEN_MISSES(c);
+        done = 1;
+      } else if (strcmp(rest, "_cache_disk_hits") == 0) {
+        a->cache_disk_hits[c] = emit_value(L, k);
+        a->given |= PP_GIVEN_DISK_HITS(c);
+        done = 1;
+      }
     }
+    if (!done) {
+      lua_pop(L, 1);
+      emit_unknown(L, s);
+    }
+    lua_pop(L, 1);
   }
 }
 
 static int l_emit(lua_State *L) {
   if (!pp_enabled())
     return 0;
+  pp_emit_args a;
+  memset(&a, 0, sizeof a);
   if (!lua_isnoneornil(L, 1)) {
     luaL_checktype(L, 1, LUA_TTABLE);
-    check_emit_keys(L, 1);
+    emit_args(L, 1, open_schema(L, "emit"), &a);
   }
   pp_acc *acc = pp_acc_peek();
-  if (!(acc && acc->open && acc->begin_ticks)) {
+  if (!(acc && acc->open && acc->begin_ticks) && !(a.given & PP_GIVEN_WALL))
     /* No pp.begin: the probe measured no wall, so the caller gives it, as
      * the reference's caller does. */
-    int given = 0;
-    if (lua_istable(L, 1)) {
-      given = lua_getfield(L, 1, "wall_ns") != LUA_TNIL;
-      lua_pop(L, 1);
-    }
-    if (!given)
-      return luaL_error(L, "phaseprobe.emit: no wall time: no dispatch was "
-                           "begun on this thread (phaseprobe.begin) and no "
-                           "wall_ns was given");
+    return luaL_error(L, "phaseprobe.emit: no wall time: no dispatch was "
+                         "begun on this thread (phaseprobe.begin) and no "
+                         "wall_ns was given");
+  /* A mask with no bit set would be read as the 0.1.0 form. */
+  if (!a.given) {
+    a = PP_EMIT_ARGS_AUTO;
   }
-  pp_emit_args a = {
-      opt_field(L, 1, "seq"), opt_field(L, 1, "wall_ns"),
-      opt_field(L, 1, "enqueue_ns"), opt_field(L, 1, "wait_ns"),
-      opt_field(L, 1, "device_window_ns")};
   pp_record r;
   if (pp_emit(&a, &r) != 0)
     return 0;

@@ -457,6 +457,8 @@ const char *pp_tag_refusal(const char *key, const char *value, char *buf,
   for (const char *p = key; *p; p++)
     if (!tag_char_ok(*p, 1))
       return "keys are [a-z0-9_]";
+  if (!value) /* a removal: any key that could have been set */
+    return NULL;
   if (key[0] == '_')
     return "a key starts with '_' (the names of the record itself)";
   const pp_schema *s = pp_schema_with_field(key);
@@ -465,7 +467,7 @@ const char *pp_tag_refusal(const char *key, const char *value, char *buf,
                      "the name twice", key, s->prefix);
     return buf;
   }
-  if (value) {
+  {
     if (!*value)
       return "an empty value (nil removes a tag)";
     if (strlen(value) > 128)
