@@ -65,7 +65,7 @@ STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
 HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/sink_helper \
             $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads \
-            $(BUILD)/scopes_helper $(BUILD)/record_helper
+            $(BUILD)/scopes_helper $(BUILD)/record_helper $(BUILD)/script_probe
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 
 BUSTED   ?= $(LUA) spec/run.lua
@@ -118,6 +118,10 @@ $(BUILD)/scopes_helper: spec/helpers/scopes_helper.c $(STATIC) csrc/include/phas
 # The record through the C API: the reference's calls, the emit mask
 # (reference_spec).
 $(BUILD)/record_helper: spec/helpers/record_helper.c $(STATIC) csrc/include/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# Our probe driven by the script the reference's driver reads (reference_spec).
+$(BUILD)/script_probe: spec/helpers/script_probe.c $(STATIC) csrc/include/phaseprobe.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
