@@ -217,6 +217,7 @@ local function part2c()
     for i = 1, REPS2 + 1 do ws[i] = window(GAP_KERNEL_NS, "cupti", gap) end
     wait_all(ws)
     local errs, lat, ours, entry, lost = {}, {}, {}, {}, nil
+    local before, over, after = {}, {}, {}
     for i = 2, #ws do -- the first follows the last batch's forced flush
       local w = ws[i]
       local t = w.timeline
@@ -231,6 +232,9 @@ local function part2c()
         local h = w.host_ns
         ours[#ours + 1] = h[2] - h[1] - gap * 1000
         entry[#entry + 1] = t.launch_at_ns - (h[2] - h[1])
+        before[#before + 1] = h[5] - h[1]
+        over[#over + 1] = h[6] - h[5] - gap * 1000
+        after[#after + 1] = h[2] - h[6]
       end
     end
     local case = fmt("gap %d us: host_gap_ns", gap)
@@ -239,9 +243,11 @@ local function part2c()
     else
       local m, p95 = median(errs), quantile(errs, 0.95)
       local ok2 = math.abs(m) <= GAP_MEDIAN and math.abs(p95) <= GAP_P95
-      row("2c", case, fmt("error median %s, p95 %s, max %s (n=%d): open to loop less the gap %s, loop to "
-          .. "CUPTI's launch callback %s (medians); launch latency median %s, p95 %s",
-          sus(m), sus(p95), sus(quantile(errs, 1)), #errs, sus(median(ours)), sus(median(entry)),
+      row("2c", case, fmt("error median %s, p95 %s, max %s (n=%d): open to loop less the gap %s "
+          .. "(open to spin %s, spin overshoot %s, spin to loop %s), loop to CUPTI's launch callback %s "
+          .. "(medians); launch latency median %s, p95 %s",
+          sus(m), sus(p95), sus(quantile(errs, 1)), #errs, sus(median(ours)), sus(median(before)),
+          sus(median(over)), sus(median(after)), sus(median(entry)),
           us(median(lat)), us(quantile(lat, 0.95))),
         "median <= 2 us, p95 <= 5 us",
         fmt("%s / %s", sus(GAP_MEDIAN - math.abs(m)), sus(GAP_P95 - math.abs(p95))),

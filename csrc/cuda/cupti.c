@@ -888,6 +888,29 @@ PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
   return rc;
 }
 
+PP_EXPORT void pp_cupti_span_release(uint64_t id) {
+  pp_record rec;
+  int deliver = 0;
+  pthread_mutex_lock(&tab_lock);
+  span *s = span_of(id);
+  if (s && s->mode == PP_CUPTI_KEEP) {
+    s->mode = PP_CUPTI_RELEASE;
+    if (span_complete(s))
+      deliver = settle(s, &rec);
+  } else if (s && s->state == SPAN_OPEN) { /* dropped before its close */
+    uint64_t now = pp_now_ns();
+    s->open_ns = s->nlaunch ? s->launch[0] : now;
+    s->close_ns = s->closed_at = now;
+    s->state = SPAN_CLOSED;
+    s->mode = PP_CUPTI_RELEASE;
+    if (span_complete(s))
+      deliver = settle(s, &rec);
+  }
+  pthread_mutex_unlock(&tab_lock);
+  if (deliver)
+    pp_sinks_deliver(&rec);
+}
+
 static void force_flush(void) {
   api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&tab_lock);
@@ -1097,6 +1120,7 @@ PP_EXPORT size_t pp_cupti_drain(uint64_t timeout_ns) {
   (void)timeout_ns;
   return 0;
 }
+PP_EXPORT void pp_cupti_span_release(uint64_t id) { (void)id; }
 PP_EXPORT void pp_cupti_stats_get(pp_cupti_stats *out) {
   memset(out, 0, sizeof *out);
 }

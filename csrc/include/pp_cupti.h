@@ -121,6 +121,10 @@ enum { PP_CUPTI_RELEASE = 0, PP_CUPTI_TO_DISPATCH = 1, PP_CUPTI_KEEP = 2 };
 int pp_cupti_span_close(uint64_t id, uint64_t open_ns, uint64_t close_ns,
                         int mode);
 
+/* Nobody will read span `id` (a window dropped without a wait): released as
+ * soon as its kernels have come. A dispatch it was given to keeps it. */
+void pp_cupti_span_release(uint64_t id);
+
 /* The device timeline of a span, on the probe clock (ns). */
 typedef struct {
   uint64_t launches;          /* launch calls made in the span             */

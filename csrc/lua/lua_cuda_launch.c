@@ -636,7 +636,7 @@ static lcu_window *check_window(lua_State *L, int idx) {
 static void window_release(lcu_window *w) {
   if (!w->holds)
     return;
-  if (!w->c->released &&
+  if (!w->w.timeline && !w->c->released &&
       pp_cuda()->CtxSetCurrent(w->c->ctx) == CUDA_SUCCESS)
     pp_cuda_window_discard(&w->w);
   w->holds = 0;
@@ -727,8 +727,11 @@ static int window_launch_loop(lua_State *L) {
                          "s:window{source = \"event\"} for the event pair");
   lcu_check_ksrc(L, src, "window:launch_loop");
   w->w.source = src;
-  if (d.spin_us > 0) /* a host gap injected right before the loop */
+  if (d.spin_us > 0) { /* a host gap injected right before the loop */
+    w->gap_ns[0] = pp_now_ns();
     pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
+    w->gap_ns[1] = pp_now_ns();
+  }
   CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
                                            &d.reset);
   if (rc == CUDA_SUCCESS && d.fence)
@@ -826,7 +829,12 @@ static int window_discard(lua_State *L) {
 }
 
 static int window_gc(lua_State *L) {
-  window_release(check_window(L, 1));
+  lcu_window *w = check_window(L, 1);
+  window_release(w);
+  if (w->w.cupti_span) { /* never waited for: released when its kernels come */
+    pp_cupti_span_release(w->w.cupti_span);
+    w->w.cupti_span = 0;
+  }
   return 0;
 }
 
@@ -863,10 +871,15 @@ static int window_get(lua_State *L) {
   else if (strcmp(k, "lead_ns") == 0)
     lua_pushinteger(L, (lua_Integer)w->w.lead_ns);
   else if (strcmp(k, "host_ns") == 0) {
-    lua_createtable(L, 4, 0);
+    /* open, loop start, loop end, close; then a spun gap's start and end */
+    lua_createtable(L, 6, 0);
     for (int i = 0; i < 4; i++) {
       lua_pushinteger(L, (lua_Integer)w->w.host_ns[i]);
       lua_rawseti(L, -2, i + 1);
+    }
+    for (int i = 0; i < 2 && w->gap_ns[0]; i++) {
+      lua_pushinteger(L, (lua_Integer)w->gap_ns[i]);
+      lua_rawseti(L, -2, i + 5);
     }
   }
   else if (strcmp(k, "stream") == 0)

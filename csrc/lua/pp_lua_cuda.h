@@ -91,6 +91,8 @@ typedef struct lcu_window {
   pp_cuda_window w;
   int holds; /* events taken from the pool (counts in c->live)             */
   int collected;
+  uint64_t gap_ns[2]; /* probe-clock ns at the start and end of a host gap  */
+                      /* spun by launch_loop{spin_us=} (tests, truth)       */
 } lcu_window;
 
 /* ---- lua_cuda.c ----------------------------------------------------------- */

@@ -215,6 +215,12 @@ local function shape_summary(recs)
     starve[i] = w > k and w - k or 0
   end
   s.med.starvation_ns = median(starve)
+  -- CUPTI's timeline: the device's idle time in the window, split
+  if r1.kernel_src == "cupti" then
+    for _, f in ipairs{ "launch_latency_ns", "host_gap_ns", "kernels" } do
+      s.med[f] = median(column(recs, f))
+    end
+  end
   return s
 end
 
@@ -241,6 +247,11 @@ local function report_shape(out, name, s, per_round)
   out(fmt("  enqueue %s ns, wait %s ns; device window %s ns, kernel %s ns, starvation (window - kernel) %s ns",
     thousands(s.med.enqueue_ns), thousands(s.med.wait_ns), thousands(s.med.device_window_ns),
     thousands(s.med.kernel_ns), thousands(s.med.starvation_ns)))
+  if s.med.launch_latency_ns then
+    out(fmt("  device timeline (CUPTI, probe clock): %s kernels; idle in the window: launch latency %s ns, "
+      .. "host gap %s ns", thousands(s.med.kernels), thousands(s.med.launch_latency_ns),
+      thousands(s.med.host_gap_ns)))
+  end
   if per_round then
     out(fmt("  per round of %d dispatches: wall %.3f ms", per_round, per_round * s.med.wall_ns / 1e6))
   end
