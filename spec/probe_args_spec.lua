@@ -242,3 +242,35 @@ describe("option tables", function()
     pp.emit()
   end)
 end)
+
+describe("embedded NULs in pp.cuda names, paths and options (fake driver)", function()
+  local sub = require "helpers.cuda_sub"
+  if not sub.fake_ready() then
+    pending("needs the CUDA headers at build time and build/libfakecuda.so")
+    return
+  end
+
+  it("are refused, never cut", function()
+    local r = sub.run({ PHASEPROBE_LIBCUDA = sub.fake, PHASEPROBE_FAKE_FAULTS = false }, [[
+      local ctx = assert(cu.context(0))
+      local mod = ctx:load_file("examples/kernels/saxpy.ptx")
+      try("func", function() return mod:func("saxpy\0x") end)
+      try("global", function() return mod:global("counter\0x") end)
+      try("load_file", function() return ctx:load_file("examples/kernels/saxpy.ptx\0x") end)
+      try("load_option", function() return ctx:load_file("examples/kernels/saxpy.ptx", { ["max_bytes\0x"] = 1 }) end)
+      try("download_type", function()
+        local b = ctx:alloc(16)
+        return b:download("u32\0x", 4)
+      end)
+      try("kernel_source", function() return ctx:kernel_source("cupti\0x") end)
+      local fn = mod:func("saxpy")
+      try("launch_option", function()
+        return fn:launch { grid = 1, block = 1, args = { 1, 2.0, ctx:alloc(8), ctx:alloc(8) }, ["fence\0x"] = true }
+      end)
+    ]])
+    assert(r._status, r._output)
+    for _, k in ipairs { "func", "global", "load_file", "load_option", "download_type", "kernel_source", "launch_option" } do
+      assert.truthy(r[k] and r[k]:find("NUL", 1, true), k .. ": " .. tostring(r[k]) .. "\n" .. r._output)
+    end
+  end)
+end)
