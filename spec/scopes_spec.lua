@@ -167,6 +167,41 @@ describe("the nesting rule", function()
   end)
 end)
 
+describe("scope objects", function()
+  before_each(fresh)
+
+  it("close their own scope once: a second close does nothing", function()
+    pp.begin()
+    local s = pp.phase("ptx")
+    local a = spin(200000)
+    local close = getmetatable(s).__close
+    close(s)
+    local b = spin(200000)
+    close(s)
+    do
+      local _ <close> = pp.phase("stage")
+      close(s)  -- still nothing: the stage scope runs on
+      spin(100000)
+    end
+    pp.finish()
+    local r = pp.emit()
+    near(r.ptx_ns, a, r.wall_ns - a - b, "ptx")
+    assert.is_true(r.stage_ns >= 100000)
+  end)
+
+  it("refuse to close anything else", function()
+    local s = pp.phase("ptx")
+    local close = getmetatable(s).__close
+    for _, other in ipairs { io.stdout, {}, 1, "x" } do
+      local ok, err = pcall(close, other)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("phaseprobe.scope expected", 1, true), tostring(err))
+    end
+    close(s)
+    pp.emit { wall_ns = 0 }
+  end)
+end)
+
 describe("scopes and coroutines", function()
   before_each(fresh)
 

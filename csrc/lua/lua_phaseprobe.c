@@ -46,16 +46,23 @@ typedef struct {
  * it ends that scope and no other (coroutines close scopes out of order). A
  * phase scope holds its pp_scope; a nested region its start. `gen` is the
  * dispatch it opened in: closed after that dispatch was emitted, a scope
- * charges nothing more. A closed object goes back to its state's pool
- * (at most SCOPE_POOL of them) and is handed out again by a later scope,
- * so a scope costs no allocation: an object closes its scope once, and a
- * second close is a no-op only until it is handed out again. */
+ * charges nothing more. An object its <close> variable closed goes back to
+ * its state's pool (at most SCOPE_POOL of them) and is handed out again by
+ * a later scope, so a scope costs no allocation; closing it again after
+ * that (kept past its variable, closed by hand) would end the later scope.
+ * An object closed by hand is never reused: a second close is a no-op. */
 typedef struct {
-  uint64_t id; /* phase: the pp_scope; nested: start ticks */
+  uint64_t tag; /* scope_tag: tells a scope object from other userdata */
+  uint64_t id;  /* phase: the pp_scope; nested: start ticks */
   uint64_t gen;
   int index;
   int nested; /* 0 phase, 1 nested region, -1 closed */
 } scope_tok;
+
+/* Set once per process from the address of a static and the clock: the
+ * __close metamethod checks an object by its size and this tag (cheaper
+ * than comparing metatables on every close). */
+static uint64_t scope_tag;
 
 /* The dispatch generation of this thread's accumulator (pp_acc_clear). */
 static uint64_t tls_gen(void) {
@@ -216,6 +223,7 @@ static int push_scope(lua_State *L, int nested, const char *what) {
     t = lua_touserdata(L, -1);
   } else {
     t = lua_newuserdatauv(L, sizeof *t, 0);
+    t->tag = __atomic_load_n(&scope_tag, __ATOMIC_RELAXED);
     lua_pushvalue(L, lua_upvalueindex(2));
     lua_setmetatable(L, -2);
   }
@@ -234,34 +242,32 @@ static int push_scope(lua_State *L, int nested, const char *what) {
 static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
 static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 
-/* Back to the pool, closed. Upvalues of __close: 3 the pool, 4 the state. */
-static void scope_recycle(lua_State *L, scope_tok *t) {
-  t->nested = -1;
-  lstate *st = lua_touserdata(L, lua_upvalueindex(4));
-  if (st->pool_n < SCOPE_POOL) {
-    lua_pushvalue(L, 1);
-    lua_rawseti(L, lua_upvalueindex(3), ++st->pool_n);
-  }
-}
-
 /* __close(scope, err): ends this scope, error or not, wherever it is on the
- * thread's stack. Upvalues: the scope metatable, the scope cost in ns, the
- * pool, the state. */
+ * thread's stack, and puts the object back in the pool. Upvalues: 1 the
+ * scope metatable, 2 the pool, 3 the state. */
 static int scope_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
   scope_tok *t = lua_touserdata(L, 1);
-  if (!t || !lua_getmetatable(L, 1) ||
-      !lua_rawequal(L, -1, lua_upvalueindex(1)))
+  if (!t || lua_rawlen(L, 1) != sizeof *t ||
+      t->tag != __atomic_load_n(&scope_tag, __ATOMIC_RELAXED))
     return luaL_typeerror(L, 1, "phaseprobe.scope");
   if (t->nested < 0)
     return 0;
+  lstate *st = lua_touserdata(L, lua_upvalueindex(3));
   if (!t->nested) {
-    pp_scope_end(t->id, (uint64_t)lua_tointeger(L, lua_upvalueindex(2)));
+    pp_scope_end(t->id, st->scope_cost_ns);
   } else if (tls_gen() == t->gen) { /* else emitted inside the region */
-    pp_add_probe_ns((uint64_t)lua_tointeger(L, lua_upvalueindex(2)));
+    pp_add_probe_ns(st->scope_cost_ns);
     pp_add_nested_ns(t->index, pp_ticks_to_ns(t->id, now));
   }
-  scope_recycle(L, t);
+  t->nested = -1;
+  /* Reused only when its <close> variable closed it (Lua passes the value
+   * and the error: two arguments). An object closed by hand, with one, is
+   * never handed out again, so closing it again by hand stays a no-op. */
+  if (lua_gettop(L) >= 2 && st->pool_n < SCOPE_POOL) {
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, lua_upvalueindex(2), ++st->pool_n);
+  }
   return 0;
 }
 
@@ -1268,13 +1274,21 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   /* The scopes' metatable: in this state's registry under its __name, and
    * the second upvalue of the functions that make scopes; their pool of
    * closed scope objects, the third. */
+  if (!__atomic_load_n(&scope_tag, __ATOMIC_ACQUIRE)) {
+    /* Lua states opened at once in several threads: one tag wins */
+    static char here;
+    uint64_t tag = (((uint64_t)(uintptr_t)&here * 0x9e3779b97f4a7c15u) ^
+                    pp_now() ^ 0x5c09e7a65c09e7a6u) | 1;
+    uint64_t none = 0;
+    __atomic_compare_exchange_n(&scope_tag, &none, tag, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+  }
   luaL_newmetatable(L, SCOPE_MT);
   lua_createtable(L, SCOPE_POOL, 0);
   lua_pushvalue(L, -2);
-  lua_pushinteger(L, (lua_Integer)st->scope_cost_ns);
-  lua_pushvalue(L, -3);
-  lua_pushvalue(L, -6);
-  lua_pushcclosure(L, scope_close, 4);
+  lua_pushvalue(L, -2);
+  lua_pushvalue(L, -5);
+  lua_pushcclosure(L, scope_close, 3);
   lua_setfield(L, -3, "__close");
   lua_pushcfunction(L, scope_tostring);
   lua_setfield(L, -3, "__tostring");
