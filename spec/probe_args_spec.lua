@@ -229,6 +229,19 @@ describe("switches", function()
   end)
 end)
 
+describe("names and switches everywhere", function()
+  before_each(fresh)
+
+  it("phase_ns checks its name whether or not a dispatch is open", function()
+    raises("unknown phase 'bogus'", pp.phase_ns, "bogus")
+    assert.are.equal(0, pp.phase_ns("ptx"))
+  end)
+
+  it("schema{use=} takes a boolean", function()
+    raises("field 'use' must be a boolean", pp.schema, { prefix = "usetest", phases = { "a" }, use = 0 })
+  end)
+end)
+
 describe("option tables", function()
   before_each(fresh)
 

@@ -131,6 +131,7 @@ describe("from C", function()
       "explicit cache values override the dispatch's events", "a cache not given keeps its events",
       "a tag that another thread's schema made a field",
       "the environment is read at load, and again by pp_enable_from_env",
+      "pp_clock_select refuses while this thread has a dispatch or a scope open",
     } do
       assert.truthy(out:find("ok " .. case .. "\n", 1, true), case .. "\n" .. out)
     end

@@ -87,8 +87,10 @@ typedef struct {
  * thread-safe. PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice. */
 void pp_clock_init(void);
 const pp_clock_info *pp_clock(void);
-/* Re-selects the clock; returns 0, or -1 if the kind is not usable here.
- * Only for tests and benchmarks: never call it while a dispatch is open. */
+/* Re-selects the clock, for the whole process; returns 0, or -1 if the
+ * kind is not usable here, or (errno EBUSY) while the calling thread has a
+ * dispatch begun or a scope open. For tests and benchmarks: other threads
+ * must not be dispatching either (their starts would be on the old clock). */
 int pp_clock_select(pp_clock_kind kind);
 
 /* Current reading, in ticks of the selected clock (never 0). */

@@ -402,11 +402,10 @@ static int l_add_nested_ns(lua_State *L) {
 }
 
 static int l_phase_ns(lua_State *L) {
-  if (!pp_enabled() || !pp_is_open()) {
-    lua_pushinteger(L, 0);
-    return 1;
-  }
-  lua_pushinteger(L, (lua_Integer)pp_phase_ns(lookup(L, 1, 0, "phase_ns")));
+  int idx = lookup(L, 1, 0, "phase_ns");
+  lua_pushinteger(L, pp_enabled() && pp_is_open()
+                         ? (lua_Integer)pp_phase_ns(idx)
+                         : 0);
   return 1;
 }
 
@@ -798,6 +797,9 @@ static int l_schema(lua_State *L) {
   if (!s)
     return luaL_error(L, "phaseprobe.schema: %s", err);
   lua_getfield(L, 1, "use");
+  if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+    luaL_error(L, "phaseprobe.schema: field 'use' must be a boolean, got %s",
+               luaL_typename(L, -1));
   int use = lua_isnil(L, -1) || lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (use)

@@ -11,6 +11,7 @@
  */
 #include "phaseprobe.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,25 @@ static void environment(void) {
        check(!ours_empty, "PHASEPROBE= (empty) overrides it"));
 }
 
+static void clock_busy(void) {
+  cs = "pp_clock_select refuses while this thread has a dispatch or a scope open";
+  pp_clock_kind home = pp_clock()->kind;
+  pp_begin();
+  errno = 0;
+  int rc1 = pp_clock_select(PP_CLOCK_MONOTONIC);
+  int e1 = errno;
+  pp_emit(NULL, NULL);
+  pp_scope sc = pp_scope_open(PP_PTX);
+  int rc2 = pp_clock_select(PP_CLOCK_MONOTONIC);
+  pp_scope_close(sc);
+  pp_emit(&(pp_emit_args){.given = PP_GIVEN_WALL}, NULL);
+  int rc3 = pp_clock_select(PP_CLOCK_MONOTONIC);
+  pp_clock_select(home);
+  done(check(rc1 == -1 && e1 == EBUSY, "refused with EBUSY while a dispatch is open") &
+       check(rc2 == -1, "refused while a scope is open") &
+       check(rc3 == 0, "accepted once both are gone"));
+}
+
 int main(void) {
   environment(); /* first: run with neither variable set */
   pp_set_enabled(1);
@@ -234,5 +254,6 @@ int main(void) {
   mask();
   caches();
   tag_race();
+  clock_busy();
   return failures ? 1 : 0;
 }
