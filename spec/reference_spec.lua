@@ -184,6 +184,10 @@ local function readable(path)
   return f ~= nil
 end
 
+-- rustc and the reference's driver run without the sanitizer runtimes that
+-- make asan preloads into this process (and so into its children).
+local PLAIN = "env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS "
+
 local function find_rustc()
   local ok, out = sh("command -v rustc")
   if ok and out:match("%S") then return (out:gsub("%s+$", "")) end
@@ -222,15 +226,15 @@ local function reference_driver()
   if not same or not readable(REF_DIR .. "/driver") then
     local flags = "--edition 2021 -O -C overflow-checks=off"
     local ok, out = sh(("cp spec/helpers/reference/driver.rs spec/helpers/reference/vyre_foundation.rs %s/ && "
-      .. "cd %s && %s %s --crate-type rlib --crate-name vyre_foundation vyre_foundation.rs "
-      .. "-o libvyre_foundation.rlib && %s %s --extern vyre_foundation=libvyre_foundation.rlib "
-      .. "driver.rs -o driver"):format(REF_DIR, REF_DIR, rustc, flags, rustc, flags))
+      .. "cd %s && %s%s %s --crate-type rlib --crate-name vyre_foundation vyre_foundation.rs "
+      .. "-o libvyre_foundation.rlib && %s%s %s --extern vyre_foundation=libvyre_foundation.rlib "
+      .. "driver.rs -o driver"):format(REF_DIR, REF_DIR, PLAIN, rustc, flags, PLAIN, rustc, flags))
     if not ok then
       os.remove(REF_DIR .. "/driver")
       error("the reference did not compile:\n" .. out)
     end
   end
-  built = { REF_DIR .. "/driver" }
+  built = { PLAIN .. REF_DIR .. "/driver" }
   return built[1]
 end
 
@@ -360,7 +364,7 @@ local function lua_lines(s)
 end
 
 describe("the reference's own line", function()
-  local env = "VYRE_CUDA_DISPATCH_PHASE_PROBE=1 "
+  local env = "env VYRE_CUDA_DISPATCH_PHASE_PROBE=1 "
 
   it("for the same inputs, from C: byte for byte up to ptx_cache_misses, over the whole u64 range", function()
     local driver, why = reference_driver()
