@@ -170,6 +170,8 @@ tsan:
 	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000
 	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000 50000 last 2>/dev/null
 	$(TSAN_ENV) $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_probe.lua
+	$(TSAN_ENV) $(BUILD)/scopes_helper
+	env -u PHASEPROBE -u VYRE_CUDA_DISPATCH_PHASE_PROBE $(TSAN_ENV) $(BUILD)/record_helper 2>/dev/null
 	$(TSAN_ENV) SINK_PATH=$(BUILD)/tsan-sink.log MULTI_STATE_LINGER_MS=200 \
 	  $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_sink.lua
 	@set -e; for k in pipe socket tcp; do for s in killed stalled slow; do \
