@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STATE_MT "phaseprobe.state"
 #define SCOPE_MT "phaseprobe.scope"
@@ -154,8 +155,19 @@ static int opt_switch(lua_State *L, int arg) {
   return lua_toboolean(L, arg);
 }
 
+static uint64_t calibrate_scope_cost(lua_State *L);
+
+/* The state's scope cost is measured the first time the probe is on for it
+ * (pp.enable, pp.begin before its start time, or the module loaded with the
+ * probe already on): never at a bare require, never inside a dispatch. */
+static void ensure_scope_cost(lua_State *L, lstate *st) {
+  if (!st->scope_cost_ns && pp_enabled())
+    st->scope_cost_ns = calibrate_scope_cost(L);
+}
+
 static int l_enable(lua_State *L) {
   pp_set_enabled(opt_switch(L, 1));
+  ensure_scope_cost(L, get_state(L));
   return 0;
 }
 static int l_disable(lua_State *L) {
@@ -529,6 +541,7 @@ static int l_begin(lua_State *L) {
   const pp_schema *s = pp_schema_current();
   if (pp_enabled() && st->schema_id != s->id)
     build_names(L, lua_upvalueindex(1), st, s);
+  ensure_scope_cost(L, st);
   pp_begin();
   return 0;
 }
@@ -969,6 +982,42 @@ static int l_sink(lua_State *L) {
   return 1;
 }
 
+/* notices("stderr" | "none" | path | fd) -> true, or nil, message: where the
+ * module's notices go (a sink that fails or falls behind, the store full). */
+static int l_notices(lua_State *L) {
+  int rc;
+  const char *what = NULL;
+  if (lua_isinteger(L, 1)) {
+    lua_Integer fd = lua_tointeger(L, 1);
+    if (fd < -1 || fd > INT_MAX)
+      return luaL_argerror(L, 1, "descriptor out of range");
+    rc = pp_notices_fd((int)fd);
+  } else {
+    what = luaL_checkstring(L, 1);
+    if (strcmp(what, "stderr") == 0)
+      rc = pp_notices_fd(2);
+    else if (strcmp(what, "none") == 0)
+      rc = pp_notices_fd(-1);
+    else if (*what == 0)
+      return luaL_argerror(L, 1, "\"stderr\", \"none\", a path or a descriptor expected");
+    else
+      rc = pp_notices_file(what);
+  }
+  if (rc != 0) {
+    int e = errno;
+    luaL_pushfail(L);
+    if (what)
+      lua_pushfstring(L, "phaseprobe.notices: cannot open '%s': %s", what,
+                      e == ETIMEDOUT ? "open() did not return within 2 s" : strerror(e));
+    else
+      lua_pushfstring(L, "phaseprobe.notices: descriptor %d: %s",
+                      (int)lua_tointeger(L, 1), strerror(e));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* flush([timeout_ms = 1000]) -> true, or nil, message */
 static int l_flush(lua_State *L) {
   lua_Integer ms = luaL_optinteger(L, 1, 1000);
@@ -1026,6 +1075,8 @@ static int l_clock(lua_State *L) {
   lua_setfield(L, -2, "tsc_invariant");
   lua_pushnumber(L, c->tsc_ghz);
   lua_setfield(L, -2, "tsc_ghz");
+  lua_pushstring(L, c->chosen_by);
+  lua_setfield(L, -2, "chosen_by");
   lua_createtable(L, 0, 3);
   static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
   for (int k = 0; k < 3; k++) {
@@ -1128,10 +1179,10 @@ static const luaL_Reg state_fns[] = {
     {"add_nested_ns", l_add_nested_ns},
     {"phase_ns", l_phase_ns},
     {"begin", l_begin},
+    {"enable", l_enable},
     {NULL, NULL}};
 
 static const luaL_Reg plain_fns[] = {
-    {"enable", l_enable},
     {"disable", l_disable},
     {"enabled", l_enabled},
     {"mark", l_mark},
@@ -1150,6 +1201,7 @@ static const luaL_Reg plain_fns[] = {
     {"default_schema", l_default_schema},
     {"sink", l_sink},
     {"flush", l_flush},
+    {"notices", l_notices},
     {"stats", l_stats},
     {"clock", l_clock},
     {"select_clock", l_select_clock},
@@ -1181,7 +1233,8 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
       best = el;
   }
   const pp_clock_info *c = pp_clock();
-  return (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
+  uint64_t ns = (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
+  return ns ? ns : 1; /* 0 means "not measured yet" */
 }
 
 /* Run from a checkout (./phaseprobe.so beside lua/), the Lua side is found
@@ -1250,7 +1303,6 @@ static void add_sentinel(lua_State *L) {
 
 PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   pp_schema_default();
-  pp_clock_init();
   add_checkout_path(L, lua_tostring(L, 2));
   add_sentinel(L);
 
@@ -1268,7 +1320,7 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lstate *st = lua_newuserdatauv(L, sizeof *st, 3);
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
-  st->scope_cost_ns = calibrate_scope_cost(L);
+  ensure_scope_cost(L, st);
   luaL_newmetatable(L, STATE_MT);
   lua_pop(L, 1);
   luaL_setmetatable(L, STATE_MT);
@@ -1280,7 +1332,8 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
     /* Lua states opened at once in several threads: one tag wins */
     static char here;
     uint64_t tag = (((uint64_t)(uintptr_t)&here * 0x9e3779b97f4a7c15u) ^
-                    pp_now() ^ 0x5c09e7a65c09e7a6u) | 1;
+                    ((uint64_t)(uintptr_t)L * 0xbf58476d1ce4e5b9u) ^
+                    ((uint64_t)getpid() << 32) ^ 0x5c09e7a65c09e7a6u) | 1;
     uint64_t none = 0;
     __atomic_compare_exchange_n(&scope_tag, &none, tag, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);

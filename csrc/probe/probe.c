@@ -95,7 +95,7 @@ uint64_t pp_abandoned_count(void) {
 
 PP_EXPORT void pp_set_enabled(int on) {
   if (on)
-    pp_clock_init();
+    pp_clock_choose("enable");
   __atomic_store_n(&pp_enabled_flag, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 

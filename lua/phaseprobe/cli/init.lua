@@ -196,6 +196,10 @@ local function list_dir(dir)
     if ok2 then for f in iter, state do out[#out + 1] = f end end
     return out
   end
+  -- without lfs, ls: only for a folder that exists (a process each)
+  local d = io.open(dir, "r")
+  if not d then return out end
+  d:close()
   local p = io.popen('ls -1 "' .. dir:gsub('"', '\\"') .. '" 2>/dev/null')
   if p then
     for f in p:lines() do out[#out + 1] = f end
@@ -224,6 +228,31 @@ function M.commands()
   return out
 end
 
+-- A command's summary for the list, read from its module's source when it is
+-- a string literal there (`summary = "..."`, or util.command(NAME, "...")),
+-- as this package's commands write it: listing the commands then loads none
+-- of them, nor what they require, and `phaseprobe --help` costs little more
+-- than starting Lua (bench/startup.lua). Otherwise the module is loaded and
+-- asked.
+local function summary_of(name)
+  local mod = module_name(name)
+  if not package.loaded[mod] and not package.preload[mod] then
+    local path = package.searchpath(mod, package.path)
+    local f = path and io.open(path, "r")
+    if f then
+      local text = f:read(65536) or ""
+      f:close()
+      local s = text:match('[\n{,]%s*summary%s*=%s*"([^"\\\n]*)"')
+        or text:match('%.command%(%s*"[^"]*"%s*,%s*"([^"\\\n]*)"')
+      if s then return s end
+    end
+  end
+  local ok, cmd = pcall(M.command, name)
+  if not ok then return "(fails to load: " .. tostring(cmd) .. ")" end
+  if not cmd then return "(not installed)" end
+  return cmd.summary or ""
+end
+
 local function help_text(prog)
   local lines = {
     "usage: " .. prog .. " COMMAND [options] [FILE...]",
@@ -237,12 +266,7 @@ local function help_text(prog)
   local names = M.commands()
   for _, n in ipairs(names) do width = math.max(width, #n) end
   for _, n in ipairs(names) do
-    local ok, cmd = pcall(M.command, n)
-    local summary
-    if not ok then summary = "(fails to load: " .. tostring(cmd) .. ")"
-    elseif not cmd then summary = "(not installed)"
-    else summary = cmd.summary or "" end
-    lines[#lines + 1] = string.format("  %-" .. width .. "s  %s", n, summary)
+    lines[#lines + 1] = string.format("  %-" .. width .. "s  %s", n, summary_of(n))
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "'" .. prog .. " COMMAND --help' describes one. Exit status: 0 success,"

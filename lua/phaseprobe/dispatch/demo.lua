@@ -9,7 +9,8 @@
 -- output against the CPU evaluation and every barrier dispatch's arrival
 -- audit, and prints per shape the phase decomposition and what grows with
 -- program size. Without a GPU it says so in one line and prints the same
--- report from a record log recorded on the GPU machine (examples/data/).
+-- report from a record log recorded on the GPU machine (examples/data/ in
+-- the checkout, phaseprobe/data/ beside these modules when installed).
 --
 -- Options:
 --   --log PATH      write every record line (and the run's header and
@@ -567,15 +568,20 @@ local function parse_args(args)
   return o
 end
 
+-- The recorded log: installed beside the modules (phaseprobe/data/, where
+-- `make install` and the rock put it), else in the checkout's examples/data/.
 local function default_data()
   local here = package.searchpath("phaseprobe.dispatch.demo", package.path)
   if here then
-    local root = here:gsub("[^/]*$", ""):gsub("lua/phaseprobe/dispatch/$", "")
-    local p = (root ~= "" and root or "./") .. M.DATA_FILE
-    local f = io.open(p, "r")
-    if f then
-      f:close()
-      return p
+    local dir = here:gsub("[^/]*$", "")
+    local root = dir:gsub("lua/phaseprobe/dispatch/$", "")
+    for _, p in ipairs { dir:gsub("dispatch/$", "data/") .. M.DATA_FILE:match("[^/]*$"),
+                         (root ~= "" and root or "./") .. M.DATA_FILE } do
+      local f = io.open(p, "r")
+      if f then
+        f:close()
+        return p
+      end
     end
   end
   return M.DATA_FILE
