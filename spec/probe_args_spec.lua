@@ -287,3 +287,28 @@ describe("embedded NULs in pp.cuda names, paths and options (fake driver)", func
     end
   end)
 end)
+
+describe("embedded NULs in pp.ptx and pp.parse names, paths and options", function()
+  local function nul(f, ...)
+    local ok, err = pcall(f, ...)
+    assert.is_false(ok, "accepted")
+    assert.truthy(tostring(err):find("NUL", 1, true), tostring(err))
+  end
+  local LINE = "vyre-cuda-dispatch-phase seq=1 nodes=3 wall_ns=10 ptx_ns=4\n"
+
+  it("a PTX file path, and a scan option name", function()
+    nul(pp.ptx.scan_file, "examples/kernels/saxpy.ptx\0x")
+    nul(pp.ptx.scan, ".version 8.0\n", { ["max_line\0x"] = 1 })
+    nul(pp.ptx.scan_file, "examples/kernels/saxpy.ptx", { ["max_bytes\0x"] = 1 })
+  end)
+
+  it("a log path, and a column name", function()
+    nul(pp.parse.file, "examples/data/demo-h200.log\0x")
+    local cols = pp.parse.string(LINE)
+    nul(cols.values, cols, "nodes\0x")
+    nul(cols.summary, cols, "ptx_ns\0x")
+    local p = pp.parse.new()
+    nul(p.file, p, "examples/data/demo-h200.log\0x")
+    nul(p.string, p, LINE, "run\0.log")
+  end)
+end)

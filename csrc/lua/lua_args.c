@@ -24,6 +24,17 @@ const char *pp_lua_checkname(lua_State *L, int arg) {
   return s;
 }
 
+const char *pp_lua_checkcstr(lua_State *L, int idx) {
+  size_t len;
+  const char *s = luaL_checklstring(L, idx, &len);
+  if (strlen(s) != len) {
+    if (idx > 0)
+      nul_error(L, idx);
+    luaL_error(L, "a name contains a NUL byte ('%s...')", s);
+  }
+  return s;
+}
+
 const char *pp_lua_optname(lua_State *L, int arg, const char *def) {
   return lua_isnoneornil(L, arg) ? def : pp_lua_checkname(L, arg);
 }

@@ -382,7 +382,7 @@ static int do_file(lua_State *L, int p_idx, const char *path, int fn) {
 
 static int parser_file(lua_State *L) {
   parser_ud *u = check_parser(L);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = pp_lua_checkcstr(L, 2);
   int fn = 0;
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TFUNCTION);
@@ -406,6 +406,8 @@ static int feed_string(lua_State *L, int p_idx, int s_idx, int src_idx) {
   parser_ud *u = lua_touserdata(L, p_idx);
   size_t len;
   const char *s = luaL_checklstring(L, s_idx, &len);
+  if (pp_lua_hasnul(L, src_idx))
+    luaL_error(L, "phaseprobe.parse: a source name contains a NUL byte");
   const char *source = lua_tostring(L, src_idx);
   pp_parser_source(u->p, source);
   if (pp_parser_feed(u->p, s, len) != 0) {
@@ -437,6 +439,8 @@ static int parser_string(lua_State *L) {
 static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
   parser_ud *u = lua_touserdata(L, p_idx);
   luaL_checktype(L, it, LUA_TFUNCTION);
+  if (pp_lua_hasnul(L, src_idx))
+    luaL_error(L, "phaseprobe.parse: a source name contains a NUL byte");
   pp_parser_source(u->p, lua_tostring(L, src_idx));
   for (;;) {
     lua_pushvalue(L, it);
@@ -554,7 +558,7 @@ static void push_source(lua_State *L, int opts, const char *dflt) {
 
 /* parse.file(path [, opts]) -> columns, report | nil, message */
 static int l_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = pp_lua_checkcstr(L, 1);
   lua_settop(L, 2);
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "progress"); /* 3 */
@@ -667,7 +671,7 @@ static int sel_tostring(lua_State *L) {
 
 /* ---- column methods ------------------------------------------------------ */
 static int col_of(lua_State *L, const pp_cols *c, int arg) {
-  return pp_cols_find(c, luaL_checkstring(L, arg));
+  return pp_cols_find(c, pp_lua_checkcstr(L, arg));
 }
 
 static void push_value(lua_State *L, const pp_value *v) {
@@ -762,7 +766,7 @@ static int cols_row(lua_State *L) {
   lua_createtable(L, 0, (int)m);
   for (lua_Integer i = 1; i <= m; i++) {
     lua_rawgeti(L, 3, i);
-    const char *name = luaL_checkstring(L, -1);
+    const char *name = pp_lua_checkcstr(L, -1);
     lua_pop(L, 1);
     int col = pp_cols_find(c, name);
     if (col < 0)
@@ -938,7 +942,7 @@ static size_t read_cols(lua_State *L, const pp_cols *c, int arg, int *out,
   luaL_argcheck(L, n >= 0 && (size_t)n <= max, arg, "too many names");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, arg, i);
-    out[i - 1] = pp_cols_find(c, luaL_checkstring(L, -1));
+    out[i - 1] = pp_cols_find(c, pp_lua_checkcstr(L, -1));
     lua_pop(L, 1);
   }
   return (size_t)n;
@@ -1009,7 +1013,7 @@ static int cols_lincomb(lua_State *L) {
     luaL_argcheck(L, lua_istable(L, -1), 2, "each term is {name, coefficient}");
     lua_rawgeti(L, -1, 1);
     lua_rawgeti(L, -2, 2);
-    int col = pp_cols_find(c, luaL_checkstring(L, -2));
+    int col = pp_cols_find(c, pp_lua_checkcstr(L, -2));
     coef[i - 1] = luaL_checknumber(L, -1);
     if (col < 0)
       missing = 1;

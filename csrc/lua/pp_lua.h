@@ -45,6 +45,9 @@ int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
  * pp_lua_hasnul: whether the value at idx is a string holding a NUL. */
 const char *pp_lua_checkname(lua_State *L, int arg);
 const char *pp_lua_optname(lua_State *L, int arg, const char *def);
+/* luaL_checkstring (numbers converted) with the NUL check, at an argument
+ * or any stack index. */
+const char *pp_lua_checkcstr(lua_State *L, int idx);
 int pp_lua_checkoption(lua_State *L, int arg, const char *def,
                        const char *const lst[]);
 const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
