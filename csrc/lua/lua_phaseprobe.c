@@ -35,7 +35,8 @@
 #define SCOPE_POOL 64
 typedef struct {
   int schema_id;
-  int pool_n; /* closed scope objects ready for reuse (user value 4) */
+  int pool_n; /* closed scope objects ready for reuse, in the pool table
+                 (an upvalue of pp.phase, pp.nested and __close) */
   const char *cache_key[NAME_CACHE];
   int cache_index[NAME_CACHE];
   char cache_nested[NAME_CACHE];
@@ -60,9 +61,9 @@ typedef struct {
   int nested; /* 0 phase, 1 nested region, -1 closed */
 } scope_tok;
 
-/* Set once per process from the address of a static and the clock: the
- * __close metamethod checks an object by its size and this tag (cheaper
- * than comparing metatables on every close). */
+/* Set once per process (from addresses and the process id): the __close
+ * metamethod checks an object by its size and this tag, which is cheaper
+ * than comparing metatables on every close. */
 static uint64_t scope_tag;
 
 /* The dispatch generation of this thread's accumulator (pp_acc_clear). */
@@ -413,11 +414,15 @@ static int l_add_nested_ns(lua_State *L) {
   return 0;
 }
 
+/* phase_ns(phase) -> ns charged to it in the pending dispatch; the name is
+ * checked whether or not one is pending (disabled: 0, after the flag). */
 static int l_phase_ns(lua_State *L) {
+  if (!pp_enabled()) {
+    lua_pushinteger(L, 0);
+    return 1;
+  }
   int idx = lookup(L, 1, 0, "phase_ns");
-  lua_pushinteger(L, pp_enabled() && pp_is_open()
-                         ? (lua_Integer)pp_phase_ns(idx)
-                         : 0);
+  lua_pushinteger(L, pp_is_open() ? (lua_Integer)pp_phase_ns(idx) : 0);
   return 1;
 }
 
