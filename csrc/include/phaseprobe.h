@@ -60,8 +60,12 @@ static inline int pp_enabled(void) {
   return __atomic_load_n(&pp_enabled_flag, __ATOMIC_RELAXED);
 }
 void pp_set_enabled(int on);
-/* Reads PHASEPROBE and VYRE_CUDA_DISPATCH_PHASE_PROBE once; called by the
- * library's constructor, callable again after changing the environment. */
+/* Reads PHASEPROBE and VYRE_CUDA_DISPATCH_PHASE_PROBE; called by the
+ * library's constructor (the reference reads its variable at first use
+ * instead), callable again after changing the environment. PHASEPROBE, when
+ * set, decides ("0" or empty: off; else on); otherwise the reference's
+ * variable enables by its presence, whatever its value; with neither set
+ * the probe stays as it is. */
 void pp_enable_from_env(void);
 
 /* ---- the clock ----------------------------------------------------------- */
