@@ -379,7 +379,7 @@ static int do_file(lua_State *L, int p_idx, const char *path, int fn) {
 
 static int parser_file(lua_State *L) {
   parser_ud *u = check_parser(L);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = pp_lua_checkcstr(L, 2);
   int fn = 0;
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TFUNCTION);
@@ -403,6 +403,8 @@ static int feed_string(lua_State *L, int p_idx, int s_idx, int src_idx) {
   parser_ud *u = lua_touserdata(L, p_idx);
   size_t len;
   const char *s = luaL_checklstring(L, s_idx, &len);
+  if (pp_lua_hasnul(L, src_idx))
+    luaL_error(L, "phaseprobe.parse: a source name contains a NUL byte");
   const char *source = lua_tostring(L, src_idx);
   pp_parser_source(u->p, source);
   if (pp_parser_feed(u->p, s, len) != 0) {
@@ -434,6 +436,8 @@ static int parser_string(lua_State *L) {
 static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
   parser_ud *u = lua_touserdata(L, p_idx);
   luaL_checktype(L, it, LUA_TFUNCTION);
+  if (pp_lua_hasnul(L, src_idx))
+    luaL_error(L, "phaseprobe.parse: a source name contains a NUL byte");
   pp_parser_source(u->p, lua_tostring(L, src_idx));
   for (;;) {
     lua_pushvalue(L, it);
@@ -551,7 +555,7 @@ static void push_source(lua_State *L, int opts, const char *dflt) {
 
 /* parse.file(path [, opts]) -> columns, report | nil, message */
 static int l_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = pp_lua_checkcstr(L, 1);
   lua_settop(L, 2);
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "progress"); /* 3 */
@@ -664,7 +668,7 @@ static int sel_tostring(lua_State *L) {
 
 /* ---- column methods ------------------------------------------------------ */
 static int col_of(lua_State *L, const pp_cols *c, int arg) {
-  return pp_cols_find(c, luaL_checkstring(L, arg));
+  return pp_cols_find(c, pp_lua_checkcstr(L, arg));
 }
 
 static int cols_count(lua_State *L) {
@@ -867,7 +871,7 @@ static size_t read_cols(lua_State *L, const pp_cols *c, int arg, int *out,
   luaL_argcheck(L, n >= 0 && (size_t)n <= max, arg, "too many names");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, arg, i);
-    out[i - 1] = pp_cols_find(c, luaL_checkstring(L, -1));
+    out[i - 1] = pp_cols_find(c, pp_lua_checkcstr(L, -1));
     lua_pop(L, 1);
   }
   return (size_t)n;
@@ -938,7 +942,7 @@ static int cols_lincomb(lua_State *L) {
     luaL_argcheck(L, lua_istable(L, -1), 2, "each term is {name, coefficient}");
     lua_rawgeti(L, -1, 1);
     lua_rawgeti(L, -2, 2);
-    int col = pp_cols_find(c, luaL_checkstring(L, -2));
+    int col = pp_cols_find(c, pp_lua_checkcstr(L, -2));
     coef[i - 1] = luaL_checknumber(L, -1);
     if (col < 0)
       missing = 1;
