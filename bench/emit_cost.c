@@ -54,7 +54,10 @@ static void fill(uint64_t d) {
 }
 
 static pp_emit_args args(uint64_t d) {
-  return (pp_emit_args){d, 351000 + d % 1000, 12000, 290000, 271000};
+  return (pp_emit_args){.seq = d, .wall_ns = 351000 + d % 1000, .enqueue_ns = 12000,
+                        .wait_ns = 290000, .device_window_ns = 271000,
+                        .given = PP_GIVEN_SEQ | PP_GIVEN_WALL | PP_GIVEN_ENQUEUE |
+                                 PP_GIVEN_WAIT | PP_GIVEN_WINDOW};
 }
 
 #define TIMED(stmt)                                                            \

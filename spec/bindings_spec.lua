@@ -39,10 +39,7 @@ describe("binding classes", function()
     for _, path in ipairs(binding_files()) do
       local src = slurp(path)
       for line in src:gmatch("[^\n]*luaL_newmetatable%([^\n]*") do
-        local ok = path:match("lua_class%.c$")
-          -- the per-state scope object: its __close is a closure over the module
-          or (path:match("lua_phaseprobe%.c$") and line:match("STATE_MT"))
-        assert.truthy(ok, path .. ": " .. line)
+        assert.truthy(path:match("lua_class%.c$"), path .. ": " .. line)
       end
       if not path:match("lua_class%.c$") then
         assert.is_nil(src:match("static int class_index"), path .. " has its own class helper")

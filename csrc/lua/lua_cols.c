@@ -133,7 +133,7 @@ static int sel_tostring(lua_State *L) {
 
 /* ---- column methods ------------------------------------------------------ */
 static int col_of(lua_State *L, const pp_cols *c, int arg) {
-  return pp_cols_find(c, luaL_checkstring(L, arg));
+  return pp_cols_find(c, pp_lua_checkcstr(L, arg));
 }
 
 static int cols_count(lua_State *L) {
@@ -288,7 +288,7 @@ static size_t read_cols(lua_State *L, const pp_cols *c, int arg, int *out,
   luaL_argcheck(L, n >= 0 && (size_t)n <= max, arg, "too many names");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, arg, i);
-    out[i - 1] = pp_cols_find(c, luaL_checkstring(L, -1));
+    out[i - 1] = pp_cols_find(c, pp_lua_checkcstr(L, -1));
     lua_pop(L, 1);
   }
   return (size_t)n;
@@ -359,7 +359,7 @@ static int cols_lincomb(lua_State *L) {
     luaL_argcheck(L, lua_istable(L, -1), 2, "each term is {name, coefficient}");
     lua_rawgeti(L, -1, 1);
     lua_rawgeti(L, -2, 2);
-    int col = pp_cols_find(c, luaL_checkstring(L, -2));
+    int col = pp_cols_find(c, pp_lua_checkcstr(L, -2));
     coef[i - 1] = luaL_checknumber(L, -1);
     if (col < 0)
       missing = 1;

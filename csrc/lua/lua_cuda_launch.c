@@ -229,7 +229,7 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
   lua_pushnil(L);
   while (lua_next(L, t)) {
     int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING) {
+    if (lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)) {
       const char *k = lua_tostring(L, -2);
       for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (strcmp(k, fields[i].name) == 0 &&
@@ -238,7 +238,9 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
     }
     if (!ok) {
       lua_pop(L, 1);
-      luaL_error(L, "%s: unknown field '%s'", what, luaL_tolstring(L, -1, NULL));
+      int nul = pp_lua_hasnul(L, -1);
+      luaL_error(L, "%s: unknown field '%s'%s", what, luaL_tolstring(L, -1, NULL),
+                 nul ? " (it contains a NUL byte)" : "");
     }
     lua_pop(L, 1);
   }

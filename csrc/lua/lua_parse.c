@@ -355,7 +355,7 @@ static int do_file(lua_State *L, int p_idx, const char *path, int fn) {
 
 static int parser_file(lua_State *L) {
   parser_ud *u = check_parser(L);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = pp_lua_checkcstr(L, 2);
   int fn = 0;
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TFUNCTION);
@@ -379,6 +379,8 @@ static int feed_string(lua_State *L, int p_idx, int s_idx, int src_idx) {
   parser_ud *u = lua_touserdata(L, p_idx);
   size_t len;
   const char *s = luaL_checklstring(L, s_idx, &len);
+  if (pp_lua_hasnul(L, src_idx))
+    luaL_error(L, "phaseprobe.parse: a source name contains a NUL byte");
   const char *source = lua_tostring(L, src_idx);
   pp_parser_source(u->p, source);
   if (pp_parser_feed(u->p, s, len) != 0) {
@@ -418,6 +420,8 @@ static int parser_string(lua_State *L) {
 static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
   parser_ud *u = lua_touserdata(L, p_idx);
   luaL_checktype(L, it, LUA_TFUNCTION);
+  if (pp_lua_hasnul(L, src_idx))
+    luaL_error(L, "phaseprobe.parse: a source name contains a NUL byte");
   pp_parser_source(u->p, lua_tostring(L, src_idx));
   for (;;) {
     lua_pushvalue(L, it);
@@ -539,7 +543,7 @@ static void push_source(lua_State *L, int opts, const char *dflt) {
 
 /* parse.file(path [, opts]) -> columns, report | nil, message */
 static int l_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = pp_lua_checkcstr(L, 1);
   lua_settop(L, 2);
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "progress"); /* 3 */

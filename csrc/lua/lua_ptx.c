@@ -103,7 +103,7 @@ static void read_opts(lua_State *L, int t, lopts *lo, const char *fn,
   luaL_checktype(L, t, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? pp_lua_tocname(L, -2, fn) : NULL;
     if (k && strcmp(k, "markers") == 0) {
       read_markers(L, lo, fn);
     } else if (k && strcmp(k, "counter_global") == 0) {
@@ -680,7 +680,7 @@ static int l_summary(lua_State *L) {
 }
 
 static int l_scan_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = pp_lua_checkcstr(L, 1);
   lopts lo;
   read_opts(L, 2, &lo, "pp.ptx.scan_file", 1);
   if (pp_lua_push_file(L, path, lo.max_bytes, "pp.ptx.scan_file", "read") !=

@@ -86,9 +86,23 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
                      const char *what, const char *open_verb);
 
-/* luaL_checkoption whose error lists the valid names (lua_args.c). */
+/* C strings from Lua (lua_args.c): a name, path or option must not hold a
+ * NUL byte, which C would cut. pp_lua_checkname: a string (numbers are not
+ * converted) without NUL, or an argument error; pp_lua_optname: the same,
+ * or def for none/nil; pp_lua_checkoption: luaL_checkoption with the NUL
+ * check; pp_lua_tocname: the string
+ * at stack index idx (a table key or value), NULL when it is not a string,
+ * raising "WHAT: a name contains a NUL byte" when it holds one;
+ * pp_lua_hasnul: whether the value at idx is a string holding a NUL. */
+const char *pp_lua_checkname(lua_State *L, int arg);
+const char *pp_lua_optname(lua_State *L, int arg, const char *def);
+/* luaL_checkstring (numbers converted) with the NUL check, at an argument
+ * or any stack index. */
+const char *pp_lua_checkcstr(lua_State *L, int idx);
 int pp_lua_checkoption(lua_State *L, int arg, const char *def,
-                       const char *const names[]);
+                       const char *const lst[]);
+const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
+int pp_lua_hasnul(lua_State *L, int idx);
 
 /* Gives the plain result table at idx a metatable that prints it as
  * "key  value" lines under `title` (lua_show.c), for the REPL. */

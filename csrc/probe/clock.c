@@ -17,6 +17,8 @@
  */
 #include "pp_internal.h"
 
+#include <errno.h>
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +218,13 @@ int pp_clock_pinned(void) { return __atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST
 
 PP_EXPORT int pp_clock_select(pp_clock_kind kind) {
   pp_clock_choose("select");
+  /* This thread's open dispatch or scopes read their starts on the clock
+   * in use: switching now would make their times wrong. */
+  pp_acc *a = pp_acc_peek();
+  if (a && ((a->open && a->begin_ticks) || a->depth)) {
+    errno = EBUSY;
+    return -1;
+  }
   if (__atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0)
     return -1; /* CUPTI converts its timestamps with this clock */
   if ((int)kind < 0 || kind > PP_CLOCK_MONOTONIC_RAW)
