@@ -1,24 +1,53 @@
 # phaseprobe: build, test, test-gpu, bench, demo, install.
 #
-#   make            phaseprobe.so, libphaseprobe.a and the C example
+#   make            phaseprobe.so and build/libphaseprobe.a, in parallel, quietly
+#                   (V=1 shows every command)
+#   make demo       the demo (GPU if present, else the recorded log)
 #   make test       non-GPU specs (installs Debian packages first when root)
 #   make test-gpu   GPU specs (tag #gpu), on a machine with a driver
 #   make asan       the non-GPU specs under AddressSanitizer + UBSan
 #   make tsan       the threaded helpers and specs under ThreadSanitizer
 #   make bench      benchmarks, printing ratios against in-run baselines
-#   make demo       the demo (GPU if present, else the recorded log)
+#   make install    the module, its Lua side, the command and the demo log
+#                   (install-lua), the C headers, libphaseprobe.a and
+#                   phaseprobe.pc (install-c); DESTDIR is honoured
+#   make rock       phaseprobe-VERSION-1.src.rock from this tree (luarocks pack)
+#
+# Test doubles, helpers and benchmark programs are built only by the targets
+# that use them (test, asan, tsan, valgrind, bench, fuzz).
 #
 # Honours LUA_INCDIR (default /usr/include/lua5.4), CUDA_HOME (default
-# /usr/local/cuda), LUA (default lua5.4), PREFIX/LIBDIR/LUADIR for install.
+# /usr/local/cuda), XXHASH_INCDIR, LUA (default lua5.4), and PREFIX, LIBDIR (the Lua C module),
+# LUADIR (the Lua side), BINDIR, INCLUDEDIR, CLIBDIR (libphaseprobe.a),
+# PKGCONFIGDIR for install.
 
 LUA        ?= lua5.4
 LUA_INCDIR ?= /usr/include/lua5.4
+# The CUDA toolkit (optional): also from the environment, which is how
+# `CUDA_HOME=/opt/cuda luarocks make` reaches it.
 CUDA_HOME  ?= /usr/local/cuda
 CC         ?= cc
 PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib/lua/5.4
 LUADIR     ?= $(PREFIX)/share/lua/5.4
 BINDIR     ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+CLIBDIR    ?= $(PREFIX)/lib
+PKGCONFIGDIR ?= $(CLIBDIR)/pkgconfig
+
+# Parallel unless the caller chose a job count (make -jN, or MAKEFLAGS). A
+# make run by ours (MAKELEVEL > 0) shares its parent's job slots.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
+  MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+# Quiet unless V=1: one line per product, the compiler's own messages always.
+ifeq ($(V),1)
+  Q :=
+  say = :
+else
+  Q := @
+  say = printf '  %-4s %s\n'
+endif
 
 OPT      ?= -O2
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -33,6 +62,10 @@ CPPFLAGS += $(addprefix -Icsrc/,$(CSRC_AREAS)) -I$(LUA_INCDIR)
 # parent of LUA_INCDIR, so an unpacked package tree works as well as /usr.
 LUA_INCPARENT := $(dir $(patsubst %/,%,$(LUA_INCDIR)))
 CPPFLAGS += -idirafter $(LUA_INCPARENT)
+# xxhash.h where luarocks found it (external dependency XXHASH).
+ifneq ($(strip $(XXHASH_INCDIR)),)
+  CPPFLAGS += -idirafter $(XXHASH_INCDIR)
+endif
 # Debian's luaconf.h includes lua5.4-deb-multiarch.h from the multiarch dir.
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 ifneq ($(MULTIARCH),)
@@ -57,8 +90,7 @@ HDRS     := $(wildcard csrc/*/*.h)
 CORE_OBJ := $(CORE_SRC:csrc/%.c=$(BUILD)/%.o)
 LUA_OBJ  := $(LUA_SRC:csrc/%.c=$(BUILD)/%.o)
 
-# The Lua side: lua/phaseprobe/*.lua and one folder per area.
-LUA_SUBDIRS := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard lua/phaseprobe/*/*.lua)))))
+VERSION  := $(shell sed -n 's/^\#define PP_VERSION "\(.*\)"/\1/p' csrc/include/phaseprobe.h)
 
 MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
@@ -66,13 +98,22 @@ C_EXAMPLE := $(BUILD)/c_dispatch
 HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/sink_helper \
             $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
+# What the specs run besides the module (test-build lists more below where
+# the CUDA headers are found: the fake driver, the fake CUPTI and their C
+# programs).
+TEST_BINS := $(STATIC) $(C_EXAMPLE) $(HELPERS)
+BENCH_BINS := $(BUILD)/bench_probe_cost $(BUILD)/bench_emit_cost
 
 BUSTED   ?= $(LUA) spec/run.lua
 
-.PHONY: all clean test test-gpu test-gpu-memcheck test-deps asan tsan valgrind bench demo install uninstall ptx fuzz
+.PHONY: all module test-build clean test test-gpu test-gpu-memcheck test-deps demo-deps asan tsan \
+        valgrind bench demo install install-lua install-c uninstall ptx fuzz rock
 
-all: $(MODULE) $(STATIC) $(C_EXAMPLE) $(HELPERS)
-	@echo "phaseprobe: $(CUDA_NOTE)"
+# The default: what the module, the command and a C runtime need.
+all: $(MODULE) $(STATIC)
+module: $(MODULE)
+# Everything the specs run.
+test-build: $(MODULE) $(TEST_BINS)
 
 $(BUILD):
 	@mkdir -p $(BUILD)
@@ -80,64 +121,81 @@ $(BUILD):
 # Objects mirror the source tree: csrc/probe/clock.c -> build/probe/clock.o.
 $(BUILD)/%.o: csrc/%.c $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -c $< -o $@
 
 $(MODULE): $(CORE_OBJ) $(LUA_OBJ)
-	$(CC) $(CFLAGS) $(PP_CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS)
+	@$(say) LD "$@ ($(CUDA_NOTE))"
+	$(Q)$(CC) $(CFLAGS) $(PP_CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS)
 
 $(STATIC): $(CORE_OBJ)
-	$(AR) rcs $@ $^
+	@$(say) AR $@
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(C_EXAMPLE): examples/c_dispatch.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 $(BUILD)/threads_helper: spec/helpers/threads_helper.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # The line sink against readers that exit, stall or read slowly (sink_spec).
 $(BUILD)/sink_helper: spec/helpers/sink_helper.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # A stalled disk for the sink specs: write/open that sleep (LD_PRELOAD).
 $(BUILD)/libstall_io.so: spec/helpers/stall_io.c | $(BUILD)
-	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -fPIC -shared -o $@ $< -ldl
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) -O2 -g $(WARN) -fPIC -shared -o $@ $< -ldl
 
 # A Lua interpreter built with this build's flags (make tsan runs in it).
 $(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ $(LDFLAGS) -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ $(LDFLAGS) -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
 
 # Threads that each choose a schema: dispatches open under their own.
 $(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
 $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
 
-# Installs the Debian packages the tests need when they are missing (as root),
-# or says what to install.
+$(BUILD)/bench_%: bench/%.c bench/rounds.h $(STATIC) csrc/include/phaseprobe.h
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# Installs the Debian packages the tests (test-deps) or the build and the
+# demo (demo-deps) need when they are missing (as root), or says what to
+# install. They run before anything is compiled.
 test-deps:
-	@tools/ensure-deps
+	@tools/ensure-deps test
+demo-deps:
+	@tools/ensure-deps build
 
 # .busted leaves the #gpu specs out of the default run; --run=gpu takes
 # only them.
-test: test-deps all
+test: test-deps
+	@$(MAKE) --no-print-directory test-build
 	$(BUSTED) spec
 
-test-gpu: all
+test-gpu: test-build
 	$(BUSTED) --run=gpu spec
 
 # The GPU specs under compute-sanitizer memcheck, once: timing specs (the
 # sanitizer slows every call) and specs that provoke driver errors on
 # purpose (reported as API errors) are left out.
 SANITIZER ?= compute-sanitizer
-test-gpu-memcheck: all
+test-gpu-memcheck: test-build
 	$(SANITIZER) --tool memcheck --target-processes application-only \
 	  --error-exitcode 9 $(BUSTED) --run=gpu --exclude-tags=timing,fault,cupti spec
 
 asan:
 	$(MAKE) clean
-	$(MAKE) all OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" LDFLAGS="-fsanitize=address,undefined"
+	$(MAKE) test-build OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" LDFLAGS="-fsanitize=address,undefined"
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0 PHASEPROBE_SANITIZED=1 $(BUSTED) --exclude-tags=gpu,nosan spec
 	$(MAKE) clean
@@ -152,7 +210,7 @@ asan:
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 tsan:
 	$(MAKE) clean
-	$(MAKE) all OPT="-O1 -fno-omit-frame-pointer -fsanitize=thread" LDFLAGS="-fsanitize=thread"
+	$(MAKE) test-build OPT="-O1 -fno-omit-frame-pointer -fsanitize=thread" LDFLAGS="-fsanitize=thread"
 	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000
 	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000 50000 last 2>/dev/null
 	$(TSAN_ENV) $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_probe.lua
@@ -166,32 +224,66 @@ tsan:
 
 # The non-GPU suite with the interpreter under valgrind memcheck: any error,
 # or any definitely lost block, fails.
-valgrind: all
+valgrind: test-build
 	valgrind --quiet --error-exitcode=99 --leak-check=full \
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite \
 	  --suppressions=spec/helpers/valgrind.supp \
 	  $(BUSTED) --exclude-tags=gpu,novalgrind spec
 
-bench: all
-	@for b in bench/*.lua; do case $$b in */rounds.lua) continue;; esac; \
+bench: $(MODULE) $(BENCH_BINS)
+	@for b in bench/*.lua; do case $$b in */rounds.lua|*/gen_log.lua) continue;; esac; \
 	  echo "== $$b"; $(LUA) $$b || exit 1; done
 
-demo: test-deps all
+demo: demo-deps
+	@$(MAKE) --no-print-directory module
 	@$(LUA) bin/phaseprobe demo
 
-install: all
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LUADIR)/phaseprobe $(DESTDIR)$(BINDIR)
-	install -m 755 $(MODULE) $(DESTDIR)$(LIBDIR)/
-	install -m 644 lua/phaseprobe/*.lua $(DESTDIR)$(LUADIR)/phaseprobe/
-	for d in $(LUA_SUBDIRS); do \
-	  install -d $(DESTDIR)$(LUADIR)/phaseprobe/$$d && \
-	  install -m 644 lua/phaseprobe/$$d/*.lua $(DESTDIR)$(LUADIR)/phaseprobe/$$d/ || exit 1; \
-	done
-	install -m 755 bin/phaseprobe $(DESTDIR)$(BINDIR)/
+# ---- install ------------------------------------------------------------------
+# install-lua: what `luarocks make` installs (the rockspec's install target):
+#   $(LIBDIR)/phaseprobe.so, $(LUADIR)/phaseprobe/**.lua, $(BINDIR)/phaseprobe,
+#   and the demo's recorded log as $(LUADIR)/phaseprobe/data/demo-h200.log,
+#   where the demo finds it beside its modules.
+# install-c: what a C runtime builds against:
+#   $(INCLUDEDIR)/phaseprobe/*.h (the public headers), $(CLIBDIR)/libphaseprobe.a
+#   and $(PKGCONFIGDIR)/phaseprobe.pc, so that
+#     cc my_runtime.c $$(pkg-config --cflags --libs phaseprobe)
+#   builds. With the CUDA headers found, the library holds the CUDA layer
+#   (pp_cuda.h) and the .pc file names their directory in its Cflags.
+LUA_FILES  := $(shell cd lua && find phaseprobe -name '*.lua' | LC_ALL=C sort)
+DEMO_LOG   := examples/data/demo-h200.log
+# pp_cuda.h (which needs cuda.h) only when the library holds the CUDA layer.
+PUB_HDRS   := $(filter-out $(if $(filter -DPP_HAVE_CUDA_H,$(CPPFLAGS)),,csrc/include/pp_cuda.h), \
+                $(wildcard csrc/include/*.h))
+PC_CFLAGS  := -I$${includedir}/phaseprobe$(if $(filter -DPP_HAVE_CUDA_H,$(CPPFLAGS)), -I$(CUDA_HOME)/include)
+
+install: install-lua install-c
+
+install-lua: $(MODULE)
+	@$(say) INST "$(MODULE), the Lua side, the command and the demo log under $(DESTDIR)$(PREFIX)"
+	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/phaseprobe/data
+	$(Q)install -m 755 $(MODULE) $(DESTDIR)$(LIBDIR)/
+	$(Q)for f in $(LUA_FILES); do install -D -m 644 lua/$$f $(DESTDIR)$(LUADIR)/$$f || exit 1; done
+	$(Q)install -m 644 $(DEMO_LOG) $(DESTDIR)$(LUADIR)/phaseprobe/data/
+	$(Q)install -m 755 bin/phaseprobe $(DESTDIR)$(BINDIR)/
+
+install-c: $(STATIC)
+	@$(say) INST "headers, libphaseprobe.a and phaseprobe.pc under $(DESTDIR)$(PREFIX)"
+	$(Q)install -d $(DESTDIR)$(INCLUDEDIR)/phaseprobe $(DESTDIR)$(CLIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	$(Q)install -m 644 $(PUB_HDRS) $(DESTDIR)$(INCLUDEDIR)/phaseprobe/
+	$(Q)install -m 644 $(STATIC) $(DESTDIR)$(CLIBDIR)/
+	$(Q)printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCLUDEDIR)' 'libdir=$(CLIBDIR)' '' \
+	  'Name: phaseprobe' \
+	  'Description: per-dispatch phase profiler for CUDA driver-API dispatch paths (C probe)' \
+	  'Version: $(VERSION)' \
+	  'Cflags: $(PC_CFLAGS)' \
+	  'Libs: -L$${libdir} -lphaseprobe -ldl -lm -pthread' \
+	  > $(DESTDIR)$(PKGCONFIGDIR)/phaseprobe.pc
+	$(Q)chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/phaseprobe.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(MODULE) $(DESTDIR)$(BINDIR)/phaseprobe
-	rm -rf $(DESTDIR)$(LUADIR)/phaseprobe
+	rm -rf $(DESTDIR)$(LUADIR)/phaseprobe $(DESTDIR)$(INCLUDEDIR)/phaseprobe
+	rm -f $(DESTDIR)$(CLIBDIR)/libphaseprobe.a $(DESTDIR)$(PKGCONFIGDIR)/phaseprobe.pc
 
 # Regenerates the checked-in PTX of examples/kernels/*.cu (needs nvcc).
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -203,25 +295,44 @@ examples/kernels/%.ptx: examples/kernels/%.cu
 clean:
 	rm -rf $(BUILD) $(MODULE)
 
-$(BUILD)/bench_%: bench/%.c bench/rounds.h $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-all: $(BUILD)/bench_probe_cost $(BUILD)/bench_emit_cost
+# ---- LuaRocks -------------------------------------------------------------------
+# `make rock` packs this tree (tracked files, with their changes) as the
+# release tarball phaseprobe-$(VERSION).tar.gz and runs `luarocks pack` on the
+# rockspec pointed at it: phaseprobe-$(VERSION)-1.src.rock in ROCK_OUT
+# (default: here), installable with
+#   luarocks --lua-version=5.4 install --deps-mode=none ./phaseprobe-$(VERSION)-1.src.rock
+# without reaching any server. The committed rockspec fetches the tagged
+# release instead.
+ROCKSPEC := phaseprobe-$(VERSION)-1.rockspec
+ROCK_DIR := $(BUILD)/rock
+ROCK_OUT ?= .
+LUAROCKS ?= luarocks
+rock:
+	@rm -rf $(ROCK_DIR) && mkdir -p $(ROCK_DIR)
+	@rev=$$(git stash create 2>/dev/null); git archive --format=tar.gz --prefix=phaseprobe-$(VERSION)/ \
+	  -o $(ROCK_DIR)/phaseprobe-$(VERSION).tar.gz $${rev:-HEAD}
+	@sed -e 's|^\( *url *= *\).*|\1"file://$(CURDIR)/$(ROCK_DIR)/phaseprobe-$(VERSION).tar.gz",|' \
+	  -e '/^ *tag *= /d' \
+	  $(ROCKSPEC) > $(ROCK_DIR)/$(ROCKSPEC)
+	@cd $(ROCK_DIR) && $(LUAROCKS) --lua-version=5.4 pack $(ROCKSPEC) >/dev/null
+	@mv $(ROCK_DIR)/phaseprobe-$(VERSION)-1.src.rock $(ROCK_OUT)/
+	@echo "$(ROCK_OUT)/phaseprobe-$(VERSION)-1.src.rock"
 
 # ---- dispatcher and demo (lua/phaseprobe/dispatch/) -------------------------
 # The demo through examples/demo.lua, which needs no bin/phaseprobe:
 #   make demo-example [DEMO_ARGS="--rounds 10 --log demo.log"]
 .PHONY: demo-example demo-record demo-fixture
-demo-example: all
+demo-example: $(MODULE)
 	@$(LUA) examples/demo.lua $(DEMO_ARGS)
 
 # On the GPU machine: records the log that the demo reports without a GPU.
-demo-record: all
+demo-record: $(MODULE)
 	@mkdir -p examples/data
 	$(LUA) examples/demo.lua --log examples/data/demo-h200.log
 
 # Regenerates spec/fixtures/demo-cpu-double.log with the CPU test double
 # (host clock readings, no kernels: a fixture for the specs, not GPU data).
-demo-fixture: all
+demo-fixture: $(MODULE)
 	$(LUA) spec/fixtures/make_demo_fixture.lua >/dev/null
 # CUPTI headers: optional, and used only with the CUDA headers. The toolkit
 # keeps them in extras/CUPTI/include (some layouts put them in include/).
@@ -241,15 +352,16 @@ endif
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 FAKECUDA := $(BUILD)/libfakecuda.so
 $(FAKECUDA): spec/helpers/fakecuda.c | $(BUILD)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default -shared -o $@ $< $(LDFLAGS)
-all: $(FAKECUDA)
-test: $(FAKECUDA)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default -shared -o $@ $< $(LDFLAGS)
+test-build: $(FAKECUDA)
 
 # The timed window from C (pp_cuda.h); spec/cuda_fake_spec.lua runs it too.
 C_CUDA_EXAMPLE := $(BUILD)/c_cuda_window
 $(C_CUDA_EXAMPLE): examples/c_cuda_window.c $(STATIC) $(HDRS)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
-all: $(C_CUDA_EXAMPLE)
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
+test-build: $(C_CUDA_EXAMPLE)
 endif
 
 # Ground truth and cost of the probe on a GPU (tools/truth.lua): the event
@@ -257,7 +369,7 @@ endif
 # the probe's perturbation of a dispatch. TRUTH_OUT=path also writes the
 # table to a file. Needs a GPU; the 10 s drift window is the longest part.
 .PHONY: truth
-truth: all
+truth: $(MODULE)
 	$(LUA) tools/truth.lua
 
 # ---- CUPTI source: a scripted fake libcupti and the program that drives
@@ -266,10 +378,12 @@ truth: all
 ifneq ($(filter -DPP_HAVE_CUPTI_H,$(CPPFLAGS)),)
 FAKECUPTI := $(BUILD)/libfakecupti.so
 $(FAKECUPTI): spec/helpers/fakecupti.c | $(BUILD)
-	$(CC) $(CPPFLAGS) -O2 -g -fPIC -shared -o $@ $<
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) -O2 -g -fPIC -shared -o $@ $<
 $(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
-all: $(FAKECUPTI) $(BUILD)/cupti_helper
+	@$(say) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
+test-build: $(FAKECUPTI) $(BUILD)/cupti_helper
 endif
 # Fuzzing under ASan + UBSan, `make fuzz`:
 #  - every fuzz/<name>_fuzz.c is a libFuzzer target (clang), linked with the
@@ -297,7 +411,8 @@ SAN_OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno
 
 $(BUILD)/fuzz/%: fuzz/%.c $(CORE_SRC) $(HDRS)
 	@mkdir -p $(BUILD)/fuzz
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(CORE_SRC) -o $@ $(LDLIBS)
+	@$(say) CC $@
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $< $(CORE_SRC) -o $@ $(LDLIBS)
 
 .PHONY: fuzz fuzz-c fuzz-lua san-module
 # The module and the fake driver built with ASan + UBSan, beside the plain

@@ -45,7 +45,7 @@ end)
 local rows = {
   { "csv", best(function() assert(export.csv(records, dir .. "/r.csv")) end) },
   { "jsonl", best(function() assert(export.jsonl(records, dir .. "/r.jsonl")) end) },
-  { "trace", best(function() assert(export.trace(records, dir .. "/r.json")) end) },
+  { "trace", best(function() assert(export.trace(records, dir .. "/r.json", { all = true })) end) },
   { "read_csv", best(function() assert(export.read_csv(dir .. "/r.csv")) end) },
   { "read_jsonl", best(function() assert(export.read_jsonl(dir .. "/r.jsonl")) end) },
   { "html report", best(function() assert(html.write(records, dir .. "/r.html")) end) },

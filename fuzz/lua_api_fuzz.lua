@@ -38,7 +38,7 @@
 -- calls that spin, sleep or launch by design (they are clamped to a few
 -- microseconds or iterations), file paths (kept inside --scratch, plus
 -- /dev/null, /dev/zero with a small max_bytes, a directory and a missing
--- file), and sink descriptors (none of the process's own).
+-- file), and sink and notice descriptors (none of the process's own).
 
 local args = {}
 do
@@ -695,6 +695,7 @@ end
 H["pp.use"] = function() return from_pool("phaseprobe.schema") or pp.default_schema() end
 H["pp.select_clock"] = function() return pick { "tsc", "monotonic", "monotonic_raw", "sundial" } end
 H["pp.sink"] = function() return pick { "none", "none", "/dev/null", SCRATCH .. "/sink.log", -1, 1000, 99999 } end
+H["pp.notices"] = function() return pick { "none", "stderr", "/dev/null", SCRATCH .. "/notices.log", -1, 1000, 99999 } end
 H["pp.tag"] = function() return pick { "device", "shape", "k" .. R(9), "Bad", "" }, pick { "x", "y1", nil, "a b", ("v"):rep(200) } end
 H["pp.ticks_to_ns"] = function() return number(), number() end
 H["pp.store.capacity"] = function() return pick { nil, 0, 10, 1000, 100000, -1 } end
@@ -884,11 +885,13 @@ local function tame(e, a, n)
       end
     end
   end
-  if name == "pp.sink" and type(a[1]) ~= "string" and not (math.type(a[1]) == "integer" and (a[1] < 0 or a[1] >= 1000)) then
+  local to = name == "pp.sink" and "/sink.log" or name == "pp.notices" and "/notices.log"
+  if to and type(a[1]) ~= "string" and not (math.type(a[1]) == "integer" and (a[1] < 0 or a[1] >= 1000)) then
     a[1] = "none"
   end
-  if name == "pp.sink" and type(a[1]) == "string" and a[1] ~= "none" and a[1] ~= "/dev/null" then
-    a[1] = SCRATCH .. "/sink.log"
+  if to and type(a[1]) == "string" and a[1] ~= "none" and a[1] ~= "/dev/null"
+    and not (name == "pp.notices" and a[1] == "stderr") then
+    a[1] = SCRATCH .. to
   end
   if name == "phaseprobe.cuda.context:alloc" and type(a[2]) == "number" and a[2] > (1 << 24) and a[2] < (1 << 28) then
     a[2] = 1 << 20

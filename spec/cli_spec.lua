@@ -55,21 +55,34 @@ describe("phaseprobe exit status", function()
     os.remove(log)
     assert.are.equal(0, rc)
     assert.are.equal("", err)
-    assert.matches("4 lines: 3 records, 0 rejected, 1 other", out)
+    assert.matches("4 lines: 3 records, 0 damaged, 1 other", out)
     assert.matches("== time per dispatch, by phase", out)
     assert.matches("\nptx_ns ", out)
     assert.matches("== scaling", out)
     assert.matches("== host starvation", out)
   end)
 
-  it("is 1 when lines are rejected, naming each as file:line:column", function()
+  it("is 0 with damaged lines: counted, the first few named as file:line:column, left out", function()
     local rc, out, err = run("report", FIXTURE)
+    assert.are.equal(0, rc)
+    assert.matches("19 lines: 4 records, 8 damaged, 7 other", out)
+    local f = FIXTURE:gsub("%p", "%%%0")
+    assert.matches(f .. ":5:%d+: missing field ptx_cache_misses", err)
+    assert.matches(f .. ":9:%d+: field 'wall_ns': bad number '12x5'", err)
+    -- five named, then the count with the first line numbers (a message
+    -- past 100 columns goes on on an indented line)
+    local joined = err:gsub("\n    ", " ")
+    assert.are.equal(6, select(2, joined:gsub("\n", "\n")))
+    assert.matches("\nphaseprobe report: " .. f .. ": 8 damaged record lines %(lines 5, 9, 10, 13, 15, "
+      .. "%.%.%.%): left out %(%-%-strict refuses them%)\n$", joined)
+  end)
+
+  it("is 1 with damaged lines under --strict, before any output", function()
+    local rc, out, err = run("report", "--strict", FIXTURE)
     assert.are.equal(1, rc)
-    assert.matches("19 lines: 4 records, 8 rejected, 7 other", out)
-    assert.matches(FIXTURE:gsub("%p", "%%%0") .. ":5:%d+: missing field ptx_cache_misses", err)
-    assert.matches(FIXTURE:gsub("%p", "%%%0") .. ":9:%d+: field 'wall_ns': bad number '12x5'", err)
-    local n = select(2, err:gsub("\n", "\n"))
-    assert.are.equal(8, n)
+    assert.are.equal("", out)
+    assert.matches(": 8 damaged record lines %(lines 5, 9, 10, 13, 15, %.%.%.%): refused %(%-%-strict%)\n$",
+      err)
     local rc2 = run("report", "--lenient", FIXTURE)
     assert.are.equal(0, rc2)
   end)
@@ -82,7 +95,7 @@ describe("phaseprobe exit status", function()
     local rc2, _, err2 = run("fit", empty)
     os.remove(empty)
     assert.are.equal(1, rc2)
-    assert.matches(": no record lines %(2 lines: 0 rejected, 2 other%)", err2)
+    assert.matches(": no record lines %(2 lines: 0 damaged, 2 other%)", err2)
   end)
 
   it("is 2 for usage errors", function()
@@ -106,11 +119,39 @@ describe("phaseprobe exit status", function()
     assert.are.equal(2, rc)
   end)
 
+  it("lists every command of its folder, with one convention and no shell", function()
+    local files = {}
+    local p = io.popen("ls lua/phaseprobe/cli")
+    for f in p:lines() do
+      local name = f:match("^cmd_([%w_]+)%.lua$")
+      if name then files[#files + 1] = name end
+    end
+    p:close()
+    table.sort(files)
+    local listed = {}
+    for i, n in ipairs(cli.COMMANDS) do listed[i] = n end
+    table.sort(listed)
+    assert.are.same(files, listed)
+    for _, n in ipairs(cli.COMMANDS) do
+      local cmd = cli.command(n)
+      assert.are.equal("function", type(cmd.run), n)
+      assert.are.equal("string", type(cmd.summary), n)
+      assert.matches("^usage: phaseprobe " .. n, cmd.usage)
+    end
+    for f in io.popen("ls lua/phaseprobe/cli/*.lua"):lines() do
+      local text = assert(io.open(f)):read("a")
+      assert.is_nil(text:find("popen", 1, true), f)
+      assert.is_nil(text:find("cliutil", 1, true), f)
+    end
+  end)
+
   it("answers --help for the command and each subcommand with status 0", function()
     local rc, out = run("--help")
     assert.are.equal(0, rc)
-    for _, name in ipairs(cli.BUILTIN) do assert.matches("\n  " .. name .. " ", out) end
-    for _, name in ipairs(cli.BUILTIN) do
+    for _, name in ipairs(cli.COMMANDS) do assert.matches("\n  " .. name .. " ", out) end
+    assert.matches("Exit status: 0 done %(damaged lines, if any, were reported and left out%);", out)
+    assert.matches("%-%-strict", out)
+    for _, name in ipairs(cli.COMMANDS) do
       local rc2, out2 = run(name, "--help")
       assert.are.equal(0, rc2)
       assert.matches("^usage: phaseprobe " .. name, out2)
@@ -202,7 +243,7 @@ describe("bin/phaseprobe", function()
   it("runs from the checkout from any directory, reading stdin with -", function()
     local rc, out = sh("cd /tmp && " .. q(ROOT .. "/bin/phaseprobe") .. " report - < "
       .. q(ROOT .. "/" .. FIXTURE))
-    assert.are.equal(1, rc)
+    assert.are.equal(0, rc)
     assert.matches("%(stdin%):5:%d+: missing field", out)
     assert.matches("19 lines: 4 records", out)
     local rc2 = sh("cd /tmp && " .. q(ROOT .. "/bin/phaseprobe") .. " report --nope x")
@@ -232,7 +273,9 @@ describe("bin/phaseprobe", function()
     assert.are.equal(2, rc2)
     assert.matches("phaseprobe hello: who%?", out2)
     local _, out3 = sh(env .. bin .. " --help")
-    assert.matches("\n  hello%s+says hello", out3)
+    assert.is_nil(out3:find("\n  hello", 1, true))
+    local _, out4 = sh(env .. "PHASEPROBE_COMMANDS=hello " .. bin .. " --help")
+    assert.matches("\n  hello%s+says hello", out4)
     os.execute("rm -rf " .. q(dir))
   end)
 
@@ -248,17 +291,49 @@ describe("bin/phaseprobe", function()
       .. " fit --lenient " .. q(ROOT .. "/" .. FIXTURE))
     os.execute("rm -rf " .. q(dest))
     assert.are.equal(0, rc2)
-    assert.matches("\nptx_ns%s+3%s+1.00 ms%s+inconclusive", out2)
+    assert.matches("\nptx_ns%s+1.00 ms%s+inconclusive", out2)
   end)
 
-  it("prints a progress line on stderr for an input that takes over a second", function()
+  it("shows progress for a step over a second on a terminal only, with rate and estimate", function()
+    -- a log read slowly from a pipe (standard input), once under a
+    -- pseudo-terminal (script) and once with stderr in a pipe
     local line = "p wall_ns=123456 x=1\n"
-    local big = tmpfile(string.rep(line, (17 << 20) // #line))
-    local rc, out = sh("( (cat " .. q(big) .. "; sleep 1.2; cat " .. q(big) .. ") | "
-      .. q(ROOT .. "/bin/phaseprobe") .. " report --fields wall_ns - 2>&1 >/dev/null )")
+    local big = tmpfile(string.rep(line, (8 << 20) // #line))
+    local feed = "(cat " .. q(big) .. "; sleep 1.3; cat " .. q(big) .. ") | "
+      .. q(ROOT .. "/bin/phaseprobe") .. " report --fields wall_ns - >/dev/null"
+    local rc, tty = sh("script -qec " .. q(feed) .. " /dev/null")
+    local rc2, piped = sh("( " .. feed .. " ) 2>&1")
+    -- a file on the C reader's path: its callback per chunk
+    local slow = tmpfile(string.rep(line, (64 << 20) // #line))
+    local rc3, tty3 = sh("script -qec " .. q("PHASEPROBE_PROGRESS= " .. q(ROOT .. "/bin/phaseprobe")
+      .. " report --fields wall_ns " .. q(slow) .. " >/dev/null") .. " /dev/null")
     os.remove(big)
+    os.remove(slow)
     assert.are.equal(0, rc)
-    assert.matches("\rphaseprobe report: reading %(stdin%): %d+ MiB, %d+ records", out)
-    assert.matches("phaseprobe report: read %d+ records %(%d+ lines%) in %d+%.%d s\n", out)
+    assert.are.equal(0, rc2)
+    assert.are.equal(0, rc3)
+    assert.matches("\rphaseprobe report: reading %(stdin%): [%d.]+ [kMG]?B, [%d.]+ [kMG]?B/s", tty)
+    assert.matches("\r\27%[K", tty) -- the line is cleared at the end
+    assert.is_nil(piped:find("\r", 1, true))
+    assert.is_nil(piped:find("reading", 1, true))
+    assert.are.equal("", piped)
+    if tty3:find("reading", 1, true) then
+      -- a file: its size is known, so the line has a share and an estimate
+      assert.matches("of [%d.]+ [kMG]?B %(%d+%%%)", tty3)
+      assert.matches("about [%d.]+ %a+ left", tty3)
+    end
+  end)
+
+  it("pp.isatty tells a terminal from a file or pipe", function()
+    assert.is_false(pp.isatty(io.tmpfile()))
+    local rc, out = sh("script -qec " .. q("lua5.4 -e 'package.cpath=\"" .. ROOT
+      .. "/?.so;\"..package.cpath; io.write(tostring(require(\"phaseprobe\").isatty(1)))'")
+      .. " /dev/null")
+    assert.are.equal(0, rc)
+    assert.matches("true", out)
+    assert.has_error(function() pp.isatty(-1) end)
+    local f = io.tmpfile()
+    f:close()
+    assert.has_error(function() pp.isatty(f) end, "bad argument #1 to 'isatty' (closed file)")
   end)
 end)

@@ -76,9 +76,13 @@ describe("phaseprobe.dispatch.demo", function()
     end
     local lines, out = collect()
     assert.equal(0, demo.main({ "--data", FIXTURE }, out, false))
-    assert.matches("^phaseprobe demo: no GPU here %(.+%); reporting the recorded log "
-      .. "spec/fixtures/demo%-cpu%-double%.log instead$", lines[1])
-    assert.matches("^recorded on ", lines[2])
+    assert.are.equal("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows "
+      .. "(--verbose: why)", lines[1])
+    assert.is_true(#lines[1] <= 100)
+    assert.matches("^recorded on .*; log spec/fixtures/demo%-cpu%-double%.log$", lines[2])
+    local vlines, vout = collect()
+    assert.equal(0, demo.main({ "--data", FIXTURE, "--verbose" }, vout, false))
+    assert.matches("^  why: .*libcuda", vlines[2])
   end)
 
   it("fails in one line when the recorded log is missing", function()

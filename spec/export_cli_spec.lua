@@ -55,7 +55,7 @@ describe("the export subcommands in the command framework", function()
   it("print the usage after a usage error, status 2", function()
     for _, c in ipairs {
       { { "export", "--bogus", FIXTURE }, "unknown option '%-%-bogus'" },
-      { { "trace" }, "no LOG given" },
+      { { "trace" }, "no input: give one or more files, or %- for standard input" },
       { { "plot", FIXTURE }, "say %-%-phase PHASE or %-%-bars" },
       { { "html", "-o" }, "option '%-%-output' needs a value" },
     } do
@@ -74,15 +74,23 @@ describe("the export subcommands in the command framework", function()
     assert.matches("%-%-by no_such_field: no record has a field 'no_such_field' %(counts: nodes", err)
   end)
 
-  it("reject a log with bad lines: each named as file:line:column, nothing written, status 1", function()
+  it("go on past damaged lines (named on stderr), or refuse them under --strict", function()
     local dest = os.tmpname()
     os.remove(dest)
-    local rc, out, err = run("trace", "-o", dest, FIXTURE)
+    local rc, out, err = run("trace", "--strict", "-o", dest, FIXTURE)
     assert.are.equal(1, rc)
     assert.are.equal("", out)
     assert.is_false(exists(dest))
-    assert.matches(FIXTURE:gsub("%p", "%%%0") .. ":5:%d+: missing field ptx_cache_misses", err)
-    assert.matches("phaseprobe trace: " .. FIXTURE:gsub("%p", "%%%0") .. ": 8 rejected record lines, nothing written\n$", err)
+    local f = FIXTURE:gsub("%p", "%%%0")
+    assert.matches(f .. ":5:%d+: missing field ptx_cache_misses", err)
+    assert.matches("phaseprobe trace: " .. f .. ": 8 damaged record lines %(lines 5, 9, 10, 13, 15, "
+      .. "%.%.%.%): refused %(%-%-strict%)\n$", err)
+    local rc2, out2, err2 = run("trace", "-o", dest, FIXTURE)
+    assert.are.equal(0, rc2)
+    assert.are.equal("", out2)
+    assert.is_true(exists(dest))
+    os.remove(dest)
+    assert.matches("phaseprobe trace: " .. f .. ": 8 damaged record lines .*: left out", err2)
   end)
 
   it("answer --help through cli.run as through the dispatcher", function()

@@ -481,8 +481,9 @@ describe("CSV", function()
 end)
 
 describe("the export and trace commands", function()
-  local cmd_export = require "phaseprobe.cli.cmd_export"
-  local cmd_trace = require "phaseprobe.cli.cmd_trace"
+  local cli = require "phaseprobe.cli"
+  local cmd_export = { run = function(argv) return cli.main({ "export", table.unpack(argv) }) end }
+  local cmd_trace = { run = function(argv) return cli.main({ "trace", table.unpack(argv) }) end }
   local said
   local real_stderr
   before_each(function()
@@ -537,15 +538,18 @@ describe("the export and trace commands", function()
 
   it("exit 1 on bad input, naming file and line", function()
     spit(tmp("bad.csv"), "seq,n\n1,2\n2,3,4\n")
-    assert.are.equal(1, cmd_trace.run { tmp("bad.csv"), "-o", tmp("never.json") })
-    assert.matches("bad%.csv:3: 3 fields", table.concat(said))
+    assert.are.equal(1, cmd_trace.run { "--strict", tmp("bad.csv"), "-o", tmp("never.json") })
+    assert.matches("bad%.csv:3:1: 3 cells, the header has 2", table.concat(said))
+    said = {}
+    assert.are.equal(0, cmd_trace.run { tmp("bad.csv"), "-o", tmp("once.json") })
+    assert.matches("bad%.csv: 1 damaged record line %(line 3%): left out", table.concat(said))
     said = {}
     assert.are.equal(1, cmd_export.run { "--jsonl", "-o", tmp("x.jsonl"), tmp("nonexistent.csv") })
     assert.matches("nonexistent%.csv", table.concat(said))
     said = {}
     spit(tmp("hdr.csv"), "seq,n\n")
     assert.are.equal(1, cmd_export.run { "--jsonl", "-o", tmp("x.jsonl"), tmp("hdr.csv") })
-    assert.matches("hdr%.csv: no records", table.concat(said))
+    assert.matches("hdr%.csv: no record lines", table.concat(said))
   end)
 
   it("read probe logs through pp.parse", function()

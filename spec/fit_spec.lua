@@ -8,6 +8,24 @@ local function near(a, b, tol)
 end
 
 describe("fit.line", function()
+  it("samples a large input without seeing one phase of a repeating pattern only", function()
+    -- 200,000 points: past the exact limit, the subsample takes 1 point in
+    -- 3, and the three program sizes come in turn (period 3), as a
+    -- dispatcher that cycles through shapes writes them
+    local xs, ys = {}, {}
+    local sizes = { 100, 1000, 5000 }
+    for i = 1, 200000 do
+      local x = sizes[(i - 1) % 3 + 1]
+      xs[i], ys[i] = x, 20000 + 130 * x + ((i * 7919) % 2001 - 1000)
+    end
+    local f = fit.line(xs, ys)
+    assert.is_true(f.ts.sampled)
+    assert.is_true(math.abs(f.ts.slope - 130) < 1, "TS slope " .. f.ts.slope)
+    assert.is_true(math.abs(f.ts.intercept - 20000) < 500, "TS intercept " .. f.ts.intercept)
+    assert.is_true(f.ts.quality > 0.9, "quality " .. f.ts.quality)
+    assert.is_true(math.abs(f.ymedian - (20000 + 130 * 1000)) < 2000, "median " .. f.ymedian)
+  end)
+
   it("recovers slope and intercept of an exact line by both methods", function()
     local xs, ys = {}, {}
     for x = 1, 10 do xs[x], ys[x] = x, 500 + 3 * x end
@@ -143,14 +161,15 @@ describe("fit.verdict", function()
     local one = set:where("nodes", 500) -- nodes 1 value, grid_blocks 3
     local v = fit.verdict(one, "ptx_ns", { "nodes", "grid_blocks" }, { min_n = 3 })
     assert.are.equal("fixed per dispatch", v.verdict)
-    assert.are.same({ "untested (< 3 values): nodes" }, v.notes)
+    assert.are.same({ "untested (too little support): nodes" }, v.notes)
   end)
 
   it("needs min_distinct values of some quantity", function()
     local two = set:where{ nodes = { 100, 200 } }
     local v = fit.verdict(two, "ptx_ns", { "nodes" })
     assert.are.equal("inconclusive", v.verdict)
-    assert.are.equal("too few distinct values of every quantity (need 3; most: nodes with 2)", v.reason)
+    assert.are.equal("no quantity has the support to decide (need 3 values each on 5% of the "
+      .. "records or 30 records; most values: nodes with 2)", v.reason)
     local few = set:head(4)
     assert.are.equal("too few records (4, need 5)", fit.verdict(few, "ptx_ns", Q).reason)
     local relaxed = fit.verdict(two, "ptx_ns", { "nodes" }, { min_distinct = 2 })

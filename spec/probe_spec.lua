@@ -345,6 +345,10 @@ end)
 
 describe("the store", function()
   before_each(fresh)
+  -- the store-full notices raised here on purpose go to a file, not the terminal
+  local notices = os.tmpname()
+  setup(function() assert(pp.notices(notices)) end)
+  teardown(function() pp.notices("stderr"); os.remove(notices) end)
 
   it("keeps records in emit order", function()
     for i = 1, 5 do
@@ -455,6 +459,10 @@ end)
 describe("the line sink", function()
   before_each(fresh)
   after_each(function() pp.sink("none") end)
+  -- the notices raised here on purpose go to a file, not the terminal
+  local notices = os.tmpname()
+  setup(function() assert(pp.notices(notices)) end)
+  teardown(function() pp.notices("stderr"); os.remove(notices) end)
 
   it("writes one line per record to a file, after the record was captured", function()
     local path = os.tmpname()
@@ -476,6 +484,9 @@ describe("the line sink", function()
     local st = pp.stats()
     assert.are.equal(4, st.line_failures - before)
     assert.are.equal(4, pp.store.count())
+    local f = assert(io.open(notices))
+    assert.truthy(f:read("a"):find("record lines to /dev/full could not be written", 1, true))
+    f:close()
   end)
 
   it("a path that cannot be opened returns nil and a message", function()

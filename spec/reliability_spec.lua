@@ -93,7 +93,7 @@ describe("misuse from Lua raises, never crashes", function()
 
   local cases = {
     { "measure without a function", function() pp.begin(); pp.measure("ptx", 42) end, "function expected" },
-    { "phase name of the wrong type", function() pp.begin(); pp.add_ns({}, 1) end, "unknown phase" },
+    { "phase name of the wrong type", function() pp.begin(); pp.add_ns({}, 1) end, "string (a phase name) expected, got table" },
     { "add_ns with a float", function() pp.begin(); pp.add_ns("ptx", 1.5) end, "number has no integer representation" },
     { "add_ns with a string", function() pp.begin(); pp.add_ns("ptx", "x") end, "number expected" },
     { "counts with a non-table", function() pp.begin(); pp.counts(5) end, "table expected" },

@@ -99,11 +99,15 @@ describe("the HTML report", function()
       "release_ns", "readback_ns" } do
       assert.are.equal("fixed per dispatch", verdicts[p], p)
     end
-    -- the verdict is the one phaseprobe.analysis.fit gives, to the word
-    local fit = require "phaseprobe.analysis.fit"
-    for label, v in pairs(verdicts) do
-      assert.are.equal(fit.verdict(records, label, records:layout().quantities).verdict, v, label)
+    -- the verdict is the one the analysis gives (phaseprobe.analysis.fit,
+    -- through analyze.scaling, which also names quantities that move
+    -- together), to the word
+    local s = require("phaseprobe.analysis.analyze").scaling(records)
+    local by = {}
+    for _, list in ipairs { s.phases, s.nested } do
+      for _, v in ipairs(list) do by[v.name] = v.verdict end
     end
+    for label, v in pairs(verdicts) do assert.are.equal(by[label], v, label) end
     -- drawn against nodes, ptx's line is the Theil-Sen fit against nodes
     local ptx_fit
     for _, s in ipairs(html.describe(records, { by = "nodes" }).scatters) do
@@ -124,17 +128,21 @@ describe("the HTML report", function()
     end
   end)
 
-  it("draws a sample of a large set but fits all of it", function()
+  it("bins the points of a large set: every record in some dot, the fit of all of them", function()
     local d = html.describe(records, { max_points = 10 })
     for i, s in ipairs(d.scatters) do
-      local drawn = 0
-      for _, series in ipairs(s.svg.series) do drawn = drawn + #series.points end
-      assert.is_true(drawn <= 10 and drawn >= 5, s.label .. ": " .. drawn)
+      local counted, dots = 0, 0
+      for _, series in ipairs(s.svg.series) do
+        for _, p in ipairs(series.points) do counted = counted + p[3]; dots = dots + 1 end
+        counted = counted + #series.outliers
+      end
+      assert.are.equal(#records, counted, s.label)
+      assert.is_true(dots < #records, s.label .. ": " .. dots .. " dots")
       if desc.scatters[i].svg.fit then
         local full = desc.scatters[i].svg.fit.slope
         assert.is_true(math.abs(full - s.svg.fit.slope) <= 1e-9 * math.abs(full), s.label)
       end
-      assert.matches("1 in 4 dispatches drawn", s.svg.subtitle)
+      assert.matches("each dot stands for those in one small cell", s.svg.note)
     end
   end)
 
@@ -144,6 +152,7 @@ describe("the HTML report", function()
     assert.truthy(page:find(">nodes</text>", 1, true))
     assert.truthy(page:find(">mean per dispatch (ms)</text>", 1, true))
     assert.truthy(page:find(">Theil-Sen fit</text>", 1, true))
+    assert.truthy(page:find(">fixed cost (median)</text>", 1, true))
     for _, p in ipairs { "prepare", "ptx", "readback", "unattributed" } do
       assert.truthy(page:find(">" .. p .. "</text>", 1, true), p)
     end
@@ -278,8 +287,8 @@ describe("rendered in headless Chromium", function()
     assert(export.csv(records, tmp("plot.csv")))
     local stderr = io.stderr
     io.stderr = { write = function() end }
-    local code = require("phaseprobe.cli.cmd_plot").run { tmp("plot.csv"), "--phase", "ptx_ns", "--by", "nodes",
-      "-o", tmp("ptx.svg") }
+    local code = require("phaseprobe.cli").main { "plot", tmp("plot.csv"), "--phase", "ptx_ns",
+      "--by", "nodes", "-o", tmp("ptx.svg") }
     io.stderr = stderr
     assert.are.equal(0, code)
     assert.matches('^<%?xml version="1.0" encoding="UTF%-8"%?>\n<svg xmlns="http://www.w3.org/2000/svg"',
@@ -298,7 +307,7 @@ describe("rendered in headless Chromium", function()
   it("the stacked bars written alone by `phaseprobe plot --bars`", function()
     if not need_chromium() then return end
     assert(export.jsonl(records, tmp("bars.jsonl")))
-    assert.are.equal(0, require("phaseprobe.cli.cmd_plot").run { tmp("bars.jsonl"), "--bars", "-o", tmp("bars.svg") })
+    assert.are.equal(0, require("phaseprobe.cli").main { "plot", tmp("bars.jsonl"), "--bars", "-o", tmp("bars.svg") })
     local img = screenshot(chromium, tmp("bars.svg"), tmp("bars.png"), 950, 400)
     -- every phase wide enough to see (1% of the longest bar: several pixels)
     -- shows its colour inside the bars, beyond its legend swatch (14x14)
@@ -341,5 +350,64 @@ describe("with the analysis module", function()
     assert.truthy(page:find(">Theil-Sen fit</text>", 1, true))
     assert.truthy(page:find(">fixed cost (median)</text>", 1, true))
     assert.is_nil(page:find("(fallback fit)", 1, true))
+  end)
+end)
+
+describe("a scatter of a large log with outliers", function()
+  local records_mod = require "phaseprobe.records"
+  local points = require "phaseprobe.output.points"
+  -- 6,000 dispatches of three sizes, 4 of them 7 to 14 ms in readback
+  local function log()
+    local lines = {}
+    for i = 1, 6000 do
+      local nodes = ({ 100, 1000, 5000 })[(i - 1) % 3 + 1]
+      local rb = 200000 + (i * 7919) % 20000
+      if i % 1500 == 7 then rb = 7000000 + i * 1000 end
+      lines[i] = ("d seq=%d nodes=%d wall_ns=%d kernel_ns=0 prepare_ns=%d readback_ns=%d "
+        .. "named_host_ns=%d unattributed_ns=0 shape=s%d"):format(i, nodes, 1000 * nodes + rb,
+        1000 * nodes, rb, 1000 * nodes + rb, nodes)
+    end
+    return (records_mod.from_string(table.concat(lines, "\n")))
+  end
+
+  it("keeps the outliers one by one above a break, and bins the bulk", function()
+    local set = log()
+    local p = points.gather({ { name = "all", set = set } }, "nodes", "readback_ns")
+    assert.are.equal(6000, p.n)
+    assert.is_true(p.binned)
+    assert.are.equal(4, p.outliers)
+    assert.are.equal(4, p.outliers_drawn)
+    assert.is_true(p.y.bulk < 1e6 and p.y.bulk >= 220000, "bulk " .. p.y.bulk)
+    local counted = #p.series[1].outliers
+    for _, pt in ipairs(p.series[1].points) do counted = counted + pt[3] end
+    assert.are.equal(6000, counted)
+    local desc = html.describe(set, { group = "shape" })
+    local s
+    for _, sc in ipairs(desc.scatters) do if sc.label == "readback_ns" then s = sc end end
+    local text = svg.scatter(s.svg)
+    assert.truthy(text:find('fill="#fbf3f0"', 1, true), "the band above the break")
+    assert.truthy(text:find("outlier above the break", 1, true))
+    assert.matches("4 above .* drawn above the axis break", s.svg.note)
+    -- the axis of the bulk is in microseconds, not stretched to the outliers' ms
+    assert.truthy(text:find(">readback time (µs)</text>", 1, true))
+  end)
+
+  it("draws a fitted line only where it is at or above zero, and wraps long subtitles", function()
+    local long = string.rep("a long explanation of the verdict ", 8)
+    local text = svg.scatter { title = "t", subtitle = long, x = { label = "n" }, y = { label = "y", unit = "ns" },
+      points = { { 0, 10 }, { 100, 500 }, { 200, 1000 } },
+      fit = { intercept = -300, slope = 6, verdict = "scales" } }
+    -- the line starts where intercept + slope x = 0 (x = 50), on the x axis
+    local x1, y1 = text:match('<line clip%-path="url%(#[%w]+%)" x1="([%d.]+)" y1="([%d.]+)"')
+    local axis_y = text:match('<g stroke="#333" stroke%-width="1.2"><line x1="[%d.]+" y1="([%d.]+)"')
+    assert.are.equal(tonumber(axis_y), tonumber(y1))
+    assert.is_true(tonumber(x1) > 84)
+    -- no line of the subtitle passes the width
+    local n = 0
+    for l in text:gmatch('<text x="84" y="[%d.]+" font%-size="13" fill="#333">([^<]*)</text>') do
+      assert.is_true(svg.text_width(l, 13) <= 760 - 84, l)
+      n = n + 1
+    end
+    assert.is_true(n >= 3, n .. " subtitle lines")
   end)
 end)

@@ -285,7 +285,7 @@ describe("source selection and calibration through the fake driver", function()
       local ok, why = ctx:kernel_source("cupti")
       check(ok == nil and type(why) == "string" and #why > 10, "kernel_source cupti: " .. tostring(why))
       check(ctx:kernel_source() == "event", "still event")
-      raises("(invalid option 'nope')", ctx.kernel_source, ctx, "nope")
+      raises("(invalid option 'nope'; valid: ", ctx.kernel_source, ctx, "nope")
       local ok2, why2 = ctx:calibrate_events{samples = 3, source = "cupti"}
       check(ok2 == nil and why2 == why, "calibrate with cupti: " .. tostring(why2))
       local floor = ctx:calibrate_events{samples = 3, source = "auto"}

@@ -6,6 +6,7 @@
 
 #ifdef PP_HAVE_CUDA_H
 #include "pp_cuda.h"
+#include "pp_cuda_ksrc.h"
 #include "pp_cupti.h"
 
 #include <stdio.h>

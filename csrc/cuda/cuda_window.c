@@ -12,6 +12,7 @@
 
 #ifdef PP_HAVE_CUDA_H
 #include "pp_cuda.h"
+#include "pp_cuda_ksrc.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -79,10 +79,16 @@ typedef struct {
   double tsc_ghz;            /* calibrated TSC rate, 0 if not calibrated    */
   double read_ns[3];         /* measured cost of one read, per kind         */
   uint64_t mult;             /* ns = ticks * mult >> 32                     */
+  const char *chosen_by;     /* what made the choice: "enable" (the probe was
+                                enabled), "first read" (of the clock),
+                                "clock query" (pp_clock), "pp_clock_init",
+                                "select"                                     */
 } pp_clock_info;
 
-/* Chooses and calibrates the clock once (about 20 ms); idempotent and
- * thread-safe. PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice. */
+/* Chooses and calibrates the clock once (about 25 ms); idempotent and
+ * thread-safe. PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice.
+ * Loading the library never does it: enabling the probe does, or the first
+ * clock read or query, whichever comes first. */
 void pp_clock_init(void);
 const pp_clock_info *pp_clock(void);
 /* Re-selects the clock; returns 0, or -1 if the kind is not usable here.
@@ -345,6 +351,16 @@ int pp_sink_file_with(const char *path, const pp_sink_opts *opts);
  * sink flushes the old one first (at most 1 s); so does the library's
  * unload, and the close of each Lua state using it. */
 int pp_flush(unsigned timeout_ms);
+
+/* Where the library's notices go (a line sink that fails or falls behind,
+ * the store full): stderr by default, written by the writer thread,
+ * non-blocking, each said once. pp_notices_fd(fd): on a descriptor of the
+ * library's own for fd (2: stderr, followed if it is redirected later; -1:
+ * nowhere). pp_notices_file(path): appended to path, opened as
+ * pp_sink_file opens. Notices already raised go to the old target first.
+ * 0, or -1 with errno. */
+int pp_notices_fd(int fd);
+int pp_notices_file(const char *path);
 
 /* In-memory store: bounded; records it does not keep are counted. Keeps the
  * first `capacity` records emitted (later ones are refused: the default) or

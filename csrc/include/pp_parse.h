@@ -267,8 +267,10 @@ typedef struct {
 
 /* Theil-Sen is exact while n*(n-1)/2 <= PP_TS_EXACT_PAIRS; past that the
  * slope is the median over PP_TS_SAMPLE_PAIRS pairs drawn with a fixed seed,
- * and the intercept, ymedian and the MADs are taken over an evenly strided
- * subsample of PP_TS_SAMPLE_POINTS points (reproducible results). */
+ * and the intercept, ymedian and the MADs are taken over a subsample of
+ * about PP_TS_SAMPLE_POINTS points, one drawn with a fixed seed from each
+ * run of n / PP_TS_SAMPLE_POINTS (reproducible, and blind to no phase of a
+ * log whose records repeat with a period). */
 #define PP_TS_EXACT_PAIRS 200000
 #define PP_TS_SAMPLE_PAIRS 100000
 #define PP_TS_SAMPLE_POINTS 65536

@@ -73,7 +73,7 @@ int lcu_ctx_kernel_source(lua_State *L) {
     return 1;
   }
   static const char *const names[] = {"event", "cupti", NULL};
-  int want = luaL_checkoption(L, 2, NULL, names);
+  int want = pp_lua_checkoption(L, 2, NULL, names);
   if (want == 0) {
     lcu_ctx_release_ksrc(c);
   } else if (!c->cupti_held) {

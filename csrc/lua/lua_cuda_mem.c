@@ -232,7 +232,7 @@ static int buf_upload(lua_State *L) {
     if (lua_isnoneornil(L, 3))
       return luaL_argerror(L, 3, "element type required for an array (u8, "
                                  "i32, u32, i64, u64, f32, f64)");
-    int t = luaL_checkoption(L, 3, NULL, elem_names);
+    int t = pp_lua_checkoption(L, 3, NULL, elem_names);
     size_t count = (size_t)lua_rawlen(L, 2);
     if (count > b->size / elem_size[t])
       return luaL_error(L, "buffer:upload: %I elements of type %s do not fit "
@@ -258,7 +258,7 @@ static int buf_upload(lua_State *L) {
  * or an array of n elements (default: as many as fit after offset). */
 static int buf_download(lua_State *L) {
   lcu_buf *b = check_open_buf(L, "buffer:download");
-  int t = lua_isnoneornil(L, 2) ? -1 : luaL_checkoption(L, 2, NULL, elem_names);
+  int t = lua_isnoneornil(L, 2) ? -1 : pp_lua_checkoption(L, 2, NULL, elem_names);
   size_t es = t < 0 ? 1 : elem_size[t];
   lua_Integer off0 = luaL_optinteger(L, 4, 0);
   luaL_argcheck(L, off0 >= 0 && (size_t)off0 <= b->size, 4,

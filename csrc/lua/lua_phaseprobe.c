@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SCOPE_DEPTH 64
 #define STATE_MT "phaseprobe.state"
@@ -80,6 +81,8 @@ static void build_names(lua_State *L, int st_idx, lstate *st,
 }
 
 static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
+  if (lua_type(L, arg) != LUA_TSTRING)
+    return luaL_typeerror(L, arg, nested ? "string (a nested region's name)" : "string (a phase name)");
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   size_t n = nested ? s->nnested : s->nphases;
@@ -127,8 +130,19 @@ static int lookup(lua_State *L, int arg, int nested, const char *what) {
 }
 
 /* ---- enable ------------------------------------------------------------- */
+static uint64_t calibrate_scope_cost(lua_State *L);
+
+/* The state's scope cost is measured the first time the probe is on for it
+ * (pp.enable, pp.begin before its start time, or the module loaded with the
+ * probe already on): never at a bare require, never inside a dispatch. */
+static void ensure_scope_cost(lua_State *L, lstate *st) {
+  if (!st->scope_cost_ns && pp_enabled())
+    st->scope_cost_ns = calibrate_scope_cost(L);
+}
+
 static int l_enable(lua_State *L) {
   pp_set_enabled(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  ensure_scope_cost(L, get_state(L));
   return 0;
 }
 static int l_disable(lua_State *L) {
@@ -381,7 +395,7 @@ static int l_kernel_ns(lua_State *L) {
   open_schema(L, "kernel_ns");
   static const char *const srcs[] = {"none", "event", "cupti", "user", NULL};
   uint64_t ns = check_ns(L, 1);
-  int src = luaL_checkoption(L, 2, "user", srcs);
+  int src = pp_lua_checkoption(L, 2, "user", srcs);
   uint64_t floor_ns = lua_isnoneornil(L, 3) ? 0 : check_ns(L, 3);
   pp_record_kernel(ns, (pp_kernel_src)src, floor_ns);
   return 0;
@@ -402,11 +416,21 @@ static int l_cache(lua_State *L) {
   static const char *const outcomes[] = {"hit", "miss", "disk_hit", NULL};
   const char *name = luaL_checkstring(L, 1);
   int c = pp_schema_cache_index(s, name);
-  if (c < 0)
-    return luaL_argerror(
-        L, 1, lua_pushfstring(L, "unknown cache '%s' (schema '%s' has %d)",
-                              name, s->prefix, (int)s->ncaches));
-  pp_cache_event(c, (pp_cache_outcome)luaL_checkoption(L, 2, NULL, outcomes));
+  if (c < 0) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (size_t i = 0; i < s->ncaches; i++) {
+      if (i)
+        luaL_addstring(&b, ", ");
+      luaL_addstring(&b, s->cache[i]);
+    }
+    if (s->ncaches == 0)
+      luaL_addstring(&b, "none");
+    luaL_pushresult(&b);
+    return luaL_argerror(L, 1, lua_pushfstring(L, "unknown cache '%s' (schema '%s' has: %s)",
+                                               name, s->prefix, lua_tostring(L, -1)));
+  }
+  pp_cache_event(c, (pp_cache_outcome)pp_lua_checkoption(L, 2, NULL, outcomes));
   return 0;
 }
 
@@ -439,6 +463,7 @@ static int l_begin(lua_State *L) {
   const pp_schema *s = pp_schema_current();
   if (pp_enabled() && st->schema_id != s->id)
     build_names(L, lua_upvalueindex(1), st, s);
+  ensure_scope_cost(L, st);
   pp_begin();
   return 0;
 }
@@ -694,7 +719,7 @@ static int l_store_enable(lua_State *L) {
 static int l_store_keep(lua_State *L) {
   static const char *const modes[] = {"first", "last", NULL};
   if (!lua_isnoneornil(L, 1))
-    pp_store_set_keep(luaL_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
+    pp_store_set_keep(pp_lua_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
                                                           : PP_KEEP_FIRST);
   lua_pushstring(L, modes[pp_store_get_keep() == PP_KEEP_LAST]);
   return 1;
@@ -780,6 +805,42 @@ static int l_sink(lua_State *L) {
   return 1;
 }
 
+/* notices("stderr" | "none" | path | fd) -> true, or nil, message: where the
+ * module's notices go (a sink that fails or falls behind, the store full). */
+static int l_notices(lua_State *L) {
+  int rc;
+  const char *what = NULL;
+  if (lua_isinteger(L, 1)) {
+    lua_Integer fd = lua_tointeger(L, 1);
+    if (fd < -1 || fd > INT_MAX)
+      return luaL_argerror(L, 1, "descriptor out of range");
+    rc = pp_notices_fd((int)fd);
+  } else {
+    what = luaL_checkstring(L, 1);
+    if (strcmp(what, "stderr") == 0)
+      rc = pp_notices_fd(2);
+    else if (strcmp(what, "none") == 0)
+      rc = pp_notices_fd(-1);
+    else if (*what == 0)
+      return luaL_argerror(L, 1, "\"stderr\", \"none\", a path or a descriptor expected");
+    else
+      rc = pp_notices_file(what);
+  }
+  if (rc != 0) {
+    int e = errno;
+    luaL_pushfail(L);
+    if (what)
+      lua_pushfstring(L, "phaseprobe.notices: cannot open '%s': %s", what,
+                      e == ETIMEDOUT ? "open() did not return within 2 s" : strerror(e));
+    else
+      lua_pushfstring(L, "phaseprobe.notices: descriptor %d: %s",
+                      (int)lua_tointeger(L, 1), strerror(e));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* flush([timeout_ms = 1000]) -> true, or nil, message */
 static int l_flush(lua_State *L) {
   lua_Integer ms = luaL_optinteger(L, 1, 1000);
@@ -821,6 +882,7 @@ static int l_stats(lua_State *L) {
     lua_pushstring(L, strerror(s.last_errno));
     lua_setfield(L, -2, "last_error");
   }
+  pp_lua_show(L, -1, "stats");
   return 1;
 }
 
@@ -836,6 +898,8 @@ static int l_clock(lua_State *L) {
   lua_setfield(L, -2, "tsc_invariant");
   lua_pushnumber(L, c->tsc_ghz);
   lua_setfield(L, -2, "tsc_ghz");
+  lua_pushstring(L, c->chosen_by);
+  lua_setfield(L, -2, "chosen_by");
   lua_createtable(L, 0, 3);
   static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
   for (int k = 0; k < 3; k++) {
@@ -845,12 +909,13 @@ static int l_clock(lua_State *L) {
     lua_setfield(L, -2, names[k]);
   }
   lua_setfield(L, -2, "read_ns");
+  pp_lua_show(L, -1, "clock");
   return 1;
 }
 
 static int l_select_clock(lua_State *L) {
   static const char *const names[] = {"tsc", "monotonic", "monotonic_raw", NULL};
-  int k = luaL_checkoption(L, 1, NULL, names);
+  int k = pp_lua_checkoption(L, 1, NULL, names);
   if (pp_clock_select((pp_clock_kind)k) != 0) {
     luaL_pushfail(L);
     if (pp_clock_pinned())
@@ -879,6 +944,24 @@ static int l_ticks_to_ns(lua_State *L) {
 
 static int l_thread_id(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)pp_thread_id());
+  return 1;
+}
+
+/* pp.isatty(fd | file) -> boolean: whether a descriptor (or a Lua file
+ * handle's) is a terminal. The command line draws its progress line only
+ * then, so files and pipes never receive one. */
+static int l_isatty(lua_State *L) {
+  int fd;
+  luaL_Stream *s = luaL_testudata(L, 1, LUA_FILEHANDLE);
+  if (s) {
+    luaL_argcheck(L, s->closef != NULL && s->f != NULL, 1, "closed file");
+    fd = fileno(s->f);
+  } else {
+    lua_Integer n = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, n >= 0 && n <= INT_MAX, 1, "a file descriptor is >= 0");
+    fd = (int)n;
+  }
+  lua_pushboolean(L, fd >= 0 && isatty(fd) == 1);
   return 1;
 }
 
@@ -929,10 +1012,10 @@ static const luaL_Reg state_fns[] = {
     {"add_nested_ns", l_add_nested_ns},
     {"phase_ns", l_phase_ns},
     {"begin", l_begin},
+    {"enable", l_enable},
     {NULL, NULL}};
 
 static const luaL_Reg plain_fns[] = {
-    {"enable", l_enable},
     {"disable", l_disable},
     {"enabled", l_enabled},
     {"mark", l_mark},
@@ -951,12 +1034,14 @@ static const luaL_Reg plain_fns[] = {
     {"default_schema", l_default_schema},
     {"sink", l_sink},
     {"flush", l_flush},
+    {"notices", l_notices},
     {"stats", l_stats},
     {"clock", l_clock},
     {"select_clock", l_select_clock},
     {"now", l_now},
     {"ticks_to_ns", l_ticks_to_ns},
     {"thread_id", l_thread_id},
+    {"isatty", l_isatty},
     {NULL, NULL}};
 
 static int nothing(lua_State *L) {
@@ -982,7 +1067,8 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
       best = el;
   }
   const pp_clock_info *c = pp_clock();
-  return (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
+  uint64_t ns = (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
+  return ns ? ns : 1; /* 0 means "not measured yet" */
 }
 
 /* Run from a checkout (./phaseprobe.so beside lua/), the Lua side is found
@@ -1051,7 +1137,6 @@ static void add_sentinel(lua_State *L) {
 
 PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   pp_schema_default();
-  pp_clock_init();
   add_checkout_path(L, lua_tostring(L, 2));
   add_sentinel(L);
 
@@ -1069,7 +1154,7 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lstate *st = lua_newuserdatauv(L, sizeof *st, 3);
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
-  st->scope_cost_ns = calibrate_scope_cost(L);
+  ensure_scope_cost(L, st);
   luaL_newmetatable(L, STATE_MT);
   lua_pushvalue(L, -2);
   lua_pushcclosure(L, state_close, 1);

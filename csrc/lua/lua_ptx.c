@@ -660,6 +660,7 @@ static int scan_push(lua_State *L, int ti, const lopts *lo, const char *fn,
   push_result(L, &j->r, full ? &j->feed : NULL, &tc);
   pp_ptx_result_free(&j->r); /* idempotent: __gc finds it empty */
   lua_remove(L, -2);
+  pp_lua_show(L, -1, full ? "ptx.scan" : "ptx.summary");
   return 1;
 }
 

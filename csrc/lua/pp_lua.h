@@ -53,6 +53,14 @@ void pp_lua_push_cols(lua_State *L, pp_cols *c);
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
                      const char *what, const char *open_verb);
 
+/* luaL_checkoption whose error lists the valid names (lua_args.c). */
+int pp_lua_checkoption(lua_State *L, int arg, const char *def,
+                       const char *const names[]);
+
+/* Gives the plain result table at idx a metatable that prints it as
+ * "key  value" lines under `title` (lua_show.c), for the REPL. */
+void pp_lua_show(lua_State *L, int idx, const char *title);
+
 /* luaL_Stream-like release pattern shared by handle types: see lfs. */
 #define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)
 

@@ -9,6 +9,11 @@
  * and only when it is the cheapest. Otherwise the cheaper clock_gettime wins.
  * PHASEPROBE_CLOCK=tsc|monotonic|monotonic_raw forces a choice (the TSC
  * only where invariant).
+ *
+ * The choice (about 25 ms: the read costs, the TSC's rate over 20 ms) is
+ * made once, when the probe is enabled or the clock is first read or asked
+ * about, whichever comes first: never when the module is loaded, and never
+ * inside a dispatch, which only an enabled probe opens.
  */
 #include "pp_internal.h"
 
@@ -20,17 +25,24 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+/* __rdtsc alone: <x86gprintrin.h>, not <x86intrin.h> (64,000 lines of
+ * vector intrinsics a file, half the time of a build). */
+#if defined(__has_include) && __has_include(<x86gprintrin.h>)
+#include <x86gprintrin.h>
+#else
 #include <x86intrin.h>
+#endif
 #define PP_HAVE_TSC 1
 #else
 #define PP_HAVE_TSC 0
 #endif
 
-pp_clock_state pp_clk = {.kind = PP_CLOCK_MONOTONIC, .mult = 1ull << 32};
+pp_clock_state pp_clk = {.kind = PP_CLOCK_UNCHOSEN, .mult = 1ull << 32};
 
 static pp_clock_info info;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 static char reason_buf[160];
+static const char *choose_why; /* the first caller's reason (atomic) */
 
 static uint64_t gettime_ns(clockid_t id) {
   struct timespec ts;
@@ -121,10 +133,11 @@ static double cost_ns(pp_clock_kind kind) {
 static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
 
 static void apply(pp_clock_kind kind) {
-  pp_clk.kind = kind;
   info.kind = kind;
   info.name = names[kind];
-  pp_clk.mult = kind == PP_CLOCK_TSC ? info.mult : 1ull << 32;
+  __atomic_store_n(&pp_clk.mult, kind == PP_CLOCK_TSC ? info.mult : 1ull << 32,
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&pp_clk.kind, (int)kind, __ATOMIC_RELEASE);
 }
 
 static void choose(void) {
@@ -173,13 +186,25 @@ static void choose(void) {
     }
   }
   info.reason = reason_buf;
+  info.chosen_by = __atomic_load_n(&choose_why, __ATOMIC_ACQUIRE);
+  if (!info.chosen_by)
+    info.chosen_by = "pp_clock_init";
   apply(pick);
 }
 
-void pp_clock_init(void) { pthread_once(&clock_once, choose); }
+void pp_clock_choose(const char *why) {
+  if (__atomic_load_n(&pp_clk.kind, __ATOMIC_ACQUIRE) != PP_CLOCK_UNCHOSEN)
+    return;
+  const char *none = NULL;
+  __atomic_compare_exchange_n(&choose_why, &none, why, 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+  pthread_once(&clock_once, choose);
+}
+
+void pp_clock_init(void) { pp_clock_choose("pp_clock_init"); }
 
 const pp_clock_info *pp_clock(void) {
-  pp_clock_init();
+  pp_clock_choose("clock query");
   return &info;
 }
 
@@ -190,7 +215,7 @@ void pp_clock_pin(int delta) { __atomic_add_fetch(&clock_pins, delta, __ATOMIC_S
 int pp_clock_pinned(void) { return __atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0; }
 
 int pp_clock_select(pp_clock_kind kind) {
-  pp_clock_init();
+  pp_clock_choose("select");
   if (__atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0)
     return -1; /* CUPTI converts its timestamps with this clock */
   if ((int)kind < 0 || kind > PP_CLOCK_MONOTONIC_RAW)
@@ -202,13 +227,16 @@ int pp_clock_select(pp_clock_kind kind) {
   return 0;
 }
 
+/* The first read of the clock chooses it (about 25 ms with the TSC's
+ * calibration): whoever reads it first, the module's load never does. */
 pp_ticks pp_now_slow(void) {
-  switch (pp_clk.kind) {
+  switch (__atomic_load_n(&pp_clk.kind, __ATOMIC_ACQUIRE)) {
 #if PP_HAVE_TSC
   case PP_CLOCK_TSC: return __rdtsc();
 #endif
   case PP_CLOCK_MONOTONIC_RAW: return gettime_ns(CLOCK_MONOTONIC_RAW);
-  default: return gettime_ns(CLOCK_MONOTONIC);
+  case PP_CLOCK_MONOTONIC: return gettime_ns(CLOCK_MONOTONIC);
+  default: pp_clock_choose("first read"); return pp_now_inline();
   }
 }
 
@@ -219,7 +247,7 @@ uint64_t pp_ticks_to_ns(pp_ticks from, pp_ticks to) {
 }
 
 uint64_t pp_now_ns(void) {
-  pp_clock_init();
+  pp_clock_choose("first read");
   pp_ticks t = pp_now_inline();
   return (uint64_t)(((unsigned __int128)t * pp_clk.mult) >> 32);
 }
@@ -231,7 +259,7 @@ uint64_t pp_now_ns(void) {
  * longer too, against 2 to 3 us for the same loop without PAUSE
  * (tools/starvation_rate.lua, "host" column, with and without luaspin). */
 void pp_spin_ns(uint64_t ns) {
-  pp_clock_init();
+  pp_clock_choose("first read");
   pp_ticks t0 = pp_now_inline();
   while (pp_ticks_delta_ns(t0, pp_now_inline()) < ns) {
   }

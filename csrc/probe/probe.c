@@ -83,7 +83,7 @@ void pp_acc_clear(pp_acc *a) {
 
 PP_EXPORT void pp_set_enabled(int on) {
   if (on)
-    pp_clock_init();
+    pp_clock_choose("enable");
   __atomic_store_n(&pp_enabled_flag, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 

@@ -13,6 +13,10 @@
  */
 #include "ptx_scanner.h"
 
+#ifdef PP_SSE2
+#include <immintrin.h> /* the AVX2 path */
+#endif
+
 typedef struct {
   uint64_t nl;    /* '\n' */
   uint64_t odd;   /* what a simple line cannot hold: '/', '"', DEL, and

@@ -32,7 +32,9 @@
 #include <string.h>
 
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(PP_PTX_NO_SIMD)
-#include <immintrin.h>
+/* SSE2 here; the AVX2 paths include <immintrin.h> themselves (it is ten
+ * times the size: a fifth of a second of every file's compile). */
+#include <emmintrin.h>
 #define PP_SSE2 1
 #endif
 

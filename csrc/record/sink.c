@@ -25,8 +25,8 @@
  *  - Memory is bounded by the sink's `buffer` (default 1 MiB of chunks);
  *    when the target does not keep up, a line that finds no room is dropped
  *    and counted. What could not be written (dropped, or a failed write) is
- *    counted in pp_stats() and said once per sink on stderr, by the writer,
- *    non-blocking.
+ *    counted in pp_stats() and said once per sink on stderr (or where
+ *    pp_notices_* sends notices), by the writer, non-blocking.
  *  - The writer is stopped and joined before the module's code can go away:
  *    when the last Lua state using the module closes, and in the module's
  *    destructor. If it cannot be joined in time (stuck in a write to a
@@ -350,11 +350,23 @@ static ssize_t sink_write(const sinkobj *s, const char *p, size_t n) {
   return write(s->fd, p, n);
 }
 
-/* A message on stderr, from the writer thread: non-blocking, one attempt
- * (and one short wait), never a signal. */
+/* A notice (on stderr unless pp_notices_* said otherwise), from the writer
+ * thread: non-blocking, one attempt (and one short wait), never a signal. */
+/* Where the notices go: fd 2, looked up at each notice (a redirected stderr
+ * is followed), a descriptor of the module's own (a file opened by path, or
+ * a copy of the caller's descriptor), or nowhere (-1). notice_lock is a
+ * leaf, held to switch targets and, for one notice, to take a descriptor of
+ * one's own for it (a dup, or a non-blocking reopen): never across a write. */
+static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
+static int notice_fd = 2;
+static int notice_owned; /* notice_fd is the module's: closed when replaced */
+
 static void say(const char *msg) {
   sinkobj t = {.fd = -1};
-  if (own_from_fd(2, &t) != 0)
+  pthread_mutex_lock(&notice_lock);
+  int rc = own_from_fd(notice_fd, &t);
+  pthread_mutex_unlock(&notice_lock);
+  if (rc != 0)
     return;
   size_t n = strlen(msg), off = 0;
   for (int tries = 0; off < n && tries < 3; tries++) {
@@ -1025,6 +1037,39 @@ PP_EXPORT int pp_sink_file(const char *path) {
   return pp_sink_file_with(path, NULL);
 }
 
+/* Notices already raised go to the target in effect when they were raised
+ * (flushed first, at most GRACE_MS); the new one takes the rest. */
+static void notices_to(int fd, int owned) {
+  pp_flush(GRACE_MS);
+  pthread_mutex_lock(&notice_lock);
+  int old = notice_owned ? notice_fd : -1;
+  notice_fd = fd;
+  notice_owned = owned;
+  pthread_mutex_unlock(&notice_lock);
+  if (old >= 0)
+    close(old);
+}
+
+PP_EXPORT int pp_notices_fd(int fd) {
+  if (fd < 0 || fd == 2) {
+    notices_to(fd < 0 ? -1 : 2, 0);
+    return 0;
+  }
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (own < 0)
+    return -1;
+  notices_to(own, 1);
+  return 0;
+}
+
+PP_EXPORT int pp_notices_file(const char *path) {
+  int fd = open_bounded(path, OPEN_TIMEOUT_MS);
+  if (fd < 0)
+    return -1;
+  notices_to(fd, 1);
+  return 0;
+}
+
 PP_EXPORT int pp_flush(unsigned timeout_ms) {
   pthread_once(&once, init_once);
   uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
@@ -1134,6 +1179,10 @@ __attribute__((destructor)) static void sink_fini(void) {
   if (c && c != &default_sink)
     free(c);
   cur = NULL;
+  if (notice_owned && notice_fd >= 0)
+    close(notice_fd);
+  notice_fd = -1;
+  notice_owned = 0;
 }
 
 /* After fork() in the child: no writer thread exists there, and locks may
@@ -1143,6 +1192,7 @@ static void after_fork_child(void) {
   pthread_mutex_init(&q_lock, NULL);
   pthread_mutex_init(&reg_lock, NULL);
   pthread_mutex_init(&hook_lock, NULL);
+  pthread_mutex_init(&notice_lock, NULL);
   cond_init(&q_cond);
   cond_init(&done_cond);
   for (tbuf *t = reg; t; t = t->next) {

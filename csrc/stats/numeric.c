@@ -174,9 +174,25 @@ static size_t count_distinct(const double *x, size_t n) {
   return nd;
 }
 
+/* The k-th point of a subsample that keeps one point in `step` of n: one
+ * point drawn (fixed seed) from each run of `step` points, not the first of
+ * each run. A log whose records repeat with a period that divides the step
+ * (a dispatcher cycling through three program sizes, and a step of 15) is
+ * then seen through all of its phases, not through one of them only. */
+static size_t sub_index(size_t k, size_t step, size_t n) {
+  if (step <= 1)
+    return k;
+  uint64_t h = (uint64_t)(k + 1) * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 29;
+  size_t i = k * step + (size_t)(h % step);
+  return i < n ? i : n - 1;
+}
+
 /* Median of pairwise slopes over pairs with distinct x: all pairs while
- * there are few enough, else a fixed-seed sample of pairs drawn from an
- * evenly strided subsample of the points (compact, so the draws stay in
+ * there are few enough, else a fixed-seed sample of pairs drawn from a
+ * subsample of the points (sub_index; compact, so the draws stay in
  * cache). */
 static int theil_sen_slope(const double *x, const double *y, size_t n,
                            pp_fit *f) {
@@ -202,7 +218,8 @@ static int theil_sen_slope(const double *x, const double *y, size_t n,
       free(s);
       return -1;
     }
-    for (size_t i = 0, j = 0; j < k; i += step, j++) {
+    for (size_t j = 0; j < k; j++) {
+      size_t i = sub_index(j, step, n);
       sx[j] = x[i];
       sy[j] = y[i];
     }
@@ -275,11 +292,11 @@ PP_EXPORT int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s) {
   double *d = malloc(m * sizeof *d);
   if (!d)
     return -1;
-  for (size_t i = 0, k = 0; k < m; i += step, k++)
-    d[k] = y[i];
+  for (size_t k = 0; k < m; k++)
+    d[k] = y[sub_index(k, step, n)];
   s->median = median(d, m);
-  for (size_t i = 0, k = 0; k < m; i += step, k++)
-    d[k] = fabs(y[i] - s->median);
+  for (size_t k = 0; k < m; k++)
+    d[k] = fabs(y[sub_index(k, step, n)] - s->median);
   s->mad = median(d, m);
   free(d);
   return 0;
@@ -293,11 +310,15 @@ static int ts_intercept(const double *x, const double *y, size_t n, double b,
   double *r = malloc(m * sizeof *r);
   if (!r)
     return -1;
-  for (size_t i = 0, k = 0; k < m; i += step, k++)
+  for (size_t k = 0; k < m; k++) {
+    size_t i = sub_index(k, step, n);
     r[k] = y[i] - b * x[i];
+  }
   *a = median(r, m);
-  for (size_t i = 0, k = 0; k < m; i += step, k++)
+  for (size_t k = 0; k < m; k++) {
+    size_t i = sub_index(k, step, n);
     r[k] = fabs(y[i] - (*a + b * x[i]));
+  }
   *mad = median(r, m);
   free(r);
   return 0;

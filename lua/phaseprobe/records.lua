@@ -84,9 +84,10 @@ function M.from_lines(iter, opts)
 end
 
 --- The live store's records (pp.store) as a set.
+-- (the set alone: the store holds no damaged lines to report)
 function M.from_store(opts)
-  local cols, rep = pp.parse.store(opts)
-  return wrap(cols), rep
+  local cols = pp.parse.store(opts)
+  return wrap(cols)
 end
 
 --- A set from a list of records: records from pp.emit, pp.store.records()
@@ -172,10 +173,11 @@ local function field_list(self)
 end
 
 --- Field names: the view's, or those of the selected records in line order.
+local fields_text = report.list_text("phaseprobe.fields")
 function Set:fields()
   local out = {}
   for i, f in ipairs(field_list(self)) do out[i] = f end
-  return out
+  return report.printable(out, fields_text, "phaseprobe.fields")
 end
 
 --- What the set's fields mean (phases, nested regions, counts, caches,
@@ -366,7 +368,8 @@ end
 -- over the records that have it (count = 0 and nothing else when none).
 function Set:summary(name)
   check_field(self, name, "summary")
-  return self._cols:summary(name, self._sel)
+  return report.printable(self._cols:summary(name, self._sel), report.summary_text(name),
+    "phaseprobe.summary")
 end
 
 --- The field's total over the set's records divided by their count: its
@@ -383,9 +386,17 @@ function Set:summaries(names)
   local out = {}
   for _, f in ipairs(names or self:fields()) do
     local k = self._cols:kind(f)
-    if k == "integer" or k == "number" then out[f] = self._cols:summary(f, self._sel) end
+    if k == "integer" or k == "number" then out[f] = self:summary(f) end
   end
-  return out
+  return report.printable(out, function(t)
+    local items, names = {}, {}
+    for f in pairs(t) do names[#names + 1] = f end
+    table.sort(names)
+    for i, f in ipairs(names) do items[i] = { name = f, summary = t[f] } end
+    return "phaseprobe.summaries\n" .. report.summaries(items, { fmt = function(v, row)
+      return row.name:match("_ns$") and report.ns(v) or report.num(v)
+    end })
+  end, "phaseprobe.summaries")
 end
 
 --- Values of a field over the set's records that have it (a Lua list).
@@ -403,7 +414,7 @@ end
 function Set:fit(x, y)
   check_field(self, x, "fit")
   check_field(self, y, "fit")
-  return self._cols:fit(x, y, self._sel)
+  return report.printable(self._cols:fit(x, y, self._sel), report.fit_text(x, y), "phaseprobe.fit")
 end
 
 --- Fits of every y field against every x field, reading each column once:
@@ -455,9 +466,9 @@ end
 SetMT.__tostring = function(self)
   local n = self:count()
   local pre = {}
-  for _, p in ipairs(self:prefixes()) do pre[#pre + 1] = string.format("%s: %d", p.prefix, p.n) end
+  for _, p in ipairs(self:prefixes()) do pre[#pre + 1] = p.prefix .. ": " .. report.num(p.n) end
   local fields = self:fields()
-  local head = string.format("phaseprobe.records: %d record%s, %d field%s (%s)", n,
+  local head = string.format("phaseprobe.records: %s record%s, %d field%s (%s)", report.num(n),
     n == 1 and "" or "s", #fields, #fields == 1 and "" or "s",
     #pre > 0 and table.concat(pre, ", ") or "no prefix")
   if n == 0 then return head end
@@ -472,22 +483,11 @@ SetMT.__tostring = function(self)
         self._cols:distinct(f, self._sel, 1000))
     end
   end
-  local rows = {}
-  for i, it in ipairs(items) do
-    local row = { name = it.name }
-    for k, v in pairs(it.summary) do row[k] = v end
-    row._ns = it._ns
-    rows[i] = row
-  end
-  local function f(v, row)
-    if row._ns then return report.ns(v) end
+  local table_text = report.summaries(items, { fmt = function(v, row)
+    if row.name:match("_ns$") then return report.ns(v) end
     return report.num(v)
-  end
-  local cols = { { key = "name", title = "field" }, { key = "count", title = "count" } }
-  for _, k in ipairs({ "min", "median", "mean", "p90", "p99", "max", "sum" }) do
-    cols[#cols + 1] = { key = k, title = k, fmt = f, align = "right" }
-  end
-  local text = head .. "\n" .. report.table(rows, cols)
+  end })
+  local text = head .. "\n" .. table_text
   if #strings > 0 then text = text .. "\ntext fields: " .. table.concat(strings, ", ") end
   return text
 end

@@ -13,6 +13,8 @@
 -- Where it sits: record sets (phaseprobe.records) come in; the reports
 -- (output/report.lua, output/html.lua, the commands) print what comes out.
 local fit = require "phaseprobe.analysis.fit"
+-- the text a result prints as in the REPL (loaded when first needed)
+local function report() return require "phaseprobe.output.report" end
 
 local M = {}
 
@@ -55,29 +57,230 @@ function M.phases(set, info)
       out[#out + 1] = { name = f, kind = "total", summary = s, share = share(s) }
     end
   end
-  return out
+  return report().printable(out, function(t) return "phaseprobe.phases\n" .. report().phases(t) end,
+    "phaseprobe.phases")
+end
+
+-- Quantities that move together: for the verdict v (a phase scaling with
+-- v.quantity), those of v.also tied to it (R^2 of one on the other at least
+-- collinear_r2); the verdict then names them all, since these records
+-- cannot tell them apart.
+local function collinear(set, v, opts, cache, quantities)
+  local q = v.quantity
+  local r2min = (opts and opts.collinear_r2) or fit.defaults.collinear_r2
+  local tied = {}
+  for _, o in ipairs(v.also) do
+    local key = q .. "\0" .. o
+    local r2 = cache[key]
+    if r2 == nil then
+      local f = set:fit(q, o)
+      r2 = f.ok and f.ls and f.ls.r2 or 0
+      if r2 ~= r2 then r2 = 0 end
+      cache[key] = r2
+    end
+    if r2 >= r2min then tied[#tied + 1] = o end
+  end
+  if #tied == 0 then return end
+  -- named in schema order, the first one carrying the numbers
+  local order = {}
+  for i, x in ipairs(quantities) do order[x] = i end
+  local group = { q, table.unpack(tied) }
+  table.sort(group, function(a, b) return (order[a] or 0) < (order[b] or 0) end)
+  if group[1] ~= q then
+    q = group[1]
+    local f = v.fits[q]
+    v.quantity, v.fixed_ns, v.ns_per_unit = q, f.ts.intercept, f.ts.slope
+    v.quality, v.r2, v.ls_slope, v.effect = f.ts.quality, f.ls.r2, f.ls.slope, f.effect
+  end
+  tied = { table.unpack(group, 2) }
+  v.collinear = tied
+  v.verdict = "scales with " .. q .. " or " .. table.concat(tied, " or ")
+  local also = {}
+  local is_tied = {}
+  for _, o in ipairs(tied) do is_tied[o] = true end
+  for _, o in ipairs(v.also) do if not is_tied[o] then also[#also + 1] = o end end
+  v.also = also
+  v.reason = string.format("%s and %s move together in these records (collinear): they cannot "
+    .. "be told apart; %s", q, table.concat(tied, " and "), v.reason)
 end
 
 --- Scaling verdicts for every phase and nested region:
--- {quantities={...}, phases={verdicts}, nested={verdicts}} (see phaseprobe.analysis.fit).
+-- {quantities={...}, phases={verdicts}, nested={verdicts}, untested =
+-- { {name=, why=} }} (see phaseprobe.analysis.fit). A quantity decides
+-- verdicts only with enough support (fit.support); the others are listed
+-- in `untested`. A verdict whose quantity moves together with another
+-- names both (v.collinear).
 function M.scaling(set, opts)
   local info = M.schema(set, opts)
-  local out = { quantities = info.quantities, phases = {}, nested = {}, rule = info.rule }
+  local out = report().printable({ quantities = info.quantities, phases = {}, nested = {},
+    rule = info.rule, untested = {} }, function(t) return "phaseprobe.scaling\n" .. report().scaling(t) end,
+    "phaseprobe.scaling")
+  local fopts = {}
+  for k, v in pairs(opts or {}) do fopts[k] = v end
+  fopts.support = {}
+  for _, q in ipairs(info.quantities) do
+    local sup = fit.support(set, q, opts)
+    fopts.support[q] = sup
+    if not sup.ok then out.untested[#out.untested + 1] = { name = q, why = sup.why } end
+  end
   local ys = {}
   for _, p in ipairs(info.phases) do ys[#ys + 1] = p end
   for _, n in ipairs(info.nested) do ys[#ys + 1] = n.label end
   local all = (#ys > 0 and #info.quantities > 0) and set:fits(info.quantities, ys) or {}
+  local cache = {}
   for _, p in ipairs(info.phases) do
-    local v = fit.verdict(set, p, info.quantities, opts, all[p])
+    local v = fit.verdict(set, p, info.quantities, fopts, all[p])
     v.kind = "phase"
+    if v.quantity then collinear(set, v, opts, cache, info.quantities) end
     out.phases[#out.phases + 1] = v
   end
   for _, n in ipairs(info.nested) do
-    local v = fit.verdict(set, n.label, info.quantities, opts, all[n.label])
+    local v = fit.verdict(set, n.label, info.quantities, fopts, all[n.label])
     v.kind, v.parent = "nested", n.parent
+    if v.quantity then collinear(set, v, opts, cache, info.quantities) end
     out.nested[#out.nested + 1] = v
   end
   return out
+end
+
+--- Records whose named phases exceed their wall time (named_host_ns >
+-- wall_ns; without named_host_ns, the sum of the phases). The reference
+-- prints such records when its caller supplies the wall, saturating
+-- unattributed_ns to 0. Returns {n=, of= (records with both), max_over=,
+-- median_over=, worst = {seq=, named=, wall=, file=, line=}}.
+function M.overrun(set, info)
+  local out = { n = 0, of = 0 }
+  if not set:has("wall_ns") then return out end
+  info = info or M.schema(set)
+  local both = set:range("wall_ns")
+  local terms = { { "wall_ns", -1 } }
+  if set:has("named_host_ns") then
+    both = both:range("named_host_ns")
+    terms[2] = { "named_host_ns", 1 }
+  else
+    for _, p in ipairs(info.phases) do terms[#terms + 1] = { p, 1 } end
+    if #terms == 1 then return out end
+  end
+  out.of = both:count()
+  if out.of == 0 then return out end
+  local quick = both:lincomb(terms, 0)
+  if (quick.max or 0) <= 0 then return out end
+  -- some record is over: find them (a column of each term, once)
+  local cols = {}
+  for i, t in ipairs(terms) do cols[i] = both:values(t[1]) end
+  local overs, worst, worst_i = {}, 0, nil
+  local n = both:count()
+  for i = 1, n do
+    local d = 0
+    for k, t in ipairs(terms) do d = d + t[2] * (cols[k][i] or 0) end
+    if d > 0 then
+      overs[#overs + 1] = d
+      if d > worst then worst, worst_i = d, i end
+    end
+  end
+  out.n = #overs
+  if out.n == 0 then return out end
+  table.sort(overs)
+  out.max_over = worst
+  out.median_over = overs[(#overs + 1) // 2]
+  local r = both:record(worst_i)
+  local row = both:row(worst_i)
+  local wall = cols[1][worst_i]
+  out.worst = { seq = r.seq, wall = wall, named = wall + worst,
+    file = both:columns():get(row, "@file"), line = both:columns():get(row, "@line") }
+  return out
+end
+
+-- ---- variants ---------------------------------------------------------------
+
+--- How much two phase medians must differ (relative to the smaller) to say
+-- a tag splits the records, and on how many records a group must stand.
+M.VARIANT_RATIO = 0.2
+M.VARIANT_MIN_N = 5
+
+--- Tags that split the records into groups whose phases behave
+-- differently. A tag (a text field other than kernel_src, or @file across
+-- several files) with 2 to 16 values splits the records when, within
+-- records of the same shape (the same values of the other tags and of
+-- nodes), the median of some phase differs between two of its values by
+-- more than 20 % of the smaller, by more than the spread (p90 - median)
+-- of either group, and by more than 0.5 % of the median wall. Returns the
+-- strongest finding per tag, strongest first: { {tag=, values = {a, b},
+-- phase=, medians = {ma, mb}, ratio=, where = "shape=large", n = {na, nb}} }.
+function M.variants(set, opts)
+  opts = opts or {}
+  local info = M.schema(set)
+  local cols = set:columns()
+  local tags = {}
+  for _, f in ipairs(set:fields()) do
+    if cols:kind(f) == "string" and f ~= "kernel_src" then
+      local d = set:distinct(f, 17)
+      if d >= 2 and d <= 16 then tags[#tags + 1] = f end
+    end
+  end
+  local nfiles = set:distinct("@file", 17)
+  if nfiles >= 2 and nfiles <= 16 then tags[#tags + 1] = "@file" end
+  if #tags == 0 then return {} end
+  local size = nil
+  if set:has("nodes") and set:distinct("nodes", 65) <= 64 then size = "nodes" end
+  local phases = {}
+  for _, p in ipairs(info.phases) do phases[#phases + 1] = p end
+  local ratio_min = opts.ratio or M.VARIANT_RATIO
+  local min_n = opts.min_n or M.VARIANT_MIN_N
+  local found = {}
+  for _, tag in ipairs(tags) do
+    local cells = { { set = set, where = {} } }
+    local others = {}
+    for _, o in ipairs(tags) do if o ~= tag then others[#others + 1] = o end end
+    if size then others[#others + 1] = size end
+    for _, o in ipairs(others) do
+      local next_cells = {}
+      for _, c in ipairs(cells) do
+        for _, g in ipairs(c.set:group(o)) do
+          if g.n >= 2 * min_n then
+            local where = { table.unpack(c.where) }
+            where[#where + 1] = o .. "=" .. (g.missing and "(none)" or tostring(g.key))
+            next_cells[#next_cells + 1] = { set = g.set, where = where }
+          end
+        end
+      end
+      cells = next_cells
+    end
+    local best
+    for _, c in ipairs(cells) do
+      local groups = {}
+      for _, g in ipairs(c.set:group(tag)) do
+        if not g.missing and g.n >= min_n then groups[#groups + 1] = g end
+      end
+      if #groups >= 2 then
+        local wall = c.set:has("wall_ns") and c.set:summary("wall_ns").median or 0
+        for _, p in ipairs(phases) do
+          local sums = {}
+          for i, g in ipairs(groups) do sums[i] = g.set:summary(p) end
+          for i = 1, #groups do
+            for j = i + 1, #groups do
+              local a, b = sums[i], sums[j]
+              if a.count > 0 and b.count > 0 then
+                local d = math.abs(a.median - b.median)
+                local lo = math.max(math.min(a.median, b.median), 1)
+                local spread = math.max(a.p90 - a.median, b.p90 - b.median)
+                local ratio = d / lo
+                if ratio > ratio_min and d > spread and d > 0.005 * wall
+                  and (not best or ratio > best.ratio) then
+                  best = { tag = tag, phase = p, values = { groups[i].key, groups[j].key },
+                    medians = { a.median, b.median }, n = { groups[i].n, groups[j].n },
+                    ratio = ratio, where = table.concat(c.where, " ") }
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+    if best then found[#found + 1] = best end
+  end
+  table.sort(found, function(x, y) return x.ratio > y.ratio end)
+  return found
 end
 
 local function share_of(s, wall)
@@ -94,7 +297,9 @@ end
 --  probe = {summary=, share=}            probe_ns;
 --  notes = {...}}                          what was not measured.
 function M.starvation(set)
-  local out = { n = set:count(), notes = {} }
+  local out = report().printable({ n = set:count(), notes = {} }, function(t)
+    return "phaseprobe.starvation\n" .. report().starvation(t)
+  end, "phaseprobe.starvation")
   out.wall = set:has("wall_ns") and set:summary("wall_ns") or nil
   if set:has("device_window_ns") and set:has("kernel_ns") then
     local win = set:range("device_window_ns", 1)

@@ -107,7 +107,9 @@ function M.sets(a, b, opts)
     pe.costlier_dispatches = db * (r.b.mean - r.a.mean)
     r.per_encode = pe
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.comparison\n" .. require("phaseprobe.output.report").compare(t)
+  end, "phaseprobe.comparison")
 end
 
 local function label(field, v)

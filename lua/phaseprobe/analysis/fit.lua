@@ -30,12 +30,16 @@
 -- least squares and Theil-Sen); analysis.analyze, the HTML report and the
 -- demo take their verdicts from here.
 local pp = require "phaseprobe"
+local report = require "phaseprobe.output.report" -- the one number style, for the reasons
 
 local M = {}
 
 M.defaults = {
   min_n = 5,          -- records needed for any verdict
-  min_distinct = 3,   -- distinct values a quantity needs to be tested
+  min_distinct = 3,   -- distinct values a quantity needs to be tested, each
+  min_share = 0.05,   --   on at least this share of the records
+  min_records = 30,   --   or on at least this many
+  collinear_r2 = 0.98, -- two quantities this tied (R^2 of one on the other) move together
   min_effect = 0.2,   -- effect over the observed range, relative to the median
   min_quality = 0.5,  -- Theil-Sen quality for "scales with"
   agree = 0.5,        -- |LS slope - TS slope| <= agree * |TS slope|, else noted
@@ -44,7 +48,7 @@ M.defaults = {
 
 --- Fit of plain arrays: {n, distinct_x, xmin, xmax, ymedian, ok, ls={...}, ts={...}}.
 function M.line(xs, ys)
-  return pp.parse.fit_line(xs, ys)
+  return report.printable(pp.parse.fit_line(xs, ys), report.fit_text("x", "y"), "phaseprobe.fit")
 end
 
 --- Summary of a plain array of numbers: {count, min, median, mean, p90,
@@ -66,6 +70,37 @@ end
 
 local function pct(x) return string.format("%.0f%%", x * 100) end
 
+--- Whether quantity q has the support to decide a verdict: at least
+-- min_distinct values each held by min_share of the records or by
+-- min_records of them; or, for a quantity spread over many values (64 or
+-- more), its records not piled on one value (neither the lowest 90 % nor
+-- the highest half on a single value). Returns {ok=, why=, distinct=}.
+function M.support(set, q, opts)
+  local need = opt(opts, "min_distinct")
+  local n = set:count()
+  local distinct = set:distinct(q, 64)
+  if distinct >= 64 then
+    local s = set:summary(q)
+    if s.count > 0 and (s.min == s.p90 or s.median == s.max) then
+      return { ok = false, distinct = distinct, why = string.format(
+        "most records on one value (%s)", s.min == s.p90 and tostring(s.min) or tostring(s.max)) }
+    end
+    return { ok = true, distinct = distinct }
+  end
+  local threshold = math.min(opt(opts, "min_share") * n, opt(opts, "min_records"))
+  local held, parts = 0, {}
+  for _, g in ipairs(set:group(q)) do
+    if not g.missing then
+      if g.n >= threshold then held = held + 1 end
+      if #parts < 6 then parts[#parts + 1] = string.format("%s on %d", tostring(g.key), g.n) end
+    end
+  end
+  if held >= need then return { ok = true, distinct = distinct } end
+  return { ok = false, distinct = distinct, need = need, why = string.format(
+    "%d of %d values held: %s%s", held, distinct, table.concat(parts, ", "),
+    distinct > #parts and ", ..." or "") }
+end
+
 --- The scaling verdict of field y against the quantities (fits: the fits
 -- of y against them when already made, e.g. by set:fits). Returns
 -- {name=, n=, median=, verdict=, reason=, quantity=, fixed_ns=,
@@ -81,7 +116,8 @@ end
 -- y and its fit against each quantity ({[q] = fit}), for values that are
 -- not a field of a set (a difference of two fields, say).
 function M.decide(y, s, fits, quantities, opts)
-  local res = { name = y, n = s.count, median = s.median, fits = {}, also = {}, notes = {} }
+  local res = report.printable({ name = y, n = s.count, median = s.median, fits = {}, also = {},
+    notes = {} }, report.verdict_text, "phaseprobe.verdict")
   local function inconclusive(reason)
     res.verdict, res.reason = "inconclusive", reason
     return res
@@ -94,10 +130,11 @@ function M.decide(y, s, fits, quantities, opts)
   if s.max == 0 then return inconclusive("always 0 (never charged?)") end
   local candidates, testable, small, poor, untestable = {}, 0, 0, {}, {}
   local largest, most
+  local support = opts and opts.support or {}
   for _, q in ipairs(quantities) do
     local f = fits[q]
     res.fits[q] = f
-    if f.distinct_x < opt(opts, "min_distinct") then
+    if f.distinct_x < opt(opts, "min_distinct") or (support[q] and not support[q].ok) then
       untestable[#untestable + 1] = q
       if not most or f.distinct_x > most.d then most = { q = q, d = f.distinct_x } end
     else
@@ -143,17 +180,19 @@ function M.decide(y, s, fits, quantities, opts)
     end
     if math.abs(f.ls.slope - f.ts.slope) > opt(opts, "agree") * math.abs(f.ts.slope) then
       res.notes[#res.notes + 1] = string.format(
-        "least squares slope %.4g vs Theil-Sen %.4g: outliers?", f.ls.slope, f.ts.slope)
+        "least squares gives %s per unit, Theil-Sen %s: outliers?", report.ns(f.ls.slope),
+        report.ns(f.ts.slope))
     end
-    res.reason = string.format("%.4g ns per %s: %s of the median across its range",
-      f.ts.slope, q, pct(f.effect))
+    res.reason = string.format("%s per unit of %s: %s of the median across its range",
+      report.ns(f.ts.slope), q, pct(f.effect))
     return res
   end
   if testable == 0 then
     if #quantities == 0 then return inconclusive("no counted quantities") end
     return inconclusive(string.format(
-      "too few distinct values of every quantity (need %d; most: %s with %d)",
-      opt(opts, "min_distinct"), most.q, most.d))
+      "no quantity has the support to decide (need %d values each on %s of the records or %d "
+      .. "records; most values: %s with %d)", opt(opts, "min_distinct"), pct(opt(opts, "min_share")),
+      opt(opts, "min_records"), most.q, most.d))
   end
   if small == testable then
     res.verdict = "fixed per dispatch"
@@ -164,8 +203,8 @@ function M.decide(y, s, fits, quantities, opts)
     res.reason = string.format("no quantity moves it by %s over its range (largest: %s, %s)",
       pct(opt(opts, "min_effect")), largest.q, pct(largest.effect))
     if #untestable > 0 then
-      res.notes[#res.notes + 1] = string.format("untested (< %d values): %s",
-        opt(opts, "min_distinct"), table.concat(untestable, ", "))
+      res.notes[#res.notes + 1] = string.format("untested (too little support): %s",
+        table.concat(untestable, ", "))
     end
     return res
   end

@@ -189,15 +189,18 @@ function M.project(set, scenario, opts)
         enqueue = r.measured.enqueue and d * r.measured.enqueue }
     end
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.whatif\n" .. require("phaseprobe.output.report").whatif(t)
+  end, "phaseprobe.whatif")
 end
 
 --- Splits a set by a knob field into (base, variant): the variant is the
 -- records with field = value; the base those lacking the field or with
--- field = base_value (default "none").
+-- field = base_value (default: "none" or "base", the two names a run
+-- without the knob goes by).
 function M.split(set, field, value, base_value)
   local variant = set:where(field, value)
-  local base = set:where { [field] = { false, base_value or "none" } }
+  local base = set:where { [field] = base_value and { false, base_value } or { false, "none", "base" } }
   return base, variant
 end
 
@@ -217,7 +220,9 @@ function M.check(base, variant, scenario, opts)
     local p, m = r.projected[k], r.variant[k]
     if p and m and m ~= 0 then r.error[k] = (p - m) / m end
   end
-  return r
+  return require("phaseprobe.output.report").printable(r, function(t)
+    return "phaseprobe.whatif\n" .. require("phaseprobe.output.report").whatif(t)
+  end, "phaseprobe.whatif")
 end
 
 return M

@@ -4,6 +4,7 @@ local compare = require "phaseprobe.analysis.compare"
 local report = require "phaseprobe.output.report"
 
 local C = {
+  reads = true,
   summary = "two groups (files, shapes, runs) side by side: which phases explain the difference",
   usage = [[
 usage: phaseprobe compare [options] FILE_A FILE_B
@@ -20,17 +21,17 @@ costlier dispatches.
 options:
   --by FIELD       compare two values of FIELD (the first two arguments)
   --encode F       field naming the encode a dispatch belongs to (default encode)
-]] .. cli.DATA_HELP,
+]] .. cli.INPUT_HELP,
 }
 
 function C.run(args, ctx)
-  local opts, pos = ctx.options(args, cli.data_spec { ["--by"] = "value", ["--encode"] = "value" })
+  local opts, pos = ctx.options(args, { ["--by"] = "value", ["--encode"] = "value" })
   local r
   if opts.by then
     if #pos < 3 then ctx.usage("--by " .. opts.by .. ": give VALUE_A VALUE_B and then files") end
     local va, vb = table.remove(pos, 1), table.remove(pos, 1)
     va, vb = math.tointeger(tonumber(va)) or va, math.tointeger(tonumber(vb)) or vb
-    local set = cli.load(ctx, opts, pos)
+    local set = ctx.read(pos)
     if not set:has(opts.by) then ctx.fail("no field '" .. opts.by .. "' in the records") end
     for _, v in ipairs({ va, vb }) do
       if set:where(opts.by, v):count() == 0 then
@@ -43,7 +44,7 @@ function C.run(args, ctx)
       ctx.usage("give two files (or --by FIELD VALUE_A VALUE_B FILE...), got " .. #pos)
     end
     if pos[1] == pos[2] then ctx.usage("the two files are the same: " .. pos[1]) end
-    local set = cli.load(ctx, opts, pos)
+    local set = ctx.read(pos)
     local names = {}
     for i, f in ipairs(pos) do names[i] = f == "-" and "(stdin)" or f end
     local a, b = set:where("@file", names[1]), set:where("@file", names[2])

@@ -1,10 +1,12 @@
 --- phaseprobe fit: scaling verdicts per phase, with the fits behind them.
 local cli = require "phaseprobe.cli"
 local analyze = require "phaseprobe.analysis.analyze"
+local record = require "phaseprobe.record"
 local fit = require "phaseprobe.analysis.fit"
 local report = require "phaseprobe.output.report"
 
 local C = {
+  reads = true,
   summary = "fit each phase against each counted quantity: fixed, scales with Q, or inconclusive",
   usage = [[
 usage: phaseprobe fit [options] FILE...
@@ -23,29 +25,44 @@ options:
   --min-effect X   change over the observed range, relative to the median,
                    that counts as scaling (default 0.2)
   --min-quality X  Theil-Sen quality needed for "scales with" (default 0.5)
-]] .. cli.DATA_HELP,
+]] .. cli.INPUT_HELP,
 }
+
+-- The verdict (phase or nested region) a --phase names, or nil.
+local function find(s, p)
+  for _, v in ipairs(s.phases) do
+    if v.name == p or v.name == p .. "_ns" then return v end
+  end
+  for _, v in ipairs(s.nested) do
+    if v.name == p or v.name == "sub_" .. p .. "_ns" then return v end
+  end
+end
 
 local function verdicts(ctx, set, opts, fopts)
   local s = analyze.scaling(set, fopts)
-  ctx.write(report.scaling(s), "\n")
-  for _, p in ipairs(opts.phase or {}) do
-    local found
-    for _, v in ipairs(s.phases) do
-      if v.name == p or v.name == p .. "_ns" then found = v end
+  local found = {}
+  for i, p in ipairs(opts.phase or {}) do
+    found[i] = find(s, p)
+    if not found[i] then
+      local names = {}
+      for _, v in ipairs(s.phases) do names[#names + 1] = record.short(v.name) end
+      for _, v in ipairs(s.nested) do names[#names + 1] = record.short(v.name) end
+      ctx.usage("--phase: no phase or nested region '" .. p .. "' (valid: "
+        .. table.concat(names, ", ") .. ")")
     end
-    for _, v in ipairs(s.nested) do
-      if v.name == p or v.name == "sub_" .. p .. "_ns" then found = v end
+  end
+  return function()
+    ctx.write(report.scaling(s), "\n")
+    for _, v in ipairs(found) do
+      ctx.write("\n== fits of ", v.name, ": ", v.verdict, "\n")
+      if next(v.fits) then ctx.write(report.fits(v), "\n")
+      else ctx.write("(no fits: ", v.reason, ")\n") end
     end
-    if not found then ctx.usage("--phase: no phase or nested region '" .. p .. "'") end
-    ctx.write("\n== fits of ", found.name, ": ", found.verdict, "\n")
-    if next(found.fits) then ctx.write(report.fits(found), "\n")
-    else ctx.write("(no fits: ", found.reason, ")\n") end
   end
 end
 
 function C.run(args, ctx)
-  local opts, files = ctx.options(args, cli.data_spec {
+  local opts, files = ctx.options(args, {
     ["--phase"] = "list", ["--quantity"] = "list", ["--group"] = "value",
     ["--min-distinct"] = "value", ["--min-effect"] = "value", ["--min-quality"] = "value",
     short = { ["-g"] = "--group" } })
@@ -53,28 +70,38 @@ function C.run(args, ctx)
   if opts.min_distinct then fopts.min_distinct = cli.number(opts.min_distinct, "--min-distinct", 2) end
   if opts.min_effect then fopts.min_effect = cli.number(opts.min_effect, "--min-effect", 0) end
   if opts.min_quality then fopts.min_quality = cli.number(opts.min_quality, "--min-quality", 0) end
-  local set = cli.load(ctx, opts, files)
+  local set = ctx.read(files)
   if opts.quantity then
     for _, q in ipairs(opts.quantity) do
       if not set:has(q) then ctx.usage("--quantity: no field '" .. q .. "' in the records") end
     end
     fopts.quantities = opts.quantity
   end
+  -- every verdict is made (and every option checked) before anything is written
+  local writers = {}
   if opts.group then
     if not set:has(opts.group) then ctx.usage("--group: no field '" .. opts.group .. "'") end
     for _, g in ipairs(set:group(opts.group)) do
-      ctx.write("\n#### ", opts.group, "=", g.missing and "(none)" or tostring(g.key), ": ",
-        g.n, " records\n")
-      verdicts(ctx, g.set, opts, fopts)
+      local w = verdicts(ctx, g.set, opts, fopts)
+      writers[#writers + 1] = function()
+        ctx.write("\n#### ", opts.group, "=", g.missing and "(none)" or tostring(g.key), ": ",
+          report.num(g.n), " records\n")
+        w()
+      end
     end
   else
-    verdicts(ctx, set, opts, fopts)
+    writers[1] = verdicts(ctx, set, opts, fopts)
   end
+  local mixed = report.variants(analyze.variants(set))
+  if mixed then ctx.write(mixed, "\n") end
+  for _, w in ipairs(writers) do w() end
   local d = fit.defaults
-  ctx.write(string.format("\n(verdict rules: a quantity needs %d distinct values; scaling = change "
-    .. "over its range >= %s of the median with Theil-Sen quality >= %.2f)\n",
-    fopts.min_distinct or d.min_distinct, report.pct(fopts.min_effect or d.min_effect),
-    fopts.min_quality or d.min_quality))
+  ctx.write("\n", table.concat(report.wrap(string.format("(verdict rules: a quantity needs %d "
+    .. "distinct values, each on %s of the records or %d records; scaling = change over its "
+    .. "range >= %s of the median with Theil-Sen quality >= %.2f)",
+    fopts.min_distinct or d.min_distinct, report.pct(d.min_share), d.min_records,
+    report.pct(fopts.min_effect or d.min_effect), fopts.min_quality or d.min_quality),
+    report.width), "\n"), "\n")
   return 0
 end
 

@@ -1,42 +1,71 @@
--- phaseprobe html: a self-contained HTML report with SVG plots.
-local util = require "phaseprobe.cli.cliutil"
+--- phaseprobe html: a self-contained HTML report with SVG plots.
+local cli = require "phaseprobe.cli"
 local html = require "phaseprobe.output.html"
 
-local USAGE = [[
-usage: phaseprobe html [-o OUT.html] [--group TAG] [--by QUANTITY] [--title TEXT] LOG...
+local C = {
+  reads = true,
+  usage_on_error = true,
+  summary = "write a self-contained HTML report with SVG plots",
+  usage = [[
+usage: phaseprobe html [-o OUT.html] [--group TAG] [--by QUANTITY] [--title TEXT] FILE...
 
 Writes one HTML file (no scripts, nothing fetched) with, per group, the
 decomposition table (mean, median, min, max and share of wall per phase,
 nested region, residue and device time), a stacked bar per group of the
 phase partition, the unattributed residue and the starvation
 (device_window_ns - kernel_ns), and per phase a scatter of its time against
-the quantity it scales with, with the fitted line and the verdict.
+the quantity it scales with, with the fitted line and the verdict. Several
+inputs are reported together.
 
-LOG is a probe log, or a .csv / .jsonl export; several are reported together.
   -o, --output FILE   where to write (default: standard output)
   --group TAG         group by this tag or field (default: the shape tag,
                       else the first tag, else nodes)
   --by QUANTITY       plot every phase against this count (default: the
                       quantity of its verdict, else nodes)
-  --title TEXT        the page title]]
-
-local SPEC = {
-  ["--output"] = "value", ["--group"] = "value", ["--by"] = "value", ["--title"] = "value",
-  short = { ["-o"] = "--output" },
+  --title TEXT        the page title
+]] .. cli.INPUT_HELP,
 }
 
-return util.command("html", "write a self-contained HTML report with SVG plots", USAGE, function(argv, ctx)
-  local opts, pos = ctx.options(argv, SPEC)
-  local runs = util.runs(ctx, pos)
-  local set = util.concat(runs)
-  util.need_fields(ctx, set, opts, { "by", "group" })
+--- A usage error unless the set has each field named by the options
+-- `names` (e.g. { "by", "group" }) that opts sets.
+function C.need_fields(ctx, set, opts, names)
+  for _, o in ipairs(names) do
+    local name = opts[o]
+    if name ~= nil and not set:has(name) then
+      local L = set:layout()
+      ctx.usage(("--%s %s: no record has a field '%s' (counts: %s)"):format(o, name, name,
+        table.concat(L.counts, ", ")))
+    end
+  end
+end
+
+function C.run(args, ctx)
+  local opts, files = ctx.options(args, {
+    ["--output"] = "value", ["--group"] = "value", ["--by"] = "value", ["--title"] = "value",
+    short = { ["-o"] = "--output" } })
+  if #files == 0 then ctx.usage("no input: give one or more files, or - for standard input") end
+  local set = ctx.read(files)
+  C.need_fields(ctx, set, opts, { "by", "group" })
   local sources = {}
-  for _, r in ipairs(runs) do sources[#sources + 1] = r.path end
-  util.write_output(ctx, opts.output, html.report(set, {
+  for _, f in ipairs(files) do sources[#sources + 1] = f == "-" and "(stdin)" or f end
+  local prog = ctx.progress("drawing the plots", { unit = "plots" })
+  prog.every_call = true
+  local drawn = 0
+  local page = html.report(set, {
     title = opts.title,
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-  }))
+    progress = function()
+      drawn = drawn + 1
+      prog:update(drawn)
+    end,
+  })
+  prog:done()
+  local w = ctx.output(opts.output)
+  w.write(page)
+  w.close()
   return 0
-end)
+end
+
+return C

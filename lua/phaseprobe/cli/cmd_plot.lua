@@ -1,29 +1,29 @@
--- phaseprobe plot: one SVG plot.
-local util = require "phaseprobe.cli.cliutil"
+--- phaseprobe plot: one SVG plot.
+local cli = require "phaseprobe.cli"
 local html = require "phaseprobe.output.html"
 local record = require "phaseprobe.record"
 local svg = require "phaseprobe.output.svg"
 
-local USAGE = [[
-usage: phaseprobe plot --phase PHASE [--by QUANTITY] [--group TAG] [-o OUT.svg] LOG...
-       phaseprobe plot --bars [--group TAG] [-o OUT.svg] LOG...
+local C = {
+  reads = true,
+  usage_on_error = true,
+  summary = "write one SVG plot (a phase against a quantity, or the stacked bars)",
+  usage = [[
+usage: phaseprobe plot --phase PHASE [--by QUANTITY] [--group TAG] [-o OUT.svg] FILE...
+       phaseprobe plot --bars [--group TAG] [-o OUT.svg] FILE...
 
 With --phase, a scatter of that phase's time (or a nested region's) against
 QUANTITY, one colour per group, with the fitted line and the verdict. With
 --bars, the stacked bar per group of the phase partition, the residue and
 the starvation.
 
-LOG is a probe log, or a .csv / .jsonl export.
   --phase PHASE       e.g. ptx_ns (or ptx), sub_ptx_digest_ns
   --by QUANTITY       the x axis (default: the quantity of the phase's
                       verdict, else nodes)
   --group TAG         colour by this tag or field (default as for html)
   --bars              the stacked bars instead of a scatter
-  -o, --output FILE   where to write (default: standard output)]]
-
-local SPEC = {
-  ["--output"] = "value", ["--phase"] = "value", ["--by"] = "value", ["--group"] = "value",
-  ["--bars"] = "flag", short = { ["-o"] = "--output" },
+  -o, --output FILE   where to write (default: standard output)
+]] .. cli.INPUT_HELP,
 }
 
 local function find_label(L, name)
@@ -36,34 +36,41 @@ local function find_label(L, name)
   end
 end
 
-return util.command("plot", "write one SVG plot (a phase against a quantity, or the stacked bars)", USAGE,
-  function(argv, ctx)
-    local opts, pos = ctx.options(argv, SPEC)
-    if not opts.phase and not opts.bars then ctx.usage("say --phase PHASE or --bars") end
-    if opts.phase and opts.bars then ctx.usage("give one of --phase and --bars") end
-    local set = util.concat(util.runs(ctx, pos))
-    local L = set:layout()
-    local label
-    if opts.phase then
-      label = find_label(L, opts.phase)
-      if not label then
-        local names = {}
-        for _, p in ipairs(L.phases) do names[#names + 1] = p end
-        for _, n in ipairs(L.nested) do names[#names + 1] = n end
-        ctx.usage(("--phase %s: not a phase or nested region of these records (valid: %s)")
-          :format(opts.phase, table.concat(names, ", ")))
-      end
+function C.run(args, ctx)
+  local opts, files = ctx.options(args, {
+    ["--output"] = "value", ["--phase"] = "value", ["--by"] = "value", ["--group"] = "value",
+    ["--bars"] = "flag", short = { ["-o"] = "--output" } })
+  if not opts.phase and not opts.bars then ctx.usage("say --phase PHASE or --bars") end
+  if opts.phase and opts.bars then ctx.usage("give one of --phase and --bars") end
+  if #files == 0 then ctx.usage("no input: give one or more files, or - for standard input") end
+  local set = ctx.read(files)
+  local L = set:layout()
+  local label
+  if opts.phase then
+    label = find_label(L, opts.phase)
+    if not label then
+      local names = {}
+      for _, p in ipairs(L.phases) do names[#names + 1] = p end
+      for _, n in ipairs(L.nested) do names[#names + 1] = n end
+      ctx.usage(("--phase %s: not a phase or nested region of these records (valid: %s)")
+        :format(opts.phase, table.concat(names, ", ")))
     end
-    util.need_fields(ctx, set, opts, { "by", "group" })
-    local desc = html.describe(set, { group = opts.group, by = opts.by })
-    local text
-    if opts.bars then
-      text = svg.stacked_bars(desc.bars)
-    else
-      for _, s in ipairs(desc.scatters) do
-        if s.label == label then text = svg.scatter(s.svg) end
-      end
+  end
+  require("phaseprobe.cli.cmd_html").need_fields(ctx, set, opts, { "by", "group" })
+  local fits = label and html.analysis_fits(set, opts.by) or nil
+  local desc = html.describe(set, { group = opts.group, by = opts.by, fits = fits })
+  local text
+  if opts.bars then
+    text = svg.stacked_bars(desc.bars)
+  else
+    for _, s in ipairs(desc.scatters) do
+      if s.label == label then text = svg.scatter(s.svg) end
     end
-    util.write_output(ctx, opts.output, '<?xml version="1.0" encoding="UTF-8"?>\n' .. text .. "\n")
-    return 0
-  end)
+  end
+  local w = ctx.output(opts.output)
+  w.write('<?xml version="1.0" encoding="UTF-8"?>\n' .. text .. "\n")
+  w.close()
+  return 0
+end
+
+return C

@@ -4,6 +4,7 @@ local analyze = require "phaseprobe.analysis.analyze"
 local report = require "phaseprobe.output.report"
 
 local C = {
+  reads = true,
   summary = "time per phase, scaling verdicts, starvation, residue and probe overhead",
   usage = [[
 usage: phaseprobe report [options] FILE...
@@ -17,34 +18,35 @@ options:
   --group F        a section per value of field or tag F (or @file)
   --fields A,B     summarise these fields instead of the phases
   --records N      also list the first N records (per-dispatch view)
-]] .. cli.DATA_HELP,
+]] .. cli.INPUT_HELP,
 }
 
 local function section(ctx, title)
   ctx.write("\n== ", title, "\n")
 end
 
-local function body(ctx, set, opts, with_scaling)
+local function body(ctx, set, opts, nrec)
   if opts.fields then
     local items = {}
     for _, f in ipairs(cli.split_list(opts.fields)) do
-      if not set:has(f) then ctx.usage("--fields: no field '" .. f .. "' in the records") end
       items[#items + 1] = { name = f, summary = set:summary(f) }
     end
     section(ctx, "fields")
-    ctx.write(report.summaries(items, { fmt = function(v) return report.num(v) end }), "\n")
+    ctx.write(report.summaries(items, { fmt = function(v, row)
+      return row.name:match("_ns$") and report.ns(v) or report.num(v)
+    end }), "\n")
   else
     section(ctx, "time per dispatch, by phase")
     ctx.write(report.phases(analyze.phases(set)), "\n")
   end
-  if with_scaling then
-    section(ctx, "scaling (Theil-Sen verdicts; least squares beside)")
-    ctx.write(report.scaling(analyze.scaling(set)), "\n")
-  end
+  section(ctx, "scaling (Theil-Sen verdicts; least squares beside)")
+  ctx.write(report.scaling(analyze.scaling(set)), "\n")
   section(ctx, "host starvation, unattributed residue, probe overhead")
   ctx.write(report.starvation(analyze.starvation(set)), "\n")
-  if opts.records then
-    local n = cli.number(opts.records, "--records", 1)
+  local over = report.overrun(analyze.overrun(set))
+  if over then ctx.write(over, "\n") end
+  if nrec then
+    local n = nrec
     local fields = opts.fields and cli.split_list(opts.fields) or nil
     section(ctx, "records")
     ctx.write(set:view(fields, math.floor(n)), "\n")
@@ -52,28 +54,37 @@ local function body(ctx, set, opts, with_scaling)
 end
 
 function C.run(args, ctx)
-  local opts, files = ctx.options(args, cli.data_spec {
+  local opts, files = ctx.options(args, {
     ["--group"] = "value", ["--fields"] = "value", ["--records"] = "value",
     short = { ["-g"] = "--group" } })
-  local set, rep = cli.load(ctx, opts, files)
+  local nrec = opts.records and cli.number(opts.records, "--records", 1)
+  local set, rep = ctx.read(files)
+  -- every option is checked against the records before anything is written
+  if opts.group and not set:has(opts.group) then
+    ctx.usage("--group: no field '" .. opts.group .. "' in the records")
+  end
+  for _, f in ipairs(opts.fields and cli.split_list(opts.fields) or {}) do
+    if not set:has(f) then ctx.usage("--fields: no field '" .. f .. "' in the records") end
+  end
   ctx.write(report.parse(rep, { limit = 0 }):gsub("\n.*", ""), "\n")
   local pre = {}
-  for _, p in ipairs(set:prefixes()) do pre[#pre + 1] = string.format("%s (%d)", p.prefix, p.n) end
-  ctx.write("records: ", set:count(), " [", table.concat(pre, ", "), "]\n")
+  for _, p in ipairs(set:prefixes()) do
+    pre[#pre + 1] = string.format("%s (%s)", p.prefix, report.num(p.n))
+  end
+  ctx.write("records: ", report.num(set:count()), " [", table.concat(pre, ", "), "]\n")
+  local mixed = report.variants(analyze.variants(set))
+  if mixed then ctx.write(mixed, "\n") end
   if opts.group then
-    if not set:has(opts.group) then
-      ctx.usage("--group: no field '" .. opts.group .. "' in the records")
-    end
     local groups = set:group(opts.group)
     section(ctx, "groups by " .. opts.group)
     ctx.write(tostring(groups):gsub("^[^\n]*\n", ""), "\n")
     for _, g in ipairs(groups) do
       ctx.write("\n#### ", opts.group, "=", g.missing and "(none)" or tostring(g.key),
-        ": ", g.n, " records\n")
-      body(ctx, g.set, opts, true)
+        ": ", report.num(g.n), " records\n")
+      body(ctx, g.set, opts, nrec)
     end
   else
-    body(ctx, set, opts, true)
+    body(ctx, set, opts, nrec)
   end
   return 0
 end

@@ -4,6 +4,7 @@ local whatif = require "phaseprobe.analysis.whatif"
 local report = require "phaseprobe.output.report"
 
 local C = {
+  reads = true,
   summary = "project wall and enqueue time under a change; check it against a measured variant",
   usage = [[
 usage: phaseprobe whatif [options] STEP... FILE...
@@ -18,17 +19,18 @@ made, beside what was measured. Steps:
 When the variant was also run and its records are tagged (e.g. knob=memo_digest):
   --variant F=V    the variant is the records with F=V; the projection is made
                    from the others (F absent or F=none) and its error shown
-  --base V         the base value of F (default none)
+  --base V         the base value of F (default: none or base; records
+                   without F are base records too)
 other options:
   --per-encode N   dispatches per encode, when the records have no encode field
   --encode F       field naming a dispatch's encode (default encode)
   --wait P         phases on the wait side: their savings do not reduce
                    enqueue_ns (repeatable; default release, readback)
-]] .. cli.DATA_HELP,
+]] .. cli.INPUT_HELP,
 }
 
 function C.run(args, ctx)
-  local opts, files = ctx.options(args, cli.data_spec {
+  local opts, files = ctx.options(args, {
     ["--remove"] = "list", ["--scale"] = "list", ["--hits"] = "list",
     ["--dispatches"] = "value", ["--variant"] = "value", ["--base"] = "value",
     ["--per-encode"] = "value", ["--encode"] = "value", ["--wait"] = "list" })
@@ -49,7 +51,7 @@ function C.run(args, ctx)
     wopts.wait_phases = {}
     for i, w in ipairs(opts.wait) do wopts.wait_phases[i] = w:match("_ns$") and w or w .. "_ns" end
   end
-  local set = cli.load(ctx, opts, files)
+  local set = ctx.read(files)
   local ok, r = pcall(function()
     if opts.variant then
       local k, v = cli.pair(opts.variant, "--variant")
@@ -58,7 +60,13 @@ function C.run(args, ctx)
         error(string.format("no records with %s=%s (the variant)", k, tostring(v)), 0)
       end
       if base:count() == 0 then
-        error(string.format("no base records (without %s, or %s=%s)", k, k, opts.base or "none"), 0)
+        local values = {}
+        for _, g in ipairs(set:group(k)) do
+          if not g.missing and g.key ~= v then values[#values + 1] = tostring(g.key) end
+        end
+        error(string.format("no base records (without %s, or %s=%s); say which records are the "
+          .. "base with --base VALUE (%s here: %s)", k, k, opts.base or "none or base", k,
+          #values > 0 and table.concat(values, ", ") or "no other value"), 0)
       end
       ctx.write(string.format("base: %d records; variant %s=%s: %d records\n", base:count(), k,
         tostring(v), variant:count()))

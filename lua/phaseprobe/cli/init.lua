@@ -1,44 +1,50 @@
---- phaseprobe.cli: the `phaseprobe` command. main(argv) returns the exit
--- status: 0 success, 1 bad input (the message names the file and line),
--- 2 usage error.
+--- phaseprobe.cli: the `phaseprobe` command: the one convention every
+-- subcommand follows, its options, and the dispatcher. main(argv) returns
+-- the exit status:
+--   0  done (damaged input lines, if any, were reported on stderr and left out)
+--   1  bad input: unreadable, no records, damaged lines under --strict, or
+--      output that cannot be written (the message names file and line)
+--   2  usage error
 --
--- Subcommands are modules. `phaseprobe NAME ...` runs the module
--- phaseprobe.cli.cmd_NAME (dashes in NAME become underscores), found on
--- package.path like any module; adding lua/phaseprobe/cli/cmd_NAME.lua adds
--- the command, and `phaseprobe help` lists it. A command module returns
+-- Sits at the end of the data flow: inputs (phaseprobe.cli.inputs: logs,
+-- CSV, JSON lines) -> record sets -> analysis/ -> output/ -> a file or the
+-- terminal.
+--
+-- A subcommand is a module phaseprobe.cli.cmd_NAME on package.path
+-- (dashes in NAME become underscores). The built-in ones are listed in
+-- M.COMMANDS; any other cmd_NAME.lua found on the Lua path runs as
+-- `phaseprobe NAME` too. A command module returns
 --
 --   return {
 --     summary = "one line for the command list",
---     usage = "phaseprobe NAME [options] FILE...\n\n<details>",  -- for --help
---     run = function(args, ctx) ... return 0 end,                 -- exit status
+--     usage = "usage: phaseprobe NAME [options] FILE...\n\n<details>",
+--     reads = true,            -- optional: reads records (takes the input options)
+--     run = function(args, ctx) ... return 0 end,   -- exit status
 --     usage_on_error = true,   -- optional: the usage follows a usage error
 --   }
 --
--- M.run(module, NAME, args) runs one the same way without the dispatcher
--- (a module's run called without a ctx can hand itself to it).
---
--- `args` are the arguments after NAME (--help and -h are handled before
--- run). `ctx` offers:
---   ctx.out, ctx.err           the output streams
---   ctx.name                   "phaseprobe NAME"
---   ctx.options(args, spec)    parses options (see M.parse_options)
---   ctx.read(files, opts)      files ("-" = stdin) into one record set, with
---                              progress on stderr past a second and every
---                              rejected line reported as file:line:column;
---                              rejected lines make the exit status 1 unless
---                              opts.lenient
---   ctx.usage(msg)             raise a usage error (exit 2)
---   ctx.fail(msg)              raise an input error (exit 1)
---   ctx.write(...)             write to ctx.out (an input error, exit 1, when
---                              that fails)
---
+-- run gets the arguments after NAME (--help and -h are answered before)
+-- and a ctx:
+--   ctx.options(args, spec)    parses them (see M.parse_options; a `reads`
+--                              command's spec gets M.INPUT_OPTIONS too):
+--                              opts, positionals; sets ctx.opts, ctx.raw
+--                              (--raw: exact integers), ctx.wide (--wide)
+--   ctx.read(files)            the inputs as one record set after --where,
+--                              and the parse report (phaseprobe.cli.inputs)
+--   ctx.out, ctx.err, ctx.name the streams, "phaseprobe NAME"
+--   ctx.progress(what, opts)   a progress line (phaseprobe.cli.progress)
+--   ctx.write(...)             to ctx.out
+--   ctx.output(path)           a writer for -o PATH ("-" or nil: ctx.out):
+--                              w.write(s), w.close()
+--   ctx.usage(msg), ctx.fail(msg)   raise a usage error (2), an input error (1)
 -- A command whose standard output cannot be written (a full disk,
 -- > /dev/full) exits 1, whatever it returned.
 local M = {}
 
---- The commands of this package, in the order help lists them (others,
--- found as phaseprobe/cli/cmd_*.lua on package.path, follow in name order).
-M.BUILTIN = { "report", "compare", "fit", "whatif", "ptx", "demo" }
+--- The built-in commands, in the order help lists them: the one list (a
+-- spec checks it against the cmd_*.lua files of this folder).
+M.COMMANDS = { "report", "fit", "compare", "whatif", "trace", "html", "plot", "export", "ptx",
+  "demo" }
 
 local UsageError = { __name = "phaseprobe.usage_error" }
 local InputError = { __name = "phaseprobe.input_error" }
@@ -118,53 +124,34 @@ function M.number(s, what, min)
   return v
 end
 
--- ---- options shared by the commands that read records --------------------
-
-M.DATA_OPTIONS = {
-  ["--where"] = "list", ["--prefix"] = "list", ["--numeric"] = "list",
-  ["--lenient"] = "flag", ["--raw"] = "flag",
-}
-
-M.DATA_HELP = [[
-input options:
-  --where F=V      only records whose field (or tag) F equals V (repeatable)
-  --prefix P       only lines starting with the word P are records (repeatable;
-                   default: any word followed by name=value fields)
-  --numeric F      field F must hold unsigned integers (repeatable)
-  --lenient        rejected lines are reported but do not make the exit status 1
-  --raw            print nanoseconds as plain integers
-FILE may be - for standard input.]]
-
---- The option spec of a data command: DATA_OPTIONS plus extra.
-function M.data_spec(extra)
-  local spec = {}
-  for k, v in pairs(M.DATA_OPTIONS) do spec[k] = v end
-  for k, v in pairs(extra or {}) do spec[k] = v end
-  return spec
-end
-
---- Reads the files into a set and applies --where: set, report.
-function M.load(ctx, opts, files)
-  if opts.raw then require("phaseprobe.output.report").raw = true end
-  local set, rep = ctx.read(files, { prefix = opts.prefix, numeric = opts.numeric,
-    lenient = opts.lenient })
-  for _, w in ipairs(opts.where or {}) do
-    local k, v = M.pair(w, "--where")
-    set = set:where(k, v)
-    if set:count() == 0 then
-      M.input_error(string.format("no records left after --where %s (%d records read)",
-        w, rep.parsed))
-    end
-  end
-  return set, rep
-end
-
 --- "a,b,c" -> {"a", "b", "c"}
 function M.split_list(s)
   local out = {}
   for x in tostring(s):gmatch("[^,%s]+") do out[#out + 1] = x end
   return out
 end
+
+--- The options of every command that reads records.
+M.INPUT_OPTIONS = {
+  ["--where"] = "list", ["--strict"] = "flag", ["--lenient"] = "flag",
+  ["--prefix"] = "list", ["--numeric"] = "list", ["--raw"] = "flag", ["--wide"] = "flag",
+}
+
+M.INPUT_HELP = [[
+
+input options (every command that reads records):
+  --where F=V      only records whose field or tag F equals V; also F!=V, F<N,
+                   F<=N, F>N, F>=N (repeatable: all must hold)
+  --strict         refuse input with damaged record lines (exit status 1);
+                   by default they are counted and named on stderr, left out,
+                   and the command goes on (exit status 0)
+  --prefix P       only lines starting with the word P are records (repeatable;
+                   default: any word followed by name=value fields)
+  --numeric F      field F must hold unsigned integers (repeatable)
+  --raw            exact integers (ns, counts) instead of 3 significant digits
+  --wide           long explanations stay on their row instead of wrapping
+FILE is a log of record lines, a CSV or a JSON-lines export (by its extension,
+else by its content), or - for standard input.]]
 
 -- ---- commands ---------------------------------------------------------------
 
@@ -188,48 +175,50 @@ function M.command(name)
   return cmd
 end
 
-local function list_dir(dir)
-  local ok, lfs = pcall(require, "lfs")
-  local out = {}
-  if ok and lfs and lfs.dir then
-    local ok2, iter, state = pcall(lfs.dir, dir)
-    if ok2 then for f in iter, state do out[#out + 1] = f end end
-    return out
-  end
-  local p = io.popen('ls -1 "' .. dir:gsub('"', '\\"') .. '" 2>/dev/null')
-  if p then
-    for f in p:lines() do out[#out + 1] = f end
-    p:close()
+--- Names of the commands help lists: the built-in ones, then those named in
+-- PHASEPROBE_COMMANDS (a comma-separated list, for commands added on the
+-- Lua path) that load.
+function M.commands()
+  local seen, out = {}, {}
+  for _, n in ipairs(M.COMMANDS) do seen[n] = true; out[#out + 1] = n end
+  for _, n in ipairs(M.split_list(os.getenv("PHASEPROBE_COMMANDS") or "")) do
+    if not seen[n] then seen[n] = true; out[#out + 1] = n end
   end
   return out
 end
 
---- Names of every command: the built-ins, then phaseprobe/cli/cmd_*.lua
--- modules found on package.path.
-function M.commands()
-  local seen, out = {}, {}
-  for _, n in ipairs(M.BUILTIN) do seen[n] = true; out[#out + 1] = n end
-  local extra = {}
-  for template in package.path:gmatch("[^;]+") do
-    local dir = template:match("^(.*)%?%.lua$")
-    if dir then
-      for _, f in ipairs(list_dir(dir .. "phaseprobe/cli")) do
-        local name = f:match("^cmd_([%w_]+)%.lua$")
-        if name and not seen[name] then seen[name] = true; extra[#extra + 1] = name end
-      end
+-- A command's summary for the list, read from its module's source when it is
+-- a string literal there (`summary = "..."`, or util.command(NAME, "...")),
+-- as this package's commands write it: listing the commands then loads none
+-- of them, nor what they require, and `phaseprobe --help` costs little more
+-- than starting Lua (bench/startup.lua). Otherwise the module is loaded and
+-- asked.
+local function summary_of(name)
+  local mod = module_name(name)
+  if not package.loaded[mod] and not package.preload[mod] then
+    local path = package.searchpath(mod, package.path)
+    local f = path and io.open(path, "r")
+    if f then
+      local text = f:read(65536) or ""
+      f:close()
+      local s = text:match('[\n{,]%s*summary%s*=%s*"([^"\\\n]*)"')
+        or text:match('%.command%(%s*"[^"]*"%s*,%s*"([^"\\\n]*)"')
+      if s then return s end
     end
   end
-  table.sort(extra)
-  for _, n in ipairs(extra) do out[#out + 1] = n end
-  return out
+  local ok, cmd = pcall(M.command, name)
+  if not ok then return "(fails to load: " .. tostring(cmd) .. ")" end
+  if not cmd then return "(not installed)" end
+  return cmd.summary or ""
 end
 
 local function help_text(prog)
   local lines = {
     "usage: " .. prog .. " COMMAND [options] [FILE...]",
     "",
-    "Per-dispatch phase records: reports, scaling fits, comparisons and what-if",
-    "projections over logs of record lines (ours or the reference's).",
+    "Per-dispatch phase records: reports, scaling fits, comparisons, what-if",
+    "projections, timelines, pages and plots over logs of record lines (ours or",
+    "the reference's), or their CSV and JSON-lines exports.",
     "",
     "commands:",
   }
@@ -237,26 +226,26 @@ local function help_text(prog)
   local names = M.commands()
   for _, n in ipairs(names) do width = math.max(width, #n) end
   for _, n in ipairs(names) do
-    local ok, cmd = pcall(M.command, n)
-    local summary
-    if not ok then summary = "(fails to load: " .. tostring(cmd) .. ")"
-    elseif not cmd then summary = "(not installed)"
-    else summary = cmd.summary or "" end
-    lines[#lines + 1] = string.format("  %-" .. width .. "s  %s", n, summary)
+    lines[#lines + 1] = string.format("  %-" .. width .. "s  %s", n, summary_of(n))
   end
-  lines[#lines + 1] = ""
-  lines[#lines + 1] = "'" .. prog .. " COMMAND --help' describes one. Exit status: 0 success,"
-  lines[#lines + 1] = "1 bad input (the message names file and line), 2 usage error."
+  for _, l in ipairs {
+    "",
+    "'" .. prog .. " COMMAND --help' describes one. A module phaseprobe/cli/cmd_NAME.lua",
+    "on the Lua path runs as '" .. prog .. " NAME' (list it here with",
+    "PHASEPROBE_COMMANDS=NAME,...).",
+    "",
+    "Every command that reads records takes logs, CSV and JSON lines (- for",
+    "standard input), --where F=V and --strict. Damaged record lines are counted",
+    "and the first few named on stderr, then left out; the command goes on.",
+    "",
+    "Exit status: 0 done (damaged lines, if any, were reported and left out);",
+    "1 bad input: unreadable, no records, damaged lines under --strict, or output",
+    "that cannot be written (the message names file and line); 2 usage error.",
+  } do lines[#lines + 1] = l end
   return table.concat(lines, "\n") .. "\n"
 end
 
--- ---- reading inputs ---------------------------------------------------------
-
-local function now_s()
-  local ok, pp = pcall(require, "phaseprobe")
-  if ok and pp.now then return pp.now() / 1e9 end
-  return os.clock()
-end
+-- ---- the ctx ------------------------------------------------------------------
 
 -- Whether a file method's result says it failed: nil plus a message (a
 -- stream stand-in that returns nothing is not a failure).
@@ -266,83 +255,63 @@ local function write_failure(msg)
   return "writing to standard output failed: " .. tostring(msg)
 end
 
-local function make_ctx(name, out, err)
-  local ctx = { out = out, err = err, name = name, rejected = 0 }
+local function make_ctx(cmd, name, out, err)
+  local ctx = { out = out, err = err, name = name }
   function ctx.write(...)
     local ok, msg = out:write(...)
     if failed(ok, msg) then M.input_error(write_failure(msg)) end
   end
   function ctx.usage(msg) M.usage_error(msg) end
-  function ctx.fail(msg) M.input_error(msg) end
-  function ctx.options(args, spec) return M.parse_options(args, spec) end
-  function ctx.read(files, opts)
-    opts = opts or {}
-    if #files == 0 then
-      M.usage_error("no input: give one or more files, or - for standard input")
-    end
-    local records = require "phaseprobe.records"
-    local t0 = now_s()
-    local shown = false
-    local current
-    local popts = { prefix = opts.prefix, numeric = opts.numeric }
-    popts.progress = function(bytes, recs)
-      if now_s() - t0 > 1 then
-        shown = true
-        err:write(string.format("\r%s: reading %s: %.0f MiB, %d records ", name,
-          current or "?", bytes / 1048576, recs))
-        err:flush()
-      end
-    end
-    local pp = require "phaseprobe"
-    local p <close> = pp.parse.new(popts)
-    for _, f in ipairs(files) do
-      current = f == "-" and "(stdin)" or f
-      local ok, msg = p:file(f, popts.progress)
-      if not ok then
-        if shown then err:write("\n") end
-        M.input_error(msg)
-      end
-    end
-    local cols, rep = p:finish()
-    if shown then
-      err:write(string.format("\r%s: read %d records (%d lines) in %.1f s\n", name,
-        rep.parsed, rep.total, now_s() - t0))
-    end
-    local set = records.wrap(cols)
-    for i, e in ipairs(rep.errors) do
-      if i > (opts.max_messages or 20) then
-        err:write(string.format("%s: ... and %d more rejected lines\n", name,
-          rep.rejected - (opts.max_messages or 20)))
-        break
-      end
-      err:write(string.format("%s:%d:%d: %s\n", e.file, e.line, e.column, e.what))
-    end
-    if rep.errors_dropped and rep.errors_dropped > 0 and #rep.errors <= (opts.max_messages or 20) then
-      err:write(string.format("%s: %d more rejected lines not listed\n", name, rep.errors_dropped))
-    end
-    ctx.rejected = ctx.rejected + rep.rejected
-    ctx.lenient = opts.lenient
-    if rep.parsed == 0 then
-      local where = #files == 1 and (files[1] == "-" and "(stdin)" or files[1])
-        or (#files .. " files")
-      M.input_error(string.format("%s: no record lines (%d lines: %d rejected, %d other)",
-        where, rep.total, rep.rejected, rep.other))
-    end
-    return set, rep
+  function ctx.options(args, spec)
+    local all = {}
+    if cmd.reads then for k, v in pairs(M.INPUT_OPTIONS) do all[k] = v end end
+    for k, v in pairs(spec or {}) do all[k] = v end
+    local opts, pos = M.parse_options(args, all)
+    ctx.opts, ctx.raw, ctx.wide = opts, opts.raw, opts.wide
+    local report = require "phaseprobe.output.report"
+    if opts.raw then report.raw = true end
+    if opts.wide then report.wide = true end
+    return opts, pos
   end
-  function ctx.status()
-    if ctx.rejected > 0 and not ctx.lenient then return 1 end
-    return 0
+  function ctx.fail(msg) M.input_error(msg) end
+  function ctx.progress(what, opts)
+    return require("phaseprobe.cli.progress").new(ctx, what, opts)
+  end
+  function ctx.read(files, ropts)
+    return require("phaseprobe.cli.inputs").read(ctx, files, ropts)
+  end
+  --- A writer for an output path ("-" or nil: ctx.out).
+  function ctx.output(path)
+    local to_out = not path or path == "-"
+    local f, oerr = out, nil
+    if not to_out then
+      f, oerr = io.open(path, "wb")
+      if not f then M.input_error(string.format("cannot write '%s': %s", path, oerr)) end
+    end
+    local w, bad = {}, nil
+    function w.write(s)
+      if bad then return end
+      local ok, e = f:write(s)
+      if failed(ok, e) then bad = e end
+    end
+    function w.close()
+      local ok, e
+      if to_out then ok, e = f:flush() else ok, e = f:close() end
+      if bad or failed(ok, e) then
+        M.input_error(to_out and write_failure(bad or e)
+          or string.format("writing '%s' failed: %s", path, tostring(bad or e)))
+      end
+    end
+    return w
   end
   return ctx
 end
 
 --- Runs the command module `cmd` as `phaseprobe NAME ARGS...`: answers
--- --help, makes the ctx, and turns errors into their exit status and a
+-- --help, parses the options (the input options too for a `reads`
+-- command), makes the ctx, and turns errors into their exit status and a
 -- message on err. out, err default to io.stdout, io.stderr (as they are at
--- the call). Returns the exit status. A module with `usage_on_error = true`
--- has its usage printed after a usage error's message (else a pointer to
--- --help).
+-- the call). Returns the exit status.
 function M.run(cmd, name, args, out, err)
   out, err = out or io.stdout, err or io.stderr
   local prog = "phaseprobe"
@@ -352,7 +321,11 @@ function M.run(cmd, name, args, out, err)
       return M.say(out, err, prog .. " " .. name, (cmd.usage or (prog .. " " .. name)) .. "\n", 0)
     end
   end
-  local ctx = make_ctx(prog .. " " .. name, out, err)
+  local ctx = make_ctx(cmd, prog .. " " .. name, out, err)
+  ctx.opts = {}
+  -- --raw and --wide set the report module's style for this command only
+  local report = require "phaseprobe.output.report"
+  local raw, wide = report.raw, report.wide
   local okr, res = xpcall(cmd.run, function(e)
     local mt = getmetatable(e)
     if mt == UsageError or mt == InputError then return e end
@@ -361,6 +334,7 @@ function M.run(cmd, name, args, out, err)
     end
     return e
   end, args, ctx)
+  report.raw, report.wide = raw, wide
   local fok, fmsg = out:flush()
   if okr and failed(fok, fmsg) then
     err:write(string.format("%s: %s\n", ctx.name, write_failure(fmsg)))
@@ -375,11 +349,13 @@ function M.run(cmd, name, args, out, err)
       return 2
     end
     local msg = mt == InputError and res.msg or tostring(res)
+    -- the command names itself: a library's own prefix
+    -- ("phaseprobe.whatif: ...") would say it twice
+    msg = msg:gsub("^phaseprobe%.[%w_.]+[:%w_]*: ", "")
     err:write(string.format("%s: %s\n", ctx.name, msg))
     return 1
   end
-  local code = math.tointeger(res) or (res == false and 1 or 0)
-  return math.max(code, ctx.status())
+  return math.tointeger(res) or (res == false and 1 or 0)
 end
 
 --- Writes text to out and flushes it: status, or 1 (with a message on

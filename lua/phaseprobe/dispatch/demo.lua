@@ -9,7 +9,8 @@
 -- output against the CPU evaluation and every barrier dispatch's arrival
 -- audit, and prints per shape the phase decomposition and what grows with
 -- program size. Without a GPU it says so in one line and prints the same
--- report from a record log recorded on the GPU machine (examples/data/).
+-- report from a record log recorded on the GPU machine (examples/data/ in
+-- the checkout, phaseprobe/data/ beside these modules when installed).
 --
 -- Options:
 --   --log PATH      write every record line (and the run's header and
@@ -526,9 +527,10 @@ end
 -- ---- main --------------------------------------------------------------------------------------
 local function usage(out)
   out("usage: phaseprobe demo [--log PATH] [--rounds N] [--events] [--replay PATH] [--data PATH]")
+  out("                      [--verbose]")
   out("  On a GPU: dispatches three program shapes under three knob sets and reports the phase")
   out("  decomposition, kernel times from CUPTI's timeline where CUPTI runs (--events: the event")
-  out("  pairs). Without one: reports a log recorded on the GPU machine.")
+  out("  pairs). Without one: reports a log recorded on the GPU machine (--verbose: why no GPU).")
 end
 
 local function parse_args(args)
@@ -552,6 +554,8 @@ local function parse_args(args)
       o.data = value()
     elseif a == "--events" then
       o.events = true
+    elseif a == "--verbose" or a == "-v" then
+      o.verbose = true
     elseif a == "-h" or a == "--help" then
       o.help = true
     else
@@ -562,15 +566,20 @@ local function parse_args(args)
   return o
 end
 
+-- The recorded log: installed beside the modules (phaseprobe/data/, where
+-- `make install` and the rock put it), else in the checkout's examples/data/.
 local function default_data()
   local here = package.searchpath("phaseprobe.dispatch.demo", package.path)
   if here then
-    local root = here:gsub("[^/]*$", ""):gsub("lua/phaseprobe/dispatch/$", "")
-    local p = (root ~= "" and root or "./") .. M.DATA_FILE
-    local f = io.open(p, "r")
-    if f then
-      f:close()
-      return p
+    local dir = here:gsub("[^/]*$", "")
+    local root = dir:gsub("lua/phaseprobe/dispatch/$", "")
+    for _, p in ipairs { dir:gsub("dispatch/$", "data/") .. M.DATA_FILE:match("[^/]*$"),
+                         (root ~= "" and root or "./") .. M.DATA_FILE } do
+      local f = io.open(p, "r")
+      if f then
+        f:close()
+        return p
+      end
     end
   end
   return M.DATA_FILE
@@ -666,6 +675,8 @@ function M.main(args, out, err)
   args = args or {}
   out = out or function(line) io.stdout:write(line, "\n") end
   if err == nil then err = io.stderr end
+  -- the status line only on a terminal (one rule: phaseprobe.cli.progress)
+  if err and not require("phaseprobe.cli.progress").enabled(err) then err = false end
   local ok, o = pcall(parse_args, args)
   if not ok then
     out(tostring(o))
@@ -681,7 +692,9 @@ function M.main(args, out, err)
   local dev, why = D.cuda_device(0)
   if not dev then
     local data = o.data or default_data()
-    out(fmt("phaseprobe demo: no GPU here (%s); reporting the recorded log %s instead", tostring(why), data))
+    out("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows"
+      .. (o.verbose and "" or " (--verbose: why)"))
+    if o.verbose then out("  why: " .. tostring(why)) end
     return M.replay(data, out)
   end
   local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)

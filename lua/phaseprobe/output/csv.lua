@@ -2,6 +2,8 @@
 --
 --   csv.csv(set, path [, stream])   one row per record, header first
 --   csv.read_csv(path [, opts])     -> record set, or nil, "path:line: what"
+--   csv.rows(next_line [, max_row])  RFC 4180 rows read line by line (the
+--                                   command's inputs read CSV through it)
 --                                   (opts.prefix: the prefix they print with;
 --                                   opts.max_bytes: the largest file read)
 --
@@ -55,22 +57,29 @@ function M.csv(set, path, stream)
   return files.write_lines(path, "export.csv", stream, lines)
 end
 
--- RFC 4180 rows: a list of rows, each a list of { text, quoted, line }.
--- Returns nil, "line: message" on malformed input.
-local function csv_rows(text)
-  local rows, row = {}, {}
-  local pos, line, n = 1, 1, #text
-  local row_line = 1
-  if text:sub(1, 3) == "\239\187\191" then pos = 4 end -- UTF-8 byte order mark
-  while pos <= n do
-    local c = text:sub(pos, pos)
-    local cell
-    if c == '"' then
-      local start_line = line
+-- One RFC 4180 row held in `text` (its physical lines joined by "\n"):
+-- cells (strings) and, per cell, whether it was quoted; or nil and what is
+-- wrong; or nil, nil, true when a quote is still open at the end (the row
+-- goes on on the next line).
+local function split_row(text)
+  local cells, quoted = {}, {}
+  if not text:find('"', 1, true) then
+    local pos = 1
+    while true do
+      local c = text:find(",", pos, true)
+      cells[#cells + 1] = text:sub(pos, (c or #text + 1) - 1)
+      quoted[#cells] = false
+      if not c then return cells, quoted end
+      pos = c + 1
+    end
+  end
+  local pos, n = 1, #text
+  while true do
+    if text:sub(pos, pos) == '"' then
       local parts, p = {}, pos + 1
       while true do
         local q = text:find('"', p, true)
-        if not q then return nil, ("%d: quoted field never closed"):format(start_line) end
+        if not q then return nil, nil, true end
         parts[#parts + 1] = text:sub(p, q - 1)
         if text:sub(q + 1, q + 1) == '"' then
           parts[#parts + 1] = '"'
@@ -80,48 +89,71 @@ local function csv_rows(text)
           break
         end
       end
-      local s = table.concat(parts)
-      local _, nl = s:gsub("\n", "")
-      line = line + nl
-      cell = { text = s, quoted = true }
+      cells[#cells + 1] = table.concat(parts)
+      quoted[#cells] = true
       pos = p
       local after = text:sub(pos, pos)
-      if after ~= "," and after ~= "\n" and after ~= "\r" and after ~= "" then
-        return nil, ("%d: text after a closing quote"):format(line)
-      end
+      if after ~= "," and after ~= "" then return nil, "text after a closing quote" end
     else
-      local e = text:find("[,\r\n]", pos) or n + 1
-      local s = text:sub(pos, e - 1)
-      if s:find('"', 1, true) then
-        return nil, ("%d: a quote inside an unquoted field"):format(line)
-      end
-      cell = { text = s, quoted = false }
+      local e = text:find(",", pos, true) or n + 1
+      local cell = text:sub(pos, e - 1)
+      if cell:find('"', 1, true) then return nil, "a quote inside an unquoted field" end
+      cells[#cells + 1] = cell
+      quoted[#cells] = false
       pos = e
     end
-    row[#row + 1] = cell
-    local d = text:sub(pos, pos)
-    if d == "," then
-      pos = pos + 1
-      if pos > n then row[#row + 1] = { text = "", quoted = false } end
-    else
-      if d == "\r" then pos = pos + 1 end
-      if text:sub(pos, pos) == "\n" then pos = pos + 1 end
-      row.line = row_line
-      rows[#rows + 1] = row
-      row = {}
-      line = line + 1
-      row_line = line
+    if pos > n then return cells, quoted end
+    pos = pos + 1 -- past ','
+    if pos > n then
+      cells[#cells + 1] = ""
+      quoted[#cells] = false
+      return cells, quoted
     end
   end
-  return rows
+end
+
+--- The rows of CSV text given line by line: next_line() returns a line
+-- without its "\n" (a "\r" before it kept), or nil at the end. Returns an
+-- iterator of rows { cells..., quoted = {bool...}, line = its first line
+-- number, lines = physical lines } or, for a malformed row, { line =,
+-- lines =, what = } (reading goes on after it). Blank lines are skipped;
+-- a UTF-8 byte order mark before the first row is dropped; a quoted cell
+-- keeps its line breaks as they are. A row longer than max_row bytes (with
+-- a quote still open) ends as malformed.
+function M.rows(next_line, max_row)
+  max_row = max_row or (1 << 20)
+  local lineno = 0
+  return function()
+    while true do
+      local text = next_line()
+      if text == nil then return nil end
+      lineno = lineno + 1
+      if lineno == 1 and text:sub(1, 3) == "\239\187\191" then text = text:sub(4) end
+      local start, lines = lineno, 1
+      local cells, quoted, open = split_row(text:gsub("\r$", ""))
+      while open and #text <= max_row do
+        local more = next_line()
+        if more == nil then break end
+        lineno, lines = lineno + 1, lines + 1
+        text = text .. "\n" .. more
+        cells, quoted, open = split_row((text:gsub("\r$", "")))
+      end
+      if open then return { line = start, lines = lines, what = "quoted field never closed" } end
+      if not cells then return { line = start, lines = lines, what = quoted } end
+      if not (#cells == 1 and cells[1] == "" and not quoted[1]) then
+        cells.quoted, cells.line, cells.lines = quoted, start, lines
+        return cells
+      end
+    end
+  end
 end
 
 -- A cell as a {name, value} pair for the store: quoted cells are strings,
 -- unquoted numbers go as their text (read exactly), an empty unquoted cell
 -- is absent (nil).
-local function cell_pair(name, cell)
-  if cell.quoted then return { name, cell.text } end
-  local s = cell.text
+local function cell_pair(name, text, quoted)
+  if quoted then return { name, text } end
+  local s = text
   if s == "" then return nil end
   if s:match("^%-?%d+$") or (s:match("^[%-%d.eE+]+$") and tonumber(s)) then return { name, s, true } end
   return { name, s }
@@ -131,29 +163,27 @@ function M.read_csv(path, opts)
   opts = opts or {}
   local text, err = files.slurp(path, "export.read_csv", opts.max_bytes)
   if not text then return nil, err end
-  local rows, perr = csv_rows(text)
-  if not rows then return nil, path .. ":" .. perr end
-  local header = rows[1] or {}
+  -- (the empty match gmatch yields at the very end is a blank line: skipped)
+  local rows = M.rows(text:gmatch("([^\n]*)\n?"))
+  local header = rows() or {}
+  if header.what then return nil, ("%s:%d: %s"):format(path, header.line, header.what) end
   local cols, seen = {}, {}
-  for i, cell in ipairs(header) do
-    local name = cell.text
+  for i, name in ipairs(header) do
     if name == "" then return nil, ("%s:%d: column %d has no name"):format(path, header.line, i) end
     if seen[name] then return nil, ("%s:%d: column '%s' appears twice"):format(path, header.line, name) end
     seen[name] = true
     cols[i] = name
   end
   local out, lines = {}, {}
-  for ri = 2, #rows do
-    local row = rows[ri]
-    if not (#row == 1 and row[1].text == "" and not row[1].quoted) then -- blank lines are skipped
-      if #row ~= #cols then
-        return nil, ("%s:%d: %d fields, the header has %d"):format(path, row.line, #row, #cols)
-      end
-      local pairs_ = {}
-      for i, cell in ipairs(row) do pairs_[#pairs_ + 1] = cell_pair(cols[i], cell) end
-      out[#out + 1] = pairs_
-      lines[#out] = row.line
+  for row in rows do
+    if row.what then return nil, ("%s:%d: %s"):format(path, row.line, row.what) end
+    if #row ~= #cols then
+      return nil, ("%s:%d: %d fields, the header has %d"):format(path, row.line, #row, #cols)
     end
+    local pairs_ = {}
+    for i, cell in ipairs(row) do pairs_[#pairs_ + 1] = cell_pair(cols[i], cell, row.quoted[i]) end
+    out[#out + 1] = pairs_
+    lines[#out] = row.line
   end
   return files.to_set(out, path, lines, opts.prefix)
 end

@@ -6,18 +6,20 @@
 --   html.report(set, opts)   -> string    render(describe(set, opts))
 --   html.write(set, path, opts) -> true | nil, message
 --
--- `set` is a record set (phaseprobe.records). opts: title=, source= (shown
--- under the title), group= (tag or field to group by; default the `shape`
--- tag, else the first tag, else `nodes`), by= (the quantity phases are
--- plotted against when no verdict names one; default `nodes`), fits =
--- { [phase label] = {intercept=, slope=, verdict=, quantity=, r2=} } (default
--- html.analysis_fits(set, by): the analysis module's verdicts), nested =
--- false to leave nested regions out, max_points = points drawn per scatter
--- (default html.MAX_POINTS; all records are fitted).
+-- `set` is a record set (phaseprobe.records; records.from_list makes one
+-- from a list). opts: title=, source= (shown under the title), group= (tag or
+-- field to group by; default the `shape` tag, else the first tag, else
+-- `nodes`), by= (the quantity phases are plotted against when no verdict
+-- names one; default `nodes`), fits = { [phase label] = {intercept=,
+-- slope=, verdict=, quantity=, r2=} } (default html.analysis_fits(set, by):
+-- the analysis's verdicts), nested = false to leave nested regions out,
+-- max_points = points drawn per scatter before they are binned (default
+-- output/points.lua's), progress = function(label) called per plot.
 --
--- Sits at the end of the flow: record sets -> analysis (verdicts, from
--- phaseprobe.analysis) -> this page; its tables are the C summaries of
--- each group (set:summary), its plots come from output/svg.lua.
+-- Sits at the end of the flow: record sets -> analysis (verdicts) -> this
+-- page; its tables are the C summaries of each group, its scatters come
+-- from output/points.lua (every record looked at once, binned past
+-- max_points, outliers kept), its plots from output/svg.lua.
 --
 -- The description (what render takes) is:
 --   { title=, source=, notes = {string}, summary = {{label, value}},
@@ -28,12 +30,10 @@
 local record = require "phaseprobe.record"
 local records = require "phaseprobe.records"
 local svg = require "phaseprobe.output.svg"
+local points = require "phaseprobe.output.points"
 
 local M = {}
 local esc = svg.esc
-
--- Points drawn per scatter at most (all of them are fitted).
-M.MAX_POINTS = 2000
 
 ------------------------------------------------------------------------------
 -- verdicts
@@ -49,9 +49,9 @@ function M.analysis_fits(set, by)
   local analyze = require "phaseprobe.analysis.analyze"
   local s = analyze.scaling(set)
   local fits = {}
-  for _, list in ipairs { s.phases, s.nested } do
+  for _, list in ipairs { s.phases or {}, s.nested or {} } do
     for _, v in ipairs(list) do
-      local f = by and v.quantity ~= by and v.fits[by] or nil
+      local f = by and v.quantity ~= by and type(v.fits) == "table" and v.fits[by] or nil
       if f and f.ok and f.ts then
         -- asked for another quantity than the verdict's: its own fit, the
         -- verdict kept as it is
@@ -75,8 +75,9 @@ end
 local function pick_group(set, want)
   if want then return want end
   local tags = {}
+  local cols = set:columns()
   for _, f in ipairs(set:fields()) do
-    if f ~= "kernel_src" and set:columns():kind(f) == "string" then tags[#tags + 1] = f end
+    if f ~= "kernel_src" and cols:kind(f) == "string" then tags[#tags + 1] = f end
   end
   for _, t in ipairs(tags) do
     if t == "shape" then return t end
@@ -129,11 +130,11 @@ end
 local function group_rows(g, L, with_nested)
   local rows = {}
   local wall = stats(g.set, "wall_ns")
-  local function add(name, kind, s, parent)
-    local row = { name = name, kind = kind, parent = parent, mean = s.mean, median = s.median,
-      min = s.min, max = s.max }
+  local function add(name, kind, st, parent)
+    local row = { name = name, kind = kind, parent = parent, mean = st.mean, median = st.median,
+      min = st.min, max = st.max }
     if kind == "phase" or kind == "residue" or kind == "nested" or name == "named_host_ns" then
-      row.share = wall.mean > 0 and s.mean / wall.mean or nil
+      row.share = wall.mean > 0 and st.mean / wall.mean or nil
     end
     rows[#rows + 1] = row
   end
@@ -164,12 +165,16 @@ local function group_label(by, name)
   return name
 end
 
+local function as_set(set)
+  if records.is_set(set) then return set end
+  error("html.describe: expected a record set (phaseprobe.records; records.from_list makes one), got "
+    .. type(set), 3)
+end
+
 -- The report as plain data: see the header for the shape.
 function M.describe(set, opts)
   opts = opts or {}
-  if not records.is_set(set) then
-    error("html.describe: expected a record set (phaseprobe.records), got " .. type(set), 2)
-  end
+  set = as_set(set)
   local desc = {
     title = opts.title or "phaseprobe report",
     source = opts.source,
@@ -188,9 +193,10 @@ function M.describe(set, opts)
   desc.group_by = by
   local groups = group_sets(set, by)
   local with_nested = opts.nested ~= false
+  local report = require "phaseprobe.output.report"
 
   desc.summary = {
-    { "dispatches", n },
+    { "dispatches", report.num(n) },
     { "grouped by", by },
     { "groups", #groups },
     { "phases", #L.phases },
@@ -219,60 +225,65 @@ function M.describe(set, opts)
       if row.name == "unattributed_ns" then values.unattributed = row.mean end
       if row.name == "starvation_ns" then values.starvation = row.mean end
     end
-    bars[gi] = { label = group_label(by, g.name), values = values, note = ("n=%d"):format(g.n) }
+    bars[gi] = { label = group_label(by, g.name), values = values, note = "n=" .. report.num(g.n) }
   end
   desc.bars = { title = "Where the time of one dispatch goes (mean per group)",
     subtitle = "host phases and the unattributed residue add up to wall time (the printed total); "
       .. "the hatched part after the gap is device time",
     unit = "ns", value_label = "mean per dispatch", series = series, bars = bars }
 
-  -- scatters: each phase against the quantity it scales with
+  -- scatters: each phase against the quantity it scales with; every record
+  -- is looked at, large sets through a grid (output/points.lua)
   local plotted = {}
   for _, p in ipairs(L.phases) do plotted[#plotted + 1] = p end
   if with_nested then
     for _, nl in ipairs(L.nested) do plotted[#plotted + 1] = nl end
   end
   local fits = opts.fits or M.analysis_fits(set, opts.by)
-  -- every dispatch goes into the fit (the analysis's); past max_points only
-  -- every k-th is drawn, so a large log still makes a page a browser opens
-  -- quickly
-  local stride = math.max(1, math.ceil(n / (opts.max_points or M.MAX_POINTS)))
-  local group_records = {}
-  for gi, g in ipairs(groups) do
-    local list = {}
-    for i = 1, g.set:count(), stride do list[#list + 1] = g.set:record(i) end
-    group_records[gi] = list
-  end
+  local named = {}
+  for gi, g in ipairs(groups) do named[gi] = { name = group_label(by, g.name), set = g.set } end
   for _, label in ipairs(plotted) do
+    if opts.progress then opts.progress(label) end
     local fit = fits[label]
     local quantity = fit and fit.quantity or opts.by or "nodes"
-    local series_pts = {}
-    for gi, g in ipairs(groups) do
-      local pts = {}
-      for i, r in ipairs(group_records[gi]) do pts[i] = { record.u(r, quantity), record.u(r, label) } end
-      series_pts[gi] = { name = group_label(by, g.name), points = pts }
-    end
+    local pts = points.gather(named, quantity, label, { max_points = opts.max_points })
     fit = fit or { verdict = "no fit against " .. quantity }
     local subtitle = fit.verdict or ""
     if fit.slope and fit.intercept and fit.slope ~= 0 then
-      subtitle = ("%s: %s × %s + %s%s"):format(subtitle, svg.fmt_ns(fit.slope), quantity,
-        svg.fmt_ns(fit.intercept), fit.r2 and (", R² = %.3f"):format(fit.r2) or "")
+      subtitle = ("%s: %s%s"):format(subtitle, report.equation(fit.intercept, fit.slope, quantity),
+        fit.r2 and (", least squares R² %.2f"):format(fit.r2) or "")
     elseif fit.intercept and fit.slope == 0 then
-      subtitle = ("%s: %s"):format(subtitle, svg.fmt_ns(fit.intercept))
+      subtitle = ("%s: %s"):format(subtitle, report.ns(fit.intercept))
     elseif fit.note then
       subtitle = ("%s (%s)"):format(subtitle, fit.note)
     end
-    if stride > 1 then subtitle = subtitle .. (" · 1 in %d dispatches drawn"):format(stride) end
+    local note
+    if pts.binned then
+      note = ("%s dispatches; each dot stands for those in one small cell of the plot (at their "
+        .. "mean, larger for more)"):format(report.num(pts.n))
+    end
+    if pts.outliers > 0 then
+      note = (note and (note .. ". ") or "") .. ("%s above %s drawn above the axis break, up to %s%s")
+        :format(report.num(pts.outliers), report.ns(pts.y.bulk), report.ns(pts.y.max),
+          pts.outliers_drawn < pts.outliers and (" (the largest %s one by one)"):format(
+            report.num(pts.outliers_drawn)) or " (one by one)")
+    end
     local nested_in = L.parent[label]
+    local svg_series = {}
+    for gi, sr in ipairs(pts.series) do
+      svg_series[gi] = { name = sr.name, points = sr.points, outliers = sr.outliers }
+    end
     desc.scatters[#desc.scatters + 1] = {
       label = label,
       verdict = fit.verdict,
       svg = {
         title = label .. (nested_in and (" (inside " .. nested_in .. ")") or "") .. " against " .. quantity,
         subtitle = subtitle,
+        note = note,
         x = { label = quantity },
-        y = { label = label:gsub("_ns$", "") .. " time", unit = "ns" },
-        series = series_pts,
+        y = { label = label:gsub("_ns$", "") .. " time", unit = "ns", bulk = pts.y.bulk < pts.y.max
+          and pts.y.bulk or nil, max = pts.y.max },
+        series = svg_series,
         fit = fit.slope and fit.intercept and fit or nil,
       },
     }
@@ -280,6 +291,8 @@ function M.describe(set, opts)
 
   desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis (phaseprobe.analysis.fit): "
     .. "each phase against every counted quantity, Theil-Sen; the plot shows the quantity of the verdict."
+  local mixed = require("phaseprobe.analysis.analyze").variants(set)
+  if #mixed > 0 then desc.notes[#desc.notes + 1] = report.variants(mixed):gsub("\n", " ") end
   desc.notes[#desc.notes + 1] = "Phases are a partition of the host time charged to a dispatch: they add "
     .. "up to named_host_ns, and unattributed_ns = wall_ns - named_host_ns is the rest. Nested regions "
     .. "(sub_*) are measured inside a phase and are not added again. Starvation is device_window_ns - "

@@ -232,6 +232,20 @@ local function scan_object(line)
   end
 end
 
+--- One JSON line as a flat object: obj (decoded), keys (in text order) and
+-- raw (the number tokens as written, by key); or nil and what is wrong
+-- (not JSON, not an object, a nested value).
+function M.fields(line)
+  local ok, obj = pcall(cjson.decode, line)
+  if not ok then return nil, "not JSON: " .. tostring(obj):gsub("^.-: ", "") end
+  if type(obj) ~= "table" or line:match("^%s*%[") then
+    return nil, "expected a JSON object (one record per line)"
+  end
+  local keys, raw = scan_object(line)
+  if not keys then return nil, ("field '%s': nested values are not record fields"):format(raw) end
+  return obj, keys, raw
+end
+
 -- opts.prefix: the prefix the records print with (the default schema's
 -- unless given; JSON lines do not carry it).
 function M.read_jsonl(path, opts)
@@ -242,17 +256,8 @@ function M.read_jsonl(path, opts)
   for line in (text .. "\n"):gmatch("(.-)\r?\n") do
     lineno = lineno + 1
     if line:find("%S") then
-      local ok, obj = pcall(cjson.decode, line)
-      if not ok then
-        return nil, ("%s:%d: not JSON: %s"):format(path, lineno, tostring(obj):gsub("^.-: ", ""))
-      end
-      if type(obj) ~= "table" or line:match("^%s*%[") then
-        return nil, ("%s:%d: expected a JSON object (one record per line)"):format(path, lineno)
-      end
-      local keys, raw = scan_object(line)
-      if not keys then
-        return nil, ("%s:%d: field '%s': nested values are not record fields"):format(path, lineno, raw)
-      end
+      local obj, keys, raw = M.fields(line)
+      if not obj then return nil, ("%s:%d: %s"):format(path, lineno, keys) end
       local row = {}
       for j, k in ipairs(keys) do
         local v = obj[k]

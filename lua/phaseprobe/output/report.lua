@@ -1,47 +1,81 @@
---- phaseprobe.output.report: aligned text tables and number formats, for the REPL
--- and the terminal.
+--- phaseprobe.output.report: aligned text tables and the one number style, for
+-- the terminal and the REPL. Sits at the end of the flow: record sets and
+-- analysis results in, text out.
 --
 --   local report = require "phaseprobe.output.report"
 --   print(report.table(rows, {
 --     { key = "name", title = "phase" },
 --     { key = "median", title = "median", fmt = report.ns },
+--     { key = "why", title = "why", wrap = true },   -- under the row when too wide
 --   }))
 --
--- Numbers are right-aligned, text left-aligned; widths count UTF-8
--- characters. Nanosecond figures print with a unit and three significant
--- digits (950 ns, 12.3 us, 4.56 ms, 1.23 s) unless report.raw is set, when
--- they print as integer ns.
+-- Numbers: times in SI units with 3 significant digits (950 ns, 12.3 us,
+-- 4.56 ms, 1.23 s), counts with thousands separators (1,350), signs as a
+-- person writes them (-18.6 us, +1.20 ms; an equation "a - b x q", never
+-- "+ -b"). With report.raw set (the command's --raw) every integer prints
+-- exactly, time in ns and u64 values above 2^63-1 included.
+--
+-- Tables are at most report.width (100) columns wide: a column marked
+-- wrap = true (a long explanation) moves under its row, indented and
+-- wrapped, when the table would be wider; report.wide (--wide) keeps it in
+-- the row.
 --
 -- Where it sits: the end of the flow for text: record sets print through
 -- it, and the commands print the analyses with it.
 local M = {}
 
 M.raw = false
+M.wide = false
+M.width = 100
+
+-- Decimal text of a u64 held in a Lua integer (negative = above 2^63-1).
+local function u64_text(v)
+  if v >= 0 then return string.format("%d", v) end
+  local q = (v >> 1) // 5
+  return string.format("%d%d", q, v - q * 10)
+end
 
 local function sig3(v)
   local a = math.abs(v)
-  if a >= 100 then return string.format("%.0f", v) end
-  if a >= 10 then return string.format("%.1f", v) end
+  if a >= 99.95 then return string.format("%.0f", v) end
+  if a >= 9.995 then return string.format("%.1f", v) end
   return string.format("%.2f", v)
 end
 
---- Nanoseconds with a unit: "950 ns", "12.3 us", "4.56 ms", "1.23 s".
+--- Digits grouped by thousands: "1,234,567" (a leading minus kept).
+function M.group(digits)
+  local neg, d, frac = digits:match("^(%-?)(%d+)(.*)$")
+  if not d then return digits end
+  local head = #d % 3
+  local parts = { head > 0 and d:sub(1, head) or nil }
+  for i = head + 1, #d, 3 do parts[#parts + 1] = d:sub(i, i + 2) end
+  return neg .. table.concat(parts, ",") .. frac
+end
+
+--- Nanoseconds with a unit: "950 ns", "12.3 us", "4.56 ms", "1.23 s";
+-- with report.raw, the integer ns. Negative values keep their minus
+-- ("-18.6 us"); an integer below 0 in raw mode is a u64 above 2^63-1.
 function M.ns(v)
   if v == nil or v ~= v then return "-" end
-  if M.raw then return string.format("%.0f", v) end
+  if type(v) ~= "number" then return tostring(v) end
+  if M.raw then
+    if math.type(v) == "integer" then return u64_text(v) end
+    return string.format("%.0f", v)
+  end
+  if math.type(v) == "integer" and v < 0 and v < -(1 << 62) then v = v + 2.0 ^ 64 end
   local a = math.abs(v)
-  if a < 1e3 then
-    if math.type(v) == "integer" or v == math.floor(v) then
-      return string.format("%d ns", math.floor(v))
+  if a < 999.5 then
+    if math.type(v) == "integer" or v == math.floor(v) or a >= 99.95 then
+      return string.format("%.0f ns", v)
     end
     return sig3(v) .. " ns"
-  elseif a < 1e6 then return sig3(v / 1e3) .. " us"
-  elseif a < 1e9 then return sig3(v / 1e6) .. " ms"
+  elseif a < 999.5e3 then return sig3(v / 1e3) .. " us"
+  elseif a < 999.5e6 then return sig3(v / 1e6) .. " ms"
   end
   return sig3(v / 1e9) .. " s"
 end
 
---- A signed ns difference: "+1.20 ms", "-950 ns".
+--- A signed ns difference: "+1.20 ms", "-950 ns", "0 ns".
 function M.dns(v)
   if v == nil or v ~= v then return "-" end
   local s = M.ns(math.abs(v))
@@ -56,16 +90,39 @@ function M.pct(v)
   return string.format("%.1f%%", v * 100)
 end
 
---- A plain number: integers as they are, others to 4 significant digits.
+--- A count: integers with thousands separators ("1,350"; exact digits
+-- with report.raw); other numbers to 3 significant digits, grouped past
+-- 1,000 ("2,394", "17.5", "0.125").
 function M.num(v)
   if v == nil then return "-" end
   if type(v) ~= "number" then return tostring(v) end
   if v ~= v then return "-" end
-  if math.type(v) == "integer" then return tostring(v) end
-  if v == math.floor(v) and math.abs(v) < 1e15 then
-    return string.format("%d", math.floor(v))
+  if math.type(v) == "integer" then
+    if M.raw then return string.format("%d", v) end
+    return M.group(string.format("%d", v))
   end
-  return string.format("%.4g", v)
+  if v == math.huge then return "inf" end
+  if v == -math.huge then return "-inf" end
+  if M.raw then return string.format("%.17g", v) end
+  local a = math.abs(v)
+  if a >= 999.5 then return M.group(string.format("%.0f", v)) end
+  if a == 0 then return "0" end
+  if a >= 0.001 then
+    local s = string.format("%.3g", v)
+    if s:find("e", 1, true) then s = string.format("%.3f", v) end
+    return s
+  end
+  return string.format("%.3g", v)
+end
+M.count = M.num
+
+--- "a + b x q" as a person writes it: "22.4 us + 136 ns x nodes",
+-- "-766 ns + 7.16 us x fixpoint", "2.94 us - 1.20 ns x nodes".
+function M.equation(intercept, slope, quantity)
+  local s = M.ns(intercept)
+  if slope == nil or slope == 0 then return s end
+  return string.format("%s %s %s x %s", s, slope < 0 and "-" or "+", M.ns(math.abs(slope)),
+    quantity)
 end
 
 --- A fit quality or R^2 with two decimals.
@@ -85,14 +142,41 @@ local function pad(s, w, right)
   return s .. string.rep(" ", n)
 end
 
+--- Words of `text` in lines of at most `w` columns, each starting with
+-- `indent`.
+function M.wrap(text, w, indent)
+  indent = indent or ""
+  local out, line = {}, indent
+  -- a number stays on the line of its unit ("1.16 ns")
+  text = tostring(text):gsub("(%d) (%a?s)%f[%A]", "%1\1%2")
+  for word in text:gmatch("%S+") do
+    word = word:gsub("\1", " ")
+    if line ~= indent and width(line) + 1 + width(word) > w then
+      out[#out + 1] = line
+      line = indent .. word
+    elseif line == indent then
+      line = indent .. word
+    else
+      line = line .. " " .. word
+    end
+  end
+  if line ~= indent then out[#out + 1] = line end
+  return out
+end
+
 --- Renders rows as an aligned table.
--- columns: list of {key=, title=, fmt=function(value, row), align="left"|"right"}
--- (key may also be a function(row)). opts: {indent=, sep=} (sep: between
--- columns, default two spaces; the header is underlined with dashes).
+-- columns: list of {key=, title=, fmt=function(value, row), align="left"|"right",
+-- wrap=true} (key may also be a function(row)). opts: {indent=, sep=,
+-- width=, wide=} (sep: between columns, default two spaces; the header is
+-- underlined with dashes). A wrap column that would make the table wider
+-- than opts.width (default report.width) is written under each row instead,
+-- unless opts.wide or report.wide.
 function M.table(rows, columns, opts)
   opts = opts or {}
   local sep = opts.sep or "  "
   local indent = opts.indent or ""
+  local maxw = opts.width or M.width
+  local wide = opts.wide or M.wide
   local cells, widths, right = {}, {}, {}
   for c, col in ipairs(columns) do
     widths[c] = width(col.title or tostring(col.key))
@@ -117,43 +201,80 @@ function M.table(rows, columns, opts)
   for c, col in ipairs(columns) do
     if col.align then right[c] = col.align == "right" end
   end
+  -- the columns shown in the row, and those moved under it
+  local shown, under = {}, {}
+  local total = width(indent)
+  for c = 1, #columns do total = total + widths[c] + (c > 1 and #sep or 0) end
+  for c, col in ipairs(columns) do
+    if col.wrap and not wide and total > maxw then
+      under[#under + 1] = c
+      total = total - widths[c] - #sep
+    else
+      shown[#shown + 1] = c
+    end
+  end
   local out = {}
   local function line(parts)
     out[#out + 1] = (indent .. table.concat(parts, sep)):gsub("%s+$", "")
   end
   local head, rule = {}, {}
-  for c, col in ipairs(columns) do
-    head[c] = pad(col.title or tostring(col.key), widths[c], right[c])
-    rule[c] = string.rep("-", widths[c])
+  for i, c in ipairs(shown) do
+    local col = columns[c]
+    head[i] = pad(col.title or tostring(col.key), widths[c], right[c])
+    rule[i] = string.rep("-", widths[c])
   end
   line(head)
   line(rule)
   for r = 1, #rows do
     local parts = {}
-    for c = 1, #columns do parts[c] = pad(cells[r][c], widths[c], right[c]) end
+    for i, c in ipairs(shown) do parts[i] = pad(cells[r][c], widths[c], right[c]) end
     line(parts)
+    for _, c in ipairs(under) do
+      local text = cells[r][c]
+      if text ~= "" and text ~= "-" then
+        for _, l in ipairs(M.wrap(text, maxw, indent .. "    ")) do out[#out + 1] = l end
+      end
+    end
   end
   return table.concat(out, "\n")
 end
 
+--- Fields whose sum (and mean) mean nothing: ids and timestamps.
+function M.is_label_field(name)
+  return name == "seq" or name == "tid" or name == "start_ns" or name == "encode"
+    or name == "@line" or name:match("_id$") ~= nil
+end
+
 --- The statistics columns for summaries (of ns fields unless fmt given).
-function M.summary_columns(fmt)
+-- With opts.same_count, the count column is left out (the caller says it).
+function M.summary_columns(fmt, opts)
   fmt = fmt or M.ns
-  local function f(v) return fmt(v) end
-  return {
-    { key = "count", title = "count", fmt = M.num },
-    { key = "min", title = "min", fmt = f },
-    { key = "median", title = "median", fmt = f },
-    { key = "mean", title = "mean", fmt = f },
-    { key = "p90", title = "p90", fmt = f },
-    { key = "p99", title = "p99", fmt = f },
-    { key = "max", title = "max", fmt = f },
-    { key = "sum", title = "sum", fmt = f },
-  }
+  local function f(v, row) return fmt(v, row) end
+  local cols = {}
+  if not (opts and opts.same_count) then
+    cols[#cols + 1] = { key = "count", title = "count", fmt = M.num }
+  end
+  for _, k in ipairs { "min", "median", "mean", "p90", "p99", "max" } do
+    cols[#cols + 1] = { key = k, title = k, fmt = f, align = "right" }
+  end
+  cols[#cols + 1] = { key = "sum", title = "total", fmt = f, align = "right" }
+  return cols
+end
+
+-- Whether every item's summary has the same count: that count, or nil.
+local function same_count(items)
+  local n
+  for _, it in ipairs(items) do
+    local c = it.summary and it.summary.count
+    if n == nil then n = c elseif c ~= n then return nil end
+  end
+  return n
 end
 
 --- A summary table with one row per named summary:
--- items = { {name=, summary={count=,...}, [extra keys]}, ... }
+-- items = { {name=, summary={count=,...}, [extra keys]}, ... }. When every
+-- summary has the same count it is said once above the table
+-- ("1,350 records each") instead of in a column.
 function M.summaries(items, opts)
   opts = opts or {}
   local rows = {}
@@ -161,56 +282,152 @@ function M.summaries(items, opts)
     local row = {}
     for k, v in pairs(it.summary or {}) do row[k] = v end
     for k, v in pairs(it) do if k ~= "summary" then row[k] = v end end
+    if M.is_label_field(it.name or "") then row.sum, row.mean = nil, nil end
     rows[i] = row
   end
+  local n = #items > 1 and same_count(items) or nil
   local cols = { { key = "name", title = opts.title or "field" } }
   local fmt = opts.fmt
-  for _, c in ipairs(M.summary_columns(fmt)) do cols[#cols + 1] = c end
+  for _, c in ipairs(M.summary_columns(fmt, { same_count = n ~= nil })) do cols[#cols + 1] = c end
   for _, c in ipairs(opts.extra or {}) do cols[#cols + 1] = c end
-  return M.table(rows, cols, opts)
+  local text = M.table(rows, cols, opts)
+  if n then text = string.format("%s%s record%s each\n", opts.indent or "", M.num(n),
+    n == 1 and "" or "s") .. text end
+  return text
+end
+
+-- ---- printable results (the REPL prints them with tostring) --------------
+
+local printable_mts = setmetatable({}, { __mode = "k" })
+
+--- Gives the plain table t a metatable whose __tostring is render(t), so
+-- the REPL prints it as text; returns t. Tables that already have a
+-- metatable are left as they are.
+function M.printable(t, render, name)
+  if type(t) ~= "table" or getmetatable(t) ~= nil then return t end
+  local mt = printable_mts[render]
+  if not mt then
+    mt = { __tostring = render, __name = name or "phaseprobe.result" }
+    printable_mts[render] = mt
+  end
+  return setmetatable(t, mt)
+end
+
+--- A summary (set:summary) of the field `name`, as a one-row table.
+function M.summary_text(name)
+  return function(s)
+    local fmt = name:match("_ns$") and M.ns or M.num
+    return "phaseprobe.summary of " .. name .. "\n"
+      .. M.summaries({ { name = name, summary = s } }, { fmt = function(v) return fmt(v) end })
+  end
+end
+
+--- A line fit (set:fit, fit.line) of y against x, both methods.
+function M.fit_text(x, y)
+  return function(f)
+    local out = { string.format("phaseprobe.fit of %s against %s: %s points, %s distinct %s",
+      y or "y", x or "x", M.num(f.n or 0), M.num(f.distinct_x or 0), x or "x") }
+    if f.ok and f.ls and f.ts then
+      local fmt = (y or ""):match("_ns$") and M.equation or function(a, b, q)
+        return string.format("%s %s %s x %s", M.num(a), b < 0 and "-" or "+", M.num(math.abs(b)), q)
+      end
+      out[#out + 1] = string.format("  least squares  %s  (R2 %s)", fmt(f.ls.intercept, f.ls.slope,
+        x or "x"), M.q(f.ls.r2))
+      out[#out + 1] = string.format("  Theil-Sen      %s  (quality %s, %s pairs%s)",
+        fmt(f.ts.intercept, f.ts.slope, x or "x"), M.q(f.ts.quality), M.num(f.ts.pairs or 0),
+        f.ts.sampled and ", sampled" or "")
+    else
+      out[#out + 1] = "  no fit (fewer than 2 distinct x)"
+    end
+    return table.concat(out, "\n")
+  end
+end
+
+--- A list of names (set:fields) on wrapped lines.
+function M.list_text(title)
+  return function(list)
+    local names = {}
+    for i, v in ipairs(list) do names[i] = tostring(v) end
+    return table.concat(M.wrap(string.format("%s (%d): %s", title, #names,
+      table.concat(names, ", ")), M.width, ""), "\n")
+  end
+end
+
+--- One scaling verdict (fit.verdict): its row and its fits.
+function M.verdict_text(v)
+  local text = M.scaling({ quantities = {}, phases = { v }, nested = {} }):gsub("^[^\n]*\n", "")
+  if v.fits and next(v.fits) then text = text .. "\n" .. M.fits(v) end
+  return "phaseprobe.verdict\n" .. text
 end
 
 -- ---- analysis reports ------------------------------------------------------
 
 local function lines(t) return table.concat(t, "\n") end
 
---- Per-phase time (analyze.phases): summary columns plus share of wall.
+--- Per-phase time (analyze.phases): summary columns plus share of wall;
+-- each nested region right under the phase it was measured in, indented.
 function M.phases(rows)
-  local items = {}
-  for i, r in ipairs(rows) do
-    local name = r.name
-    if r.kind == "nested" then name = "  " .. name .. (r.parent and (" (in " .. r.parent .. ")") or "") end
-    items[i] = { name = name, summary = r.summary, share = r.share }
+  local items, placed = {}, {}
+  local function add(r, indent)
+    items[#items + 1] = { name = indent .. r.name, summary = r.summary, share = r.share }
+  end
+  for _, r in ipairs(rows) do
+    if r.kind ~= "nested" then
+      add(r, "")
+      for _, n in ipairs(rows) do
+        if n.kind == "nested" and n.parent == r.name then
+          add(n, "  ")
+          placed[n] = true
+        end
+      end
+    end
+  end
+  for _, n in ipairs(rows) do
+    if n.kind == "nested" and not placed[n] then add(n, "  ") end
   end
   return M.summaries(items, { title = "phase", extra = {
     { key = "share", title = "of wall", fmt = M.pct } } })
 end
 
---- Scaling verdicts (analyze.scaling).
+--- Scaling verdicts (analyze.scaling): one row per phase, its explanation
+-- under it when the row would pass the width.
 function M.scaling(s)
   local rows = {}
   local function add(v, indent)
+    local why = { v.reason }
+    if #v.also > 0 then why[#why + 1] = "also fits " .. table.concat(v.also, ", ") end
+    for _, n in ipairs(v.notes) do why[#why + 1] = n end
     rows[#rows + 1] = {
       name = indent .. v.name, n = v.n, median = v.median, verdict = v.verdict,
-      fixed = v.fixed_ns, per = v.ns_per_unit, quality = v.quality, r2 = v.r2,
-      reason = v.reason .. (#v.also > 0 and ("; also fits " .. table.concat(v.also, ", ")) or "")
-        .. (#v.notes > 0 and ("; " .. table.concat(v.notes, "; ")) or ""),
+      fixed = v.fixed_ns, per = v.ns_per_unit ~= 0 and v.ns_per_unit or nil,
+      quality = v.quality, r2 = v.r2, reason = table.concat(why, "; "),
     }
   end
   for _, v in ipairs(s.phases) do add(v, "") end
   for _, v in ipairs(s.nested) do add(v, "  ") end
   local head = "quantities: " .. (#s.quantities > 0 and table.concat(s.quantities, ", ") or "none")
-  return head .. "\n" .. M.table(rows, {
-    { key = "name", title = "phase" },
-    { key = "n", title = "n" },
-    { key = "median", title = "median", fmt = M.ns },
+  if s.untested and #s.untested > 0 then
+    local parts = {}
+    for _, u in ipairs(s.untested) do parts[#parts + 1] = u.name .. " (" .. u.why .. ")" end
+    local d = require("phaseprobe.analysis.fit").defaults
+    head = head .. "\n" .. table.concat(M.wrap(string.format("not used for verdicts (a quantity needs "
+      .. "%d values, each held by %s of the records or %d of them): %s", d.min_distinct,
+      M.pct(d.min_share), d.min_records, table.concat(parts, "; ")), M.width, ""), "\n")
+  end
+  local cols = { { key = "name", title = "phase" } }
+  local same = true
+  for _, r in ipairs(rows) do if r.n ~= rows[1].n then same = false end end
+  if not same then cols[#cols + 1] = { key = "n", title = "n" } end
+  for _, c in ipairs {
+    { key = "median", title = "median", fmt = M.ns, align = "right" },
     { key = "verdict", title = "verdict" },
-    { key = "fixed", title = "fixed/dispatch", fmt = M.ns },
-    { key = "per", title = "ns/unit", fmt = M.num },
-    { key = "quality", title = "TS quality", fmt = M.q },
-    { key = "r2", title = "LS R2", fmt = M.q },
-    { key = "reason", title = "why", align = "left" },
-  })
+    { key = "fixed", title = "fixed", fmt = M.ns, align = "right" },
+    { key = "per", title = "per unit", fmt = M.ns, align = "right" },
+    { key = "quality", title = "quality", fmt = M.q, align = "right" },
+    { key = "r2", title = "LS R2", fmt = M.q, align = "right" },
+    { key = "reason", title = "why", align = "left", wrap = true },
+  } do cols[#cols + 1] = c end
+  return head .. "\n" .. M.table(rows, cols)
 end
 
 --- All fits of one verdict: one row per quantity.
@@ -226,14 +443,21 @@ function M.fits(v)
       ts_a = f.ts and f.ts.intercept, ts_b = f.ts and f.ts.slope,
       ts_q = f.ts and f.ts.quality, effect = f.effect }
   end
-  return M.table(rows, {
-    { key = "q", title = "quantity" }, { key = "n", title = "n" },
-    { key = "distinct", title = "distinct" },
-    { key = "ls_a", title = "LS fixed", fmt = M.ns }, { key = "ls_b", title = "LS ns/unit", fmt = M.num },
-    { key = "ls_r2", title = "LS R2", fmt = M.q },
-    { key = "ts_a", title = "TS fixed", fmt = M.ns }, { key = "ts_b", title = "TS ns/unit", fmt = M.num },
-    { key = "ts_q", title = "TS quality", fmt = M.q }, { key = "effect", title = "effect", fmt = M.pct },
-  })
+  local cols = { { key = "q", title = "quantity" } }
+  local same = true
+  for _, r in ipairs(rows) do if r.n ~= rows[1].n then same = false end end
+  if not same then cols[#cols + 1] = { key = "n", title = "n" } end
+  for _, c in ipairs {
+    { key = "distinct", title = "values" },
+    { key = "ls_a", title = "LS fixed", fmt = M.ns, align = "right" },
+    { key = "ls_b", title = "LS slope", fmt = M.ns, align = "right" },
+    { key = "ls_r2", title = "LS R2", fmt = M.q, align = "right" },
+    { key = "ts_a", title = "TS fixed", fmt = M.ns, align = "right" },
+    { key = "ts_b", title = "TS slope", fmt = M.ns, align = "right" },
+    { key = "ts_q", title = "quality", fmt = M.q, align = "right" },
+    { key = "effect", title = "effect", fmt = M.pct, align = "right" },
+  } do cols[#cols + 1] = c end
+  return (same and rows[1] and (M.num(rows[1].n) .. " records each\n") or "") .. M.table(rows, cols)
 end
 
 --- Starvation, residue and probe overhead (analyze.starvation).
@@ -248,14 +472,51 @@ function M.starvation(st)
   add("starvation", st.starvation, "device_window_ns - kernel_ns")
   add("residue", st.residue, "unattributed_ns")
   add("probe", st.probe, "probe_ns (the probe's own cost)")
-  local out = { M.table(rows, {
+  local out = {}
+  if #rows > 0 then out[1] = M.table(rows, {
     { key = "name", title = "" }, { key = "n", title = "n" },
     { key = "median", title = "median", fmt = M.ns }, { key = "mean", title = "mean", fmt = M.ns },
     { key = "p90", title = "p90", fmt = M.ns }, { key = "sum", title = "total", fmt = M.ns },
-    { key = "share", title = "of wall", fmt = M.pct }, { key = "what", title = "what" },
-  }) }
-  for _, n in ipairs(st.notes or {}) do out[#out + 1] = "note: " .. n end
+    { key = "share", title = "of wall", fmt = M.pct },
+    { key = "what", title = "what", align = "left", wrap = true },
+  }) end
+  for _, n in ipairs(st.notes or {}) do
+    for _, l in ipairs(M.wrap("note: " .. n, M.width, "")) do out[#out + 1] = l end
+  end
   return lines(out)
+end
+
+--- Records whose named phases exceed wall (analyze.overrun): a note of a
+-- few wrapped lines, or nil when there are none.
+function M.overrun(o)
+  if not o or o.n == 0 then return nil end
+  local w = o.worst
+  local where = w.file and string.format(" (%s:%s)", tostring(w.file), tostring(w.line)) or ""
+  local text = string.format("note: named phases exceed wall_ns on %s of %s records (%s), by up "
+    .. "to %s (median %s); worst: seq=%s%s, named %s, wall %s. unattributed_ns is 0 on them "
+    .. "(saturated), so the residue reads low and phase shares of wall can pass 100%%: the wall "
+    .. "was supplied by the caller (the reference's emit) or time was charged outside the "
+    .. "dispatch.", M.num(o.n), M.num(o.of), M.pct(o.n / o.of), M.ns(o.max_over),
+    M.ns(o.median_over), tostring(w.seq or "?"), where, M.ns(w.named), M.ns(w.wall))
+  return table.concat(M.wrap(text, M.width, ""), "\n")
+end
+
+--- Tags that split the records into variants (analyze.variants): a warning
+-- with the --where that takes one, or nil.
+function M.variants(found)
+  if not found or #found == 0 then return nil end
+  local out = {}
+  for _, v in ipairs(found) do
+    local a, b = tostring(v.values[1]), tostring(v.values[2])
+    local text = string.format("warning: %s splits the records into groups whose phases behave "
+      .. "differently: %s median %s with %s=%s, %s with %s=%s%s. Verdicts and plots over the mix "
+      .. "can mislead: take one variant (--where %s=%s) or set them side by side (report --group "
+      .. "%s; compare --by %s %s %s).", v.tag, v.phase, M.ns(v.medians[1]), v.tag, a,
+      M.ns(v.medians[2]), v.tag, b, v.where ~= "" and (" (" .. v.where .. ")") or "", v.tag, a,
+      v.tag, v.tag, a, b)
+    for _, l in ipairs(M.wrap(text, M.width, "")) do out[#out + 1] = l end
+  end
+  return table.concat(out, "\n")
 end
 
 --- A comparison (compare.sets), rows ranked by how much they explain.
@@ -339,7 +600,7 @@ function M.whatif(r)
     end
   end
   local cols = {
-    { key = "name", title = string.format("%d dispatches", r.n) },
+    { key = "name", title = M.num(r.n) .. " dispatches" },
     { key = "measured", title = "measured", fmt = M.ns },
     { key = "projected", title = "projected", fmt = M.ns },
     { key = "change", title = "change", fmt = M.pct },
@@ -416,8 +677,8 @@ end
 --- A parse report (pp.parse.*): the counts, then each error as file:line:column: what.
 function M.parse(rep, opts)
   opts = opts or {}
-  local out = { string.format("%d lines: %d records, %d rejected, %d other",
-    rep.total, rep.parsed, rep.rejected, rep.other) }
+  local out = { string.format("%s lines: %s records, %s damaged, %s other",
+    M.num(rep.total), M.num(rep.parsed), M.num(rep.rejected), M.num(rep.other)) }
   local limit = opts.limit or 20
   for i, e in ipairs(rep.errors or {}) do
     if i > limit then

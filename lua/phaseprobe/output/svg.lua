@@ -158,6 +158,43 @@ local function axis_label(label, u)
 end
 
 ------------------------------------------------------------------------------
+-- text that fits
+------------------------------------------------------------------------------
+
+-- Width of text in px at a font size (DejaVu Sans is wide: 0.6 em per
+-- character on average, bold 0.66); an estimate on the safe side, so
+-- nothing reaches the edge.
+function M.text_width(s, size, bold)
+  return (utf8.len(s) or #s) * size * (bold and 0.66 or 0.6)
+end
+
+-- Words of s in lines no wider than w px.
+function M.wrap(s, w, size, bold)
+  local lines, line = {}, nil
+  for word in tostring(s):gmatch("%S+") do
+    local try = line and (line .. " " .. word) or word
+    if line and M.text_width(try, size, bold) > w then
+      lines[#lines + 1] = line
+      line = word
+    else
+      line = try
+    end
+  end
+  if line then lines[#lines + 1] = line end
+  return lines
+end
+
+-- s cut with an ellipsis to at most w px.
+local function fit_text(s, w, size)
+  s = tostring(s)
+  if M.text_width(s, size) <= w then return s end
+  local n = math.max(1, math.floor(w / (size * 0.6)) - 1)
+  local cut = s:sub(1, utf8.offset(s, n + 1) and (utf8.offset(s, n + 1) - 1) or #s)
+  return cut .. "…"
+end
+M.fit_text = fit_text
+
+------------------------------------------------------------------------------
 -- scatter
 ------------------------------------------------------------------------------
 
@@ -170,114 +207,200 @@ local function check_points(pts, where)
   end
 end
 
+--- A scatter plot. series = { {name=, points = { {x, y [, n]} }, outliers
+-- = { {x, y [, seq]} }, color=} } (or points = ... for one series); a point
+-- with n > 1 stands for n records (drawn larger). y.bulk: the axis ends
+-- there and points above it (the outliers) are drawn one by one in a band
+-- above a break of the axis, up to y.max. fit = {intercept=, slope=, ...}
+-- draws the fitted line where it is at or above zero. note: a line under
+-- the legend.
 function M.scatter(o)
   if type(o) ~= "table" then error("svg.scatter: expected a table of options", 2) end
   local series = o.series or { { name = o.name, points = o.points or {} } }
-  for i, s in ipairs(series) do check_points(s.points, ("svg.scatter: series %d"):format(i)) end
-  local xo, yo = o.x or {}, o.y or {}
-  local W, H = o.width or 760, o.height or 440
-  local legend_w = 0
-  local named = 0
-  for _, s in ipairs(series) do
-    if s.name then
-      named = named + 1
-      legend_w = math.max(legend_w, 40 + 7.5 * #tostring(s.name))
-    end
+  for i, s in ipairs(series) do
+    check_points(s.points, ("svg.scatter: series %d"):format(i))
+    if s.outliers then check_points(s.outliers, ("svg.scatter: series %d outliers"):format(i)) end
   end
-  if o.fit then legend_w = math.max(legend_w, 130) end
-  legend_w = math.min(math.max(legend_w, 0), 220)
-  local ml, mr, mt, mb = 84, 24 + legend_w, o.subtitle and 62 or 44, 58
-  local pw, ph = W - ml - mr, H - mt - mb
+  local xo, yo = o.x or {}, o.y or {}
+  local W = o.width or 760
+  local ml, mr = 84, 28
+  local pw = W - ml - mr
+  local fit = o.fit
 
   -- ranges: both axes start at zero so a fixed cost shows as an intercept
-  local xmax, ymax = 0, 0
+  local xmax, ymax, nout = 0, 0, 0
   for _, s in ipairs(series) do
     for _, p in ipairs(s.points) do
-      xmax = math.max(xmax, p[1])
-      ymax = math.max(ymax, p[2])
+      if p[1] > xmax then xmax = p[1] end
+      if p[2] > ymax then ymax = p[2] end
+    end
+    for _, p in ipairs(s.outliers or {}) do
+      if p[1] > xmax then xmax = p[1] end
+      if p[2] > ymax then ymax = p[2] end
+      nout = nout + 1
     end
   end
-  local fit = o.fit
-  if fit and fit.slope and fit.intercept then
-    ymax = math.max(ymax, fit.intercept + fit.slope * xmax, fit.intercept)
+  if yo.max and yo.max > ymax then ymax = yo.max end
+  local bulk = yo.bulk and yo.bulk < ymax and yo.bulk or nil
+  local main_max = bulk or ymax
+  if fit and fit.slope and fit.intercept and not bulk then
+    main_max = math.max(main_max, fit.intercept + fit.slope * xmax, fit.intercept)
   end
   local xu = M.unit_for(xo.unit, xmax)
-  local yu = M.unit_for(yo.unit, ymax)
+  local yu = M.unit_for(yo.unit, main_max)
   local xt, _, xhi = M.ticks(0, xmax > 0 and xmax / xu.scale or 1, 6)
-  local yt, _, yhi = M.ticks(0, ymax > 0 and ymax / yu.scale or 1, 5)
+  local yt, _, yhi = M.ticks(0, main_max > 0 and main_max / yu.scale or 1, 5)
+
+  -- head: title and subtitle, wrapped to the width
+  local head = {}
+  local y = 22
+  for _, l in ipairs(o.title and M.wrap(o.title, W - ml - 12, 16, true) or {}) do
+    head[#head + 1] = text(ml, y, l, 'font-size="16" font-weight="bold"')
+    y = y + 20
+  end
+  for _, l in ipairs(o.subtitle and M.wrap(o.subtitle, W - ml - 12, 13) or {}) do
+    head[#head + 1] = text(ml, y, l, 'font-size="13" fill="#333"')
+    y = y + 17
+  end
+  local top = y + 6
+  local band_h, gap = bulk and 64 or 0, bulk and 14 or 0
+  local ph = o.height and (o.height - top - 60) or 330
+  local main_top = top + band_h + gap
   local function X(v) return ml + (v / xu.scale) / xhi * pw end
-  local function Y(v) return mt + ph - (v / yu.scale) / yhi * ph end
+  local function Y(v)
+    if bulk and v > bulk then
+      return top + band_h - (v - bulk) / math.max(ymax - bulk, 1) * (band_h - 8)
+    end
+    return main_top + ph - (v / yu.scale) / yhi * ph
+  end
+  local axis_y = main_top + ph
+
+  -- legend rows under the axis label
+  local items = {}
+  for si, s in ipairs(series) do
+    if s.name then items[#items + 1] = { kind = "dot", color = s.color or M.color(si), label = s.name } end
+  end
+  if fit and fit.slope and fit.intercept then
+    items[#items + 1] = { kind = "line", label = fit.legend or ((fit.method or "least-squares") .. " fit") }
+  end
+  if nout > 0 then
+    items[#items + 1] = { kind = "outlier", label = "outlier above the break, one dispatch" }
+  end
+  local rows, lx, row = {}, 0, 1
+  for _, it in ipairs(items) do
+    it.label = fit_text(it.label, pw - 30, 12)
+    local w = 26 + M.text_width(it.label, 12) + 18
+    if lx > 0 and lx + w > pw then row, lx = row + 1, 0 end
+    it.x, it.row = ml + lx, row
+    lx = lx + w
+  end
+  local legend_top = axis_y + 58
+  local notes = o.note and M.wrap(o.note, pw, 12) or {}
+  local H = legend_top + (#items > 0 and row * 20 or 0) + #notes * 16 + 10
 
   local out = open_svg(W, H, o.title)
   local clip = next_id("clip")
   out[#out + 1] = ('<defs><clipPath id="%s"><rect x="%s" y="%s" width="%s" height="%s"/></clipPath></defs>')
-      :format(clip, num(ml), num(mt), num(pw), num(ph))
-  if o.title then out[#out + 1] = text(ml, 22, o.title, 'font-size="16" font-weight="bold"') end
-  if o.subtitle then out[#out + 1] = text(ml, 42, o.subtitle, 'font-size="13" fill="#333"') end
+      :format(clip, num(ml), num(main_top), num(pw), num(ph))
+  for _, h in ipairs(head) do out[#out + 1] = h end
 
   -- grid and ticks
   out[#out + 1] = '<g stroke="#e3e3e3" stroke-width="1">'
   for _, v in ipairs(yt) do
-    local y = mt + ph - v / yhi * ph
-    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s"/>'):format(num(ml), num(y), num(ml + pw), num(y))
+    local yy = main_top + ph - v / yhi * ph
+    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s"/>'):format(num(ml), num(yy), num(ml + pw), num(yy))
   end
   for _, v in ipairs(xt) do
     local x = ml + v / xhi * pw
-    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s"/>'):format(num(x), num(mt), num(x), num(mt + ph))
+    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s"/>'):format(num(x), num(main_top), num(x), num(axis_y))
   end
   out[#out + 1] = "</g>"
   out[#out + 1] = ('<g stroke="#333" stroke-width="1.2"><line x1="%s" y1="%s" x2="%s" y2="%s"/>'
-    .. '<line x1="%s" y1="%s" x2="%s" y2="%s"/></g>'):format(num(ml), num(mt + ph), num(ml + pw), num(mt + ph),
-    num(ml), num(mt), num(ml), num(mt + ph))
+    .. '<line x1="%s" y1="%s" x2="%s" y2="%s"/></g>'):format(num(ml), num(axis_y), num(ml + pw), num(axis_y),
+    num(ml), num(main_top), num(ml), num(axis_y))
   out[#out + 1] = '<g font-size="12" fill="#333">'
   for _, v in ipairs(yt) do
-    local y = mt + ph - v / yhi * ph
-    out[#out + 1] = text(ml - 8, y + 4, M.fmt(v), 'text-anchor="end"')
+    out[#out + 1] = text(ml - 8, main_top + ph - v / yhi * ph + 4, M.fmt(v), 'text-anchor="end"')
   end
   for _, v in ipairs(xt) do
-    local x = ml + v / xhi * pw
-    out[#out + 1] = text(x, mt + ph + 18, M.fmt(v), 'text-anchor="middle"')
+    out[#out + 1] = text(ml + v / xhi * pw, axis_y + 18, M.fmt(v), 'text-anchor="middle"')
   end
   out[#out + 1] = "</g>"
-  out[#out + 1] = text(ml + pw / 2, H - 14, axis_label(xo.label or "x", xu), 'text-anchor="middle" font-size="13"')
+  if bulk then
+    -- the band above the break: its own scale, from the bulk's end to the largest
+    local fmt_v = yo.unit == "ns" and M.fmt_ns or M.fmt
+    out[#out + 1] = ('<rect x="%s" y="%s" width="%s" height="%s" fill="#fbf3f0" stroke="#d9c2b8"/>')
+      :format(num(ml), num(top), num(pw), num(band_h))
+    out[#out + 1] = text(ml - 8, top + 12, fmt_v(ymax), 'text-anchor="end" font-size="11" fill="#7f2704"')
+    out[#out + 1] = text(ml - 8, top + band_h - 2, fmt_v(bulk), 'text-anchor="end" font-size="11" fill="#7f2704"')
+    -- the break marks on the y axis
+    local by = main_top - gap / 2
+    out[#out + 1] = ('<g stroke="#333" stroke-width="1.2"><line x1="%s" y1="%s" x2="%s" y2="%s"/>'
+      .. '<line x1="%s" y1="%s" x2="%s" y2="%s"/></g>'):format(num(ml - 6), num(by + 2), num(ml + 6),
+      num(by - 4), num(ml - 6), num(by + 6), num(ml + 6), num(by))
+  end
+  out[#out + 1] = text(ml + pw / 2, axis_y + 38, axis_label(xo.label or "x", xu), 'text-anchor="middle" font-size="13"')
   out[#out + 1] = ('<text transform="translate(%s %s) rotate(-90)" text-anchor="middle" font-size="13">%s</text>')
-      :format(num(20), num(mt + ph / 2), esc(axis_label(yo.label or "y", yu)))
+      :format(num(20), num(main_top + ph / 2), esc(axis_label(yo.label or "y", yu)))
 
-  -- fitted line, clipped to the plot area
+  -- fitted line, where it is at or above zero, clipped to the plot area
   if fit and fit.slope and fit.intercept then
     local x1 = xhi * xu.scale
-    out[#out + 1] = ('<line clip-path="url(#%s)" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" '
-      .. 'stroke-width="2" stroke-dasharray="7 4"><title>%s</title></line>'):format(clip, num(X(0)),
-      num(Y(fit.intercept)), num(X(x1)), num(Y(fit.intercept + fit.slope * x1)), esc(fit.verdict or "fit"))
+    local x0 = 0
+    if fit.intercept < 0 and fit.slope > 0 then x0 = math.min(-fit.intercept / fit.slope, x1) end
+    if fit.intercept + fit.slope * x1 < 0 and fit.slope < 0 then x1 = math.max(fit.intercept / -fit.slope, x0) end
+    if fit.intercept + fit.slope * x0 >= 0 or fit.intercept + fit.slope * x1 >= 0 then
+      out[#out + 1] = ('<line clip-path="url(#%s)" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" '
+        .. 'stroke-width="2" stroke-dasharray="7 4"><title>%s</title></line>'):format(clip, num(X(x0)),
+        num(Y(math.max(0, fit.intercept + fit.slope * x0))), num(X(x1)),
+        num(Y(math.max(0, fit.intercept + fit.slope * x1))), esc(fit.verdict or "fit"))
+    end
   end
 
-  -- points
+  -- points: one dot per point; a point standing for n records is larger
+  local function value_text(v, u) return M.fmt(v / u.scale) .. " " .. (u.name or "") end
   for si, s in ipairs(series) do
     local color = s.color or M.color(si)
-    out[#out + 1] = ('<g fill="%s" fill-opacity="0.75" stroke="%s" stroke-width="1">'):format(color, color)
+    out[#out + 1] = ('<g fill="%s" fill-opacity="0.7" stroke="%s" stroke-width="1">'):format(color, color)
     for _, p in ipairs(s.points) do
-      out[#out + 1] = ('<circle cx="%s" cy="%s" r="4"><title>%s: %s, %s</title></circle>'):format(
-        num(X(p[1])), num(Y(p[2])), esc(s.name or "point"), esc(M.fmt(p[1] / xu.scale) .. " " .. (xu.name or "")),
-        esc(M.fmt(p[2] / yu.scale) .. " " .. (yu.name or "")))
+      local n = p[3] or 1
+      local r = n > 1 and math.min(6.5, 2.5 + 1.3 * math.log(n, 10)) or 3.5
+      out[#out + 1] = ('<circle cx="%s" cy="%s" r="%s"><title>%s: %s, %s%s</title></circle>'):format(
+        num(X(p[1])), num(Y(p[2])), num(r), esc(s.name or "point"), esc(value_text(p[1], xu)),
+        esc(value_text(p[2], yu)), n > 1 and esc((" (%s dispatches, mean)"):format(M.fmt(n))) or "")
     end
     out[#out + 1] = "</g>"
-  end
-
-  -- legend
-  local lx, ly = ml + pw + 18, mt + 8
-  for si, s in ipairs(series) do
-    if s.name then
-      local color = s.color or M.color(si)
-      out[#out + 1] = ('<circle cx="%s" cy="%s" r="5" fill="%s" fill-opacity="0.75" stroke="%s"/>'):format(
-        num(lx + 6), num(ly), color, color)
-      out[#out + 1] = text(lx + 18, ly + 4, s.name)
-      ly = ly + 20
+    if s.outliers and #s.outliers > 0 then
+      out[#out + 1] = ('<g fill="%s" stroke="#111" stroke-width="1.6">'):format(color)
+      for _, p in ipairs(s.outliers) do
+        out[#out + 1] = ('<circle cx="%s" cy="%s" r="4.5"><title>%s%s: %s, %s (outlier)</title></circle>')
+          :format(num(X(p[1])), num(Y(p[2])), esc(s.name or "point"),
+            p[3] and esc(" seq " .. tostring(p[3])) or "", esc(value_text(p[1], xu)),
+            esc(yo.unit == "ns" and M.fmt_ns(p[2]) or M.fmt(p[2])))
+      end
+      out[#out + 1] = "</g>"
     end
   end
-  if fit and fit.slope then
-    out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" stroke-width="2" '
-      .. 'stroke-dasharray="7 4"/>'):format(num(lx), num(ly), num(lx + 14), num(ly))
-    out[#out + 1] = text(lx + 18, ly + 4, fit.legend or ((fit.method or "least-squares") .. " fit"))
+
+  -- legend and note
+  for _, it in ipairs(items) do
+    local ly = legend_top + (it.row - 1) * 20
+    if it.kind == "dot" then
+      out[#out + 1] = ('<circle cx="%s" cy="%s" r="5" fill="%s" fill-opacity="0.75" stroke="%s"/>'):format(
+        num(it.x + 6), num(ly), it.color, it.color)
+    elseif it.kind == "outlier" then
+      out[#out + 1] = ('<circle cx="%s" cy="%s" r="4.5" fill="#bbbbbb" stroke="#111" stroke-width="1.6"/>')
+        :format(num(it.x + 6), num(ly))
+    else
+      out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" stroke-width="2" '
+        .. 'stroke-dasharray="7 4"/>'):format(num(it.x), num(ly), num(it.x + 16), num(ly))
+    end
+    out[#out + 1] = text(it.x + 22, ly + 4, it.label, 'font-size="12"')
+  end
+  local ny = legend_top + (#items > 0 and row * 20 or 0)
+  for _, l in ipairs(notes) do
+    out[#out + 1] = text(ml, ny, l, 'font-size="12" fill="#555"')
+    ny = ny + 16
   end
   out[#out + 1] = "</svg>"
   return table.concat(out, "\n")
@@ -300,7 +423,7 @@ function M.stacked_bars(o)
   end
   local W = o.width or 900
   local label_w = 60
-  for _, b in ipairs(bars) do label_w = math.max(label_w, 16 + 7.5 * #tostring(b.label or "")) end
+  for _, b in ipairs(bars) do label_w = math.max(label_w, 16 + M.text_width(tostring(b.label or ""), 13)) end
   label_w = math.min(label_w, 260)
   local gap = 8 -- drawn before a series marked gap_before
   -- A series marked gap_before starts a separate part of the bar (drawn after
@@ -321,15 +444,24 @@ function M.stacked_bars(o)
     totals[i] = main
     total_max = math.max(total_max, t)
   end
-  local ml, mr, mt = label_w, 90, o.subtitle and 62 or 44
+  -- the right margin holds the longest total written after its bar
+  local mr = 40
+  for i, b in ipairs(bars) do
+    local t = (o.unit == "ns" and M.fmt_ns(totals[i]) or M.fmt(totals[i]))
+      .. (b.note and (" (" .. b.note .. ")") or "")
+    mr = math.max(mr, 16 + M.text_width(t, 12))
+  end
+  local subtitle = o.subtitle and M.wrap(o.subtitle, W - 32, 13) or {}
+  local title = o.title and M.wrap(o.title, W - 32, 16, true) or {}
+  local ml, mt = label_w, 26 + 20 * math.max(#title - 1, 0) + 17 * #subtitle + 8
   local bar_h, bar_gap = 26, 14
   local pw = W - ml - mr
   local plot_h = #bars * (bar_h + bar_gap) + bar_gap
   -- legend rows below the axis
   local legend, lx, lrow = {}, 16, 0
   for i, s in ipairs(series) do
-    local label = s.name .. (s.note and (" (" .. s.note .. ")") or "")
-    local w = 34 + 7 * utf8.len(label)
+    local label = fit_text(s.name .. (s.note and (" (" .. s.note .. ")") or ""), W - 60, 12)
+    local w = 34 + M.text_width(label, 12)
     if lx + w > W - 8 and lx > 16 then
       lx, lrow = 16, lrow + 1
     end
@@ -357,8 +489,15 @@ function M.stacked_bars(o)
     s._color = s.color or (s.hatch and M.DARK) or M.color(si)
   end
   if #defs > 0 then out[#out + 1] = "<defs>" .. table.concat(defs) .. "</defs>" end
-  if o.title then out[#out + 1] = text(16, 22, o.title, 'font-size="16" font-weight="bold"') end
-  if o.subtitle then out[#out + 1] = text(16, 42, o.subtitle, 'font-size="13" fill="#333"') end
+  local ty = 22
+  for _, l in ipairs(title) do
+    out[#out + 1] = text(16, ty, l, 'font-size="16" font-weight="bold"')
+    ty = ty + 20
+  end
+  for _, l in ipairs(subtitle) do
+    out[#out + 1] = text(16, ty, l, 'font-size="13" fill="#333"')
+    ty = ty + 17
+  end
 
   -- grid
   out[#out + 1] = '<g stroke="#e3e3e3" stroke-width="1">'
@@ -370,7 +509,8 @@ function M.stacked_bars(o)
 
   for i, b in ipairs(bars) do
     local y = mt + bar_gap + (i - 1) * (bar_h + bar_gap)
-    out[#out + 1] = text(ml - 10, y + bar_h / 2 + 5, b.label or ("bar " .. i), 'text-anchor="end" font-size="13"')
+    out[#out + 1] = text(ml - 10, y + bar_h / 2 + 5, fit_text(b.label or ("bar " .. i), ml - 16, 13),
+      'text-anchor="end" font-size="13"')
     local x = ml
     for _, s in ipairs(series) do
       if s.gap_before then x = x + gap end

@@ -1,27 +1,61 @@
 -- phaseprobe.output.trace: records as a Chrome trace-event JSON document
--- (Perfetto UI, chrome://tracing).
+-- (Perfetto UI, chrome://tracing), written as a stream.
 --
---   trace.trace(set, path [, opts])   opts.name: process name
---   trace.trace_runs(runs, path [, stream])
---                                     the same, one process per run:
+--   trace.trace(set, path [, opts])   one run; opts.name: process name
+--   trace.trace_runs(runs, path [, stream [, opts]])
+--                                     one process per run:
 --                                     runs = { {name = string, set = records}, ... }
---   trace.trace_text(runs)            -> the trace as a string
+--                                     -> true, info | nil, message
+--   trace.trace_text(runs [, opts])   -> the trace as a string
+--
+-- opts: limit = dispatches drawn in full per run (default M.LIMIT; a run
+-- with more gets its first and last dispatches and its slowest ones in
+-- full, and every dispatch in the counter tracks), all = true (every
+-- dispatch in full), progress = function(done, total) (called per chunk).
+-- info = { runs = { {name=, dispatches=, detailed=, first=, last=,
+-- slowest=} }, bounded = true when some run was cut to its limit }.
 --
 -- Sits after the record sets in the flow; the JSON text of its events comes
--- from output/json.lua. Integer args past 2^63-1 are written as strings
--- (trace readers parse integers as int64).
+-- from output/json.lua. The set is read a chunk of records at a time, column
+-- by column, and the document written as it is made, so memory stays that
+-- of one chunk (plus the slowest dispatches' row numbers when bounded).
+--
+-- What a dispatch gives (its tracks; one function each in M.TRACKS, so a
+-- track can be added without touching the others):
+--   host       a "dispatch" slice as long as its wall (or its named phases,
+--              when they exceed it), its phases as child slices laid end to
+--              end in schema order, the residue as "unattributed", nested
+--              regions inside their phase;
+--   device     the outer device window and the kernel-only window on two
+--              tracks of their own, placed where the events are recorded.
+-- Per run, counter tracks: each phase's mean ns per dispatch and the
+-- largest wall, over bins of consecutive dispatches (about M.BINS bins).
+-- Integer args past 2^63-1 are written as strings (trace readers parse
+-- integers as int64).
 local record = require "phaseprobe.record"
-local records = require "phaseprobe.records"
+local records_mod = require "phaseprobe.records"
 local files = require "phaseprobe.output.files"
 local json = require "phaseprobe.output.json"
 local cjson = require("cjson").new() -- own instance: no global settings touched
 
 local M = {}
 
-local encode, record_json = json.encode, json.record_json
-local array, us, raw, us_text = json.array, json.us, json.raw, json.us_text
+--- Dispatches drawn in full per run by default; counter bins per run.
+M.LIMIT = 5000
+M.BINS = 2000
+--- Records read per chunk.
+M.CHUNK = 2048
+
+local encode = json.encode
+local us_text = json.us_text
+local number_text = json.number_text
 local key_cache = setmetatable({}, { __index = function(t, k)
   local e = json.key_text(k)
+  rawset(t, k, e)
+  return e
+end })
+local str_cache = setmetatable({}, { __mode = "k", __index = function(t, k)
+  local e = cjson.encode(k)
   rawset(t, k, e)
   return e
 end })
@@ -34,6 +68,9 @@ local DEVICE_LAYOUT = "Device slices have their measured durations (device_windo
   .. "their positions are modelled: the outer window starts where its start event is recorded "
   .. "(the end of the stage phase), the kernel window at the start of the launch phase, both kept "
   .. "inside the dispatch where they fit."
+local COUNTERS = "Counter tracks, per run: each phase's mean ns per dispatch and the largest "
+  .. "wall_ns, over bins of consecutive dispatches, at the start of each bin's first dispatch. "
+  .. "They cover every dispatch, those drawn in full or not."
 local END_TO_END = "No absolute start times (start_ns absent or 0): dispatches are laid end to end "
   .. "per thread in record order; gaps between dispatches are not known."
 local ABSOLUTE = "Dispatches start at their recorded start_ns, relative to the run's first "
@@ -48,29 +85,6 @@ local MAX_SPAN = 1 << 50
 
 local DEVICE_TID_BASE = 1000000000
 
-local function phase_offsets(r, L)
-  -- offsets (ns from the dispatch start) and durations of each phase, laid end
-  -- to end in schema order
-  local at, list = 0, {}
-  for _, p in ipairs(L.phases) do
-    local d = record.u(r, p)
-    list[#list + 1] = { label = p, at = at, dur = d }
-    at = record.sat_add(at, d)
-  end
-  return list, at
-end
-
--- Where the device window and the kernel window start, as offsets from the
--- dispatch start: after "stage" and at "launch" where the schema has them.
-local function device_offsets(phases)
-  local after_stage, launch
-  for _, ph in ipairs(phases) do
-    if ph.label == "stage_ns" then after_stage = ph.at + ph.dur end
-    if ph.label == "launch_ns" then launch = ph.at end
-  end
-  return after_stage or 0, launch
-end
-
 local function clamp(v, lo, hi)
   if hi < lo then return lo end
   if v < lo then return lo end
@@ -78,63 +92,385 @@ local function clamp(v, lo, hi)
   return v
 end
 
--- A run's records with their tracks and start times.
-local function plan_run(records)
-  local absolute = #records > 0
-  for _, r in ipairs(records) do
-    if record.u(r, "start_ns") == 0 then
-      absolute = false
-      break
-    end
-  end
-  local order = {}
-  for i = 1, #records do order[i] = i end
-  local base = 0
-  if absolute then
-    table.sort(order, function(a, b)
-      local sa, sb = record.u(records[a], "start_ns"), record.u(records[b], "start_ns")
-      if sa ~= sb then return sa < sb end
-      return a < b
-    end)
-    base = record.u(records[order[1]], "start_ns")
-    local last = record.u(records[order[#order]], "start_ns")
-    if last - base > MAX_SPAN then
-      local o = {}
-      for i = 1, #records do o[i] = i end
-      return { absolute = false, order = o, base = 0, too_wide = true }
-    end
-  end
-  return { absolute = absolute, order = order, base = base }
+-- A u64 read from a column: negative integers are values past 2^63-1;
+-- for durations such values are absurd and read as saturated.
+local function u(v)
+  if v == nil then return 0 end
+  if math.type(v) == "integer" then return v < 0 and math.maxinteger or v end
+  if v ~= v or v < 0 then return 0 end
+  if v >= 2 ^ 63 then return math.maxinteger end
+  return math.floor(v)
 end
 
--- A dispatch's args: the whole record (keys in line order), then `extra`.
-local function record_args(r, i, extra)
-  local text = record_json(r, i, true)
-  local more = {}
-  for _, k in ipairs { "shifted_ns", "note" } do
-    if extra[k] ~= nil then more[#more + 1] = key_cache[k] .. encode(extra[k]) end
-  end
-  if #more > 0 then text = text:sub(1, -2) .. (#text > 2 and "," or "") .. table.concat(more, ",") .. "}" end
-  return raw(text)
+local function sat_add(a, b)
+  local s = a + b
+  if s < a then return math.maxinteger end
+  return s
 end
 
--- Emits the events of one run through `emit(event)`; returns its metadata.
-local function run_events(run, pid, tids, emit)
+-- ---- the set, a chunk at a time ---------------------------------------------
+
+local function as_set(set, what)
+  return json.check_set(set, what)
+end
+
+-- Calls fn(vals, m, i0) for each chunk of the set's records (i0: the
+-- index of its first record; vals[f][j]: field f of its j-th record, nil
+-- when absent).
+local function each_chunk(set, fields, fn)
+  local cols = set:columns()
+  local n = set:count()
+  local chunk = M.CHUNK
+  for i0 = 1, n, chunk do
+    local m = math.min(chunk, n - i0 + 1)
+    local rows = {}
+    for j = 1, m do rows[j] = set:row(i0 + j - 1) end
+    local sel = cols:select(rows)
+    local vals = {}
+    for _, f in ipairs(fields) do
+      local v = cols:values(f, sel)
+      if #v ~= m then -- some records lack it: one at a time, holes kept
+        v = {}
+        for j = 1, m do v[j] = cols:get(rows[j], f) end
+      end
+      vals[f] = v
+    end
+    fn(vals, m, i0)
+  end
+end
+
+-- ---- planning a run -----------------------------------------------------------
+
+-- Indices of the `k` records with the largest wall (ties: the earlier).
+local function slowest(set, k)
+  if k <= 0 then return {}, 0 end
+  local heap, hn = {}, 0 -- min-heap of { wall, index }
+  local function less(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] > b[2]) end
+  local function push(e)
+    hn = hn + 1
+    heap[hn] = e
+    local i = hn
+    while i > 1 do
+      local p = i // 2
+      if less(heap[i], heap[p]) then heap[i], heap[p] = heap[p], heap[i]; i = p else break end
+    end
+  end
+  local function replace_top(e)
+    heap[1] = e
+    local i = 1
+    while true do
+      local l, r, s = 2 * i, 2 * i + 1, i
+      if l <= hn and less(heap[l], heap[s]) then s = l end
+      if r <= hn and less(heap[r], heap[s]) then s = r end
+      if s == i then break end
+      heap[i], heap[s] = heap[s], heap[i]
+      i = s
+    end
+  end
+  each_chunk(set, { "wall_ns" }, function(vals, m, i0)
+    local w = vals.wall_ns
+    for j = 1, m do
+      local wall = u(w[j])
+      if hn < k then
+        push({ wall, i0 + j - 1 })
+      elseif wall > heap[1][1] then
+        replace_top({ wall, i0 + j - 1 })
+      end
+    end
+  end)
+  local out = {}
+  for i = 1, hn do out[heap[i][2]] = true end
+  return out, hn
+end
+
+-- How a run is laid out: absolute start times or end to end; which
+-- dispatches are drawn in full.
+local function plan_run(set, opts)
+  local n = set:count()
+  local plan = { n = n, absolute = false, base = 0 }
+  if n > 0 and set:has("start_ns") then
+    local s = set:summary("start_ns")
+    if s.count == n and s.min and s.min > 0 then
+      if s.max - s.min > MAX_SPAN then
+        plan.too_wide = true
+      else
+        plan.absolute = true
+        plan.base = math.tointeger(s.min) or math.floor(s.min)
+      end
+    end
+  end
+  local limit = opts.all and n or math.max(0, math.floor(opts.limit or M.LIMIT))
+  if n <= limit then
+    plan.all = true
+    plan.detailed = n
+  else
+    plan.first = math.min(limit // 10, n)
+    plan.last = math.min(limit // 10, n - plan.first)
+    local rest = limit - plan.first - plan.last
+    -- the slowest among those between the first and the last
+    local inner = set
+    if plan.first > 0 or plan.last > 0 then
+      local rows = {}
+      for i = plan.first + 1, n - plan.last do rows[#rows + 1] = set:row(i) end
+      inner = records_mod.wrap(set:columns(), set:columns():select(rows))
+    end
+    local picked, count = slowest(inner, rest)
+    plan.slow = {}
+    for i in pairs(picked) do plan.slow[i + plan.first] = true end
+    plan.slowest = count
+    plan.detailed = plan.first + plan.last + count
+  end
+  plan.bin = math.max(1, math.ceil(n / M.BINS))
+  return plan
+end
+
+-- ---- events ---------------------------------------------------------------------
+
+local format = string.format
+
+-- The value text of an arg: integers exact (past 2^63-1 as strings),
+-- floats as exported, strings escaped.
+-- (big(i): the record, for the exact digits of a u64 past 2^63-1, which
+-- reaches Lua as a float; written as a string, as trace readers parse
+-- integers as int64)
+local function value_json(v, k, big)
+  if math.type(v) == "integer" then
+    return tostring(v)
+  elseif type(v) == "number" then
+    if big and v >= 0x1p63 then return json.value_text(big(), 0, k, v, true) end
+    return number_text(v, "trace arg")
+  end
+  return str_cache[v]
+end
+
+-- The text of a format string: '%' doubled.
+local function lit(text) return (text:gsub("%%", "%%%%")) end
+
+-- A format for one kind of complete event of a run: its args text is
+-- given by args_fmt (a format of its own values), then dur, tid and ts.
+local function slice_format(pid, cat, name, args_fmt)
+  return ',\n{"args":' .. args_fmt .. ',"cat":"' .. lit(cat) .. '","dur":%d.%03d,"name":'
+    .. lit(str_cache[name]) .. ',"ph":"X","pid":' .. pid .. ',"tid":%d,"ts":%d.%03d}'
+end
+
+--- The tracks a dispatch is drawn on. Each entry is function(run) ->
+-- function(d, emit): made once per run (run.pid, run.layout = the
+-- record layout, set:layout()), then called per dispatch drawn in full
+-- with d = { track = {tid=, dev=, ker=, host_end=, dev_end=, ker_end=},
+-- start=, dur=, named=, phases = { {label=, short=, at=, dur=} },
+-- args = its args JSON, get = function(field) -> value } (d and its
+-- tables are reused from one dispatch to the next); emit(text) writes one
+-- event's JSON.
+M.TRACKS = {}
+
+M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, residue
+  local pid, L = run.pid, run.layout
+  local DISPATCH = slice_format(pid, "host", "dispatch", "%s")
+  local UNATTR = slice_format(pid, "phase", "unattributed", '{"unattributed_ns":%d}')
+  local pf, nested = {}, {}
+  for k, p in ipairs(L.phases) do
+    pf[k] = slice_format(pid, "phase", record.short(p), "{" .. lit(key_cache[p]) .. "%d}")
+    nested[k] = {}
+  end
+  for _, nl in ipairs(L.nested) do
+    for k, p in ipairs(L.phases) do
+      if L.parent[nl] == p then
+        local name = nl:gsub("_ns$", "")
+        local list = nested[k]
+        list[#list + 1] = { label = nl,
+          fmt = slice_format(pid, "nested", name, "{" .. lit(key_cache[nl]) .. "%d}"),
+          clipped = slice_format(pid, "nested", name, "{" .. lit(key_cache[nl])
+            .. '%d,"note":"clipped to the enclosing phase"}') }
+      end
+    end
+  end
+  -- The common case in one string.format (generated for this layout):
+  -- every phase and nested region charged, the nested regions within their
+  -- phase, some residue. It returns false for any other dispatch, which
+  -- then takes the general path below.
+  local fast
+  do
+    local fmts, src, args = { DISPATCH }, {}, { "d.args", "dur // 1000", "dur % 1000", "tid",
+      "start // 1000", "start % 1000" }
+    local nphases = #L.phases
+    local conds = {}
+    src[#src + 1] = "local format, F, u = ...\nreturn function(d, emit)\n"
+      .. "  local ph, get = d.phases, d.get\n"
+      .. "  local tid, start, dur, named = d.track.tid, d.start, d.dur, d.named\n"
+      .. "  if dur <= named then return false end\n"
+    for k = 1, nphases do
+      src[#src + 1] = ("  local p%d = ph[%d].dur\n  if p%d <= 0 then return false end\n"
+        .. "  local t%d = start + ph[%d].at\n"):format(k, k, k, k, k)
+      fmts[#fmts + 1] = pf[k]
+      for _, a in ipairs { "p%d", "p%d // 1000", "p%d %% 1000", "tid", "t%d // 1000", "t%d %% 1000" } do
+        args[#args + 1] = a:format(k)
+      end
+      local at = {}
+      for j, n in ipairs(nested[k]) do
+        local v = ("n%d_%d"):format(k, j)
+        src[#src + 1] = ("  local %s = u(get(%q))\n  if %s <= 0 then return false end\n"):format(v, n.label, v)
+        local ts = ("(t%d%s)"):format(k, #at > 0 and (" + " .. table.concat(at, " + ")) or "")
+        fmts[#fmts + 1] = n.fmt
+        for _, a in ipairs { v, v .. " // 1000", v .. " % 1000", "tid", ts .. " // 1000", ts .. " % 1000" } do
+          args[#args + 1] = a
+        end
+        at[#at + 1] = v
+      end
+      if #at > 0 then conds[#conds + 1] = ("%s > p%d"):format(table.concat(at, " + "), k) end
+    end
+    if #conds > 0 then
+      src[#src + 1] = "  if " .. table.concat(conds, " or ") .. " then return false end\n"
+    end
+    src[#src + 1] = "  local r, tr = dur - named, start + named\n"
+    fmts[#fmts + 1] = UNATTR
+    for _, a in ipairs { "r", "r // 1000", "r % 1000", "tid", "tr // 1000", "tr % 1000" } do
+      args[#args + 1] = a
+    end
+    src[#src + 1] = "  emit(format(F, " .. table.concat(args, ", ") .. "))\n  return true\nend\n"
+    if #args < 200 then
+      local chunk = load(table.concat(src), "=trace host", "t", {})
+      fast = chunk and chunk(format, table.concat(fmts), u)
+    end
+  end
+  return function(d, emit)
+    if fast and fast(d, emit) then return end
+    local tid, start = d.track.tid, d.start
+    local dur = d.dur
+    emit(format(DISPATCH, d.args, dur // 1000, dur % 1000, tid, start // 1000, start % 1000))
+    for k, ph in ipairs(d.phases) do
+      local pd = ph.dur
+      if pd > 0 then
+        local ts = start + ph.at
+        emit(format(pf[k], pd, pd // 1000, pd % 1000, tid, ts // 1000, ts % 1000))
+        local at = 0
+        for _, n in ipairs(nested[k]) do
+          local nd = u(d.get(n.label))
+          if nd > 0 then
+            local len = math.min(nd, pd - at)
+            if len > 0 then
+              local nts = ts + at
+              emit(format(len < nd and n.clipped or n.fmt, nd, len // 1000, len % 1000, tid,
+                nts // 1000, nts % 1000))
+              at = at + len
+            end
+          end
+        end
+      end
+    end
+    if dur > d.named then
+      local r, ts = dur - d.named, start + d.named
+      emit(format(UNATTR, r, r // 1000, r % 1000, tid, ts // 1000, ts % 1000))
+    end
+  end
+end
+
+M.TRACKS[2] = function(run) -- device: the outer window and the kernel-only window
+  local pid, L = run.pid, run.layout
+  local stage_k, launch_k
+  for k, p in ipairs(L.phases) do
+    if p == "stage_ns" then stage_k = k end
+    if p == "launch_ns" then launch_k = k end
+  end
+  local WINDOW = slice_format(pid, "device", "device window",
+    '{"device_window_ns":%d,"kernel_ns":%d,"starvation_ns":%d%s}')
+  local KERNEL = slice_format(pid, "device", "kernel",
+    '{"kernel_floor_ns":%s,"kernel_ns":%d,"kernel_src":%s%s}')
+  return function(d, emit)
+    local window, kernel = u(d.get("device_window_ns")), u(d.get("kernel_ns"))
+    if window == 0 and kernel == 0 then return end
+    local t, start, dur = d.track, d.start, d.dur
+    local after_stage = 0
+    if stage_k then
+      local ph = d.phases[stage_k]
+      after_stage = ph.at + ph.dur
+    end
+    local launch_at = launch_k and d.phases[launch_k].at or nil
+    local seq = d.get("seq")
+    local seq_text = seq ~= nil and (',"seq":' .. value_json(seq)) or ""
+    local dstart
+    if window > 0 then
+      dstart = start + clamp(after_stage, 0, dur - window)
+      dstart = math.max(dstart, t.dev_end)
+      t.dev_end = dstart + window
+      emit(format(WINDOW, window, kernel, math.max(0, window - kernel), seq_text,
+        window // 1000, window % 1000, t.dev, dstart // 1000, dstart % 1000))
+    end
+    if kernel > 0 then
+      local kstart
+      if dstart then
+        kstart = clamp(start + (launch_at or after_stage), dstart, dstart + window - kernel)
+      else
+        kstart = start + clamp(launch_at or 0, 0, dur - kernel)
+      end
+      kstart = math.max(kstart, t.ker_end)
+      t.ker_end = kstart + kernel
+      local src, floor = d.get("kernel_src"), d.get("kernel_floor_ns")
+      emit(format(KERNEL, floor ~= nil and value_json(floor) or "null", kernel,
+        src ~= nil and value_json(src) or "null", seq_text, kernel // 1000, kernel % 1000, t.ker,
+        kstart // 1000, kstart % 1000))
+    end
+  end
+end
+
+local function meta(pid, tid, name, args)
+  return table.concat { ',\n{"args":', encode(args, "trace event"), ',"name":"', name, '","ph":"M","pid":',
+    pid, tid and (',"tid":' .. tid) or "", "}" }
+end
+
+-- A function(cols, j) -> the args JSON of record j of a chunk, made for
+-- a run whose fields are all integer or text columns (at most 100): one
+-- string.format per record. It returns nil for a record it cannot write
+-- (a field absent, a u64 past 2^63-1, which reaches Lua as a float), which then takes the general
+-- path. nil when the run's fields do not allow it.
+local function fast_args(fields, kinds)
+  if #fields == 0 or #fields > 100 then return nil end
+  local fmt, reads, checks, args = {}, {}, {}, {}
+  for i, f in ipairs(fields) do
+    local k = kinds[i]
+    if k ~= "integer" and k ~= "string" then return nil end
+    fmt[i] = lit(key_cache[f]) .. (k == "integer" and "%d" or "%s")
+    reads[i] = ("c[%d][j]"):format(i)
+    checks[i] = k == "integer" and ("mtype(v%d) ~= 'integer'"):format(i) or ("v%d == nil"):format(i)
+    args[i] = k == "integer" and ("v" .. i) or ("S[v%d]"):format(i)
+  end
+  local names = {}
+  for i = 1, #fields do names[i] = "v" .. i end
+  local src = "local format, F, S, mtype = ...\nreturn function(c, j)\n  local " .. table.concat(names, ", ")
+    .. " = " .. table.concat(reads, ", ") .. "\n  if " .. table.concat(checks, " or ")
+    .. " then return nil end\n  return format(F, " .. table.concat(args, ", ") .. ")\nend\n"
+  local chunk = load(src, "=trace args", "t", {})
+  if not chunk then return nil end
+  return chunk(format, "{" .. table.concat(fmt, ",") .. "}", str_cache, math.type)
+end
+
+-- ---- one run --------------------------------------------------------------------
+
+-- Writes the events of one run through emit; returns its metadata.
+local function run_events(run, pid, tids, emit, opts, progress)
   local set = run.set
-  local records = {}
-  for i = 1, set:count() do records[i] = set:record(i) end
-  local L = set:layout()
-  local plan = plan_run(records)
-  emit { name = "process_name", ph = "M", pid = pid, args = { name = run.name } }
-  emit { name = "process_sort_index", ph = "M", pid = pid, args = { sort_index = pid } }
-  emit { name = "process_labels", ph = "M", pid = pid,
-    args = { labels = plan.absolute and "absolute start times" or "dispatches laid end to end" } }
+  local plan = plan_run(set, opts)
+  emit(meta(pid, nil, "process_name", { name = run.name }))
+  emit(meta(pid, nil, "process_sort_index", { sort_index = pid }))
+  emit(meta(pid, nil, "process_labels",
+    { labels = plan.absolute and "absolute start times" or "dispatches laid end to end" }))
 
-  local tracks = {} -- host tid -> { tid =, dev =, ker =, host_end =, dev_end =, ker_end = }
-  local ntracks = 0
-  local shifted = 0
-  local function track(r)
-    local real = record.u(r, "tid")
+  local fields = set:fields()
+  local L = set:layout()
+  local phase_info = {}
+  for i, p in ipairs(L.phases) do phase_info[i] = { label = p, short = record.short(p) } end
+  local need, keys, ckeys, intcol = {}, {}, {}, {}
+  local store = set:columns()
+  for i, f in ipairs(fields) do
+    need[i], keys[i], ckeys[i] = f, key_cache[f], "," .. key_cache[f]
+    intcol[i] = store:kind(f) == "integer"
+  end
+  local kinds = {}
+  for i, f in ipairs(fields) do kinds[i] = store:kind(f) end
+  local fast = fast_args(fields, kinds)
+  local nfields = #fields
+
+  local tracks, ntracks, shifted = {}, 0, 0
+  local function track(real)
     local t = tracks[real]
     if t then return t end
     ntracks = ntracks + 1
@@ -151,104 +487,141 @@ local function run_events(run, pid, tids, emit)
     t = { tid = tid, dev = dev, ker = ker, host_end = 0, dev_end = 0, ker_end = 0 }
     tracks[real] = t
     local label = real ~= 0 and ("host thread " .. real) or "host thread (tid not recorded)"
-    emit { name = "thread_name", ph = "M", pid = pid, tid = tid, args = { name = label } }
-    emit { name = "thread_name", ph = "M", pid = pid, tid = dev,
-      args = { name = "device window (" .. label .. ")" } }
-    emit { name = "thread_name", ph = "M", pid = pid, tid = ker,
-      args = { name = "kernel only (" .. label .. ")" } }
-    emit { name = "thread_sort_index", ph = "M", pid = pid, tid = tid, args = { sort_index = 3 * ntracks } }
-    emit { name = "thread_sort_index", ph = "M", pid = pid, tid = dev, args = { sort_index = 3 * ntracks + 1 } }
-    emit { name = "thread_sort_index", ph = "M", pid = pid, tid = ker, args = { sort_index = 3 * ntracks + 2 } }
+    emit(meta(pid, tid, "thread_name", { name = label }))
+    emit(meta(pid, dev, "thread_name", { name = "device window (" .. label .. ")" }))
+    emit(meta(pid, ker, "thread_name", { name = "kernel only (" .. label .. ")" }))
+    emit(meta(pid, tid, "thread_sort_index", { sort_index = 3 * ntracks }))
+    emit(meta(pid, dev, "thread_sort_index", { sort_index = 3 * ntracks + 1 }))
+    emit(meta(pid, ker, "thread_sort_index", { sort_index = 3 * ntracks + 2 }))
     return t
   end
 
-  for _, i in ipairs(plan.order) do
-    local r = records[i]
-    local t = track(r)
-    local phases, named = phase_offsets(r, L)
-    local wall = r.wall_ns ~= nil and record.u(r, "wall_ns") or named
-    local dur = math.max(wall, named)
-    local start
-    if plan.absolute then
-      start = record.u(r, "start_ns") - plan.base
-      if start < t.host_end then
-        shifted = shifted + 1
+  -- counter bins
+  local labels = {}
+  for _, p in ipairs(phase_info) do labels[#labels + 1] = p end
+  labels[#labels + 1] = { label = "unattributed", short = "unattributed" }
+  local bin = { n = 0, sums = {}, max_wall = 0, ts = nil }
+  local function flush_bin()
+    if bin.n == 0 then return end
+    for k, p in ipairs(labels) do
+      emit(table.concat { ',\n{"args":{"ns":', string.format("%.0f", bin.sums[k] / bin.n),
+        '},"name":', str_cache[p.short .. " (mean ns per dispatch)"], ',"ph":"C","pid":', pid,
+        ',"tid":0,"ts":', us_text(bin.ts), "}" })
+    end
+    emit(table.concat { ',\n{"args":{"ns":', bin.max_wall, '},"name":"wall (largest ns in the bin)",',
+      '"ph":"C","pid":', pid, ',"tid":0,"ts":', us_text(bin.ts), "}" })
+    bin.n, bin.max_wall, bin.ts = 0, 0, nil
+    for k = 1, #labels do bin.sums[k] = 0 end
+  end
+  for k = 1, #labels do bin.sums[k] = 0 end
+
+  -- one dispatch at a time: its phases and its view are reused
+  local phases = {}
+  for k, p in ipairs(phase_info) do phases[k] = { label = p.label, short = p.short, at = 0, dur = 0 } end
+  local d = { pid = pid, phases = phases }
+  local drawers = {}
+  for k, make in ipairs(M.TRACKS) do drawers[k] = make({ pid = pid, layout = L }) end
+  function d.get(f)
+    local c = d.vals[f]
+    return c and c[d.j]
+  end
+  local nphases = #phases
+  local done = 0
+  each_chunk(set, need, function(vals, m, i0)
+    local walls, starts, tidv = vals.wall_ns, vals.start_ns, vals.tid
+    local pcols, fcols = {}, {}
+    for k = 1, nphases do pcols[k] = vals[phases[k].label] end
+    for fi = 1, nfields do fcols[fi] = vals[fields[fi]] end
+    for j = 1, m do
+      local i = i0 + j - 1
+      local named = 0
+      for k = 1, nphases do
+        local ph = phases[k]
+        local dv = pcols[k][j]
+        if math.type(dv) ~= "integer" or dv < 0 then dv = u(dv) end
+        ph.at, ph.dur = named, dv
+        named = sat_add(named, dv)
+      end
+      local wall = walls and walls[j] ~= nil and u(walls[j]) or named
+      local dur = math.max(wall, named)
+      local t = track(tidv and u(tidv[j]) or 0)
+      local start, shift
+      if plan.absolute then
+        local own = u(starts[j]) - plan.base
+        start = own
+        if start < t.host_end then
+          shifted = shifted + 1
+          start = t.host_end
+          shift = start - own
+        end
+      else
         start = t.host_end
       end
-    else
-      start = t.host_end
-    end
-    t.host_end = record.sat_add(start, dur)
+      t.host_end = sat_add(start, dur)
 
-    local extra = {}
-    if r.start_ns ~= nil and plan.absolute and start ~= record.u(r, "start_ns") - plan.base then
-      extra.shifted_ns = start - (record.u(r, "start_ns") - plan.base)
-    end
-    if named > wall then extra.note = "named phases exceed wall_ns: the slice is as long as their sum" end
-    emit { name = "dispatch", cat = "host", ph = "X", pid = pid, tid = t.tid, ts = us(start), dur = us(dur),
-      args = record_args(r, i, extra) }
+      -- counters
+      if bin.n == 0 then bin.ts = start end
+      bin.n = bin.n + 1
+      for k = 1, #phase_info do bin.sums[k] = bin.sums[k] + phases[k].dur end
+      bin.sums[#labels] = bin.sums[#labels] + (dur - named)
+      if wall > bin.max_wall then bin.max_wall = wall end
+      if bin.n >= plan.bin then flush_bin() end
 
-    for _, ph in ipairs(phases) do
-      if ph.dur > 0 then
-        emit { name = record.short(ph.label), cat = "phase", ph = "X", pid = pid, tid = t.tid,
-          ts = us(start + ph.at), dur = us(ph.dur), args = { [ph.label] = ph.dur } }
-        -- nested regions measured inside this phase, end to end from its start
-        local at = 0
-        for _, n in ipairs(L.nested) do
-          local nd = record.u(r, n)
-          if L.parent[n] == ph.label and nd > 0 then
-            local d = math.min(nd, ph.dur - at)
-            if d > 0 then
-              local nargs = { [n] = nd }
-              if d < nd then nargs.note = "clipped to the enclosing phase" end
-              emit { name = n:gsub("_ns$", ""), cat = "nested", ph = "X", pid = pid, tid = t.tid,
-                ts = us(start + ph.at + at), dur = us(d), args = nargs }
-              at = at + d
+      if plan.all or i <= plan.first or i > plan.n - plan.last or plan.slow[i] then
+        -- the record's fields as args, in line order
+        local text = fast and fast(fcols, j)
+        local parts, np = { "{" }, 1
+        for fi = 1, text and 0 or nfields do
+          local v = fcols[fi][j]
+          if v ~= nil then
+            parts[np + 1] = np == 1 and keys[fi] or ckeys[fi]
+            if intcol[fi] and math.type(v) == "integer" then
+              parts[np + 2] = tostring(v)
+            else
+              parts[np + 2] = value_json(v, fields[fi], function() return set:record(i) end)
             end
+            np = np + 2
           end
         end
+        if shift then
+          np = np + 1; parts[np] = (np > 2 and "," or "") .. '"shifted_ns":' .. shift
+        end
+        if named > wall then
+          np = np + 1
+          parts[np] = (np > 2 and "," or "")
+            .. '"note":"named phases exceed wall_ns: the slice is as long as their sum"'
+        end
+        parts[np + 1] = "}"
+        if text then
+          -- the fast text, with what the general path adds after the fields
+          text = np > 1 and (text:sub(1, -2) .. "," .. table.concat(parts, "", 2)) or text
+        else
+          text = table.concat(parts)
+        end
+        d.track, d.start, d.dur, d.named, d.args = t, start, dur, named, text
+        d.vals, d.j = vals, j
+        for k = 1, #drawers do drawers[k](d, emit) end
       end
     end
-    if dur > named then
-      emit { name = "unattributed", cat = "phase", ph = "X", pid = pid, tid = t.tid,
-        ts = us(start + named), dur = us(dur - named), args = { unattributed_ns = dur - named } }
-    end
-
-    -- device tracks
-    local window, kernel = record.u(r, "device_window_ns"), record.u(r, "kernel_ns")
-    local after_stage, launch_at = device_offsets(phases)
-    local dstart
-    if window > 0 then
-      dstart = start + clamp(after_stage, 0, dur - window)
-      dstart = math.max(dstart, t.dev_end)
-      t.dev_end = dstart + window
-      emit { name = "device window", cat = "device", ph = "X", pid = pid, tid = t.dev, ts = us(dstart),
-        dur = us(window), args = { device_window_ns = window, kernel_ns = kernel,
-          starvation_ns = math.max(0, window - kernel), seq = r.seq } }
-    end
-    if kernel > 0 then
-      local kstart
-      if dstart then
-        kstart = clamp(start + (launch_at or after_stage), dstart, dstart + window - kernel)
-      else
-        kstart = start + clamp(launch_at or 0, 0, dur - kernel)
-      end
-      kstart = math.max(kstart, t.ker_end)
-      t.ker_end = kstart + kernel
-      emit { name = "kernel", cat = "device", ph = "X", pid = pid, tid = t.ker, ts = us(kstart),
-        dur = us(kernel), args = { kernel_ns = kernel, kernel_src = r.kernel_src,
-          kernel_floor_ns = r.kernel_floor_ns, seq = r.seq } }
-    end
-  end
+    done = done + m
+    if progress then progress(m) end
+  end)
+  flush_bin()
+  local info = { name = run.name, dispatches = plan.n, detailed = plan.detailed,
+    first = plan.first, last = plan.last, slowest = plan.slowest }
   return {
     pid = pid,
     name = run.name,
-    records = #records,
+    records = plan.n,
+    drawn_in_full = plan.detailed,
+    selection = plan.all and "every dispatch" or string.format("the first %d, the last %d and the "
+      .. "%d slowest of the others (by wall_ns); every dispatch is in the counter tracks",
+      plan.first, plan.last, plan.slowest),
     timestamps = plan.absolute and "absolute" or "end_to_end",
     time_base_ns = plan.absolute and plan.base or nil,
     note = plan.absolute and ABSOLUTE or plan.too_wide and TOO_WIDE or END_TO_END,
     shifted = shifted > 0 and shifted or nil,
-  }
+  }, info
 end
 
 local function check_runs(runs)
@@ -256,8 +629,8 @@ local function check_runs(runs)
     error("export.trace_runs: expected a list of runs { {name=, set=}, ... }", 3)
   end
   for i, run in ipairs(runs) do
-    if type(run) ~= "table" or type(run.name) ~= "string" or not records.is_set(run.set) then
-      error(("export.trace_runs: run %d must be { name = string, set = a record set }"):format(i), 3)
+    if type(run) ~= "table" or type(run.name) ~= "string" or type(run.set) ~= "table" then
+      error(("export.trace_runs: run %d must be { name = string, set = records }"):format(i), 3)
     end
   end
 end
@@ -267,35 +640,48 @@ local function version()
   return ok and type(pp) == "table" and pp.version or "unknown"
 end
 
--- Slice and category names: few, and on every event.
-local name_cache = setmetatable({}, { __index = function(t, k)
-  local e = cjson.encode(k)
-  rawset(t, k, e)
-  return e
-end })
-
--- A complete ("X") event; the same text encode() makes, without its
--- general walk (the trace is mostly these).
-local function encode_slice(ev)
-  return table.concat { '{"args":', encode(ev.args or {}, "trace event"), ',"cat":', name_cache[ev.cat],
-    ',"dur":', us_text(ev.dur.ns), ',"name":', name_cache[ev.name], ',"ph":"X","pid":', tostring(ev.pid),
-    ',"tid":', tostring(ev.tid), ',"ts":', us_text(ev.ts.ns), "}" }
-end
-
--- The trace as text, produced piecewise through `write`.
-local function write_trace(runs, write)
-  write('{"traceEvents":[\n')
-  local first = true
-  local tids = { used = {}, next = DEVICE_TID_BASE }
-  local metas = array()
-  for pid, run in ipairs(runs) do
-    metas[#metas + 1] = run_events(run, pid, tids, function(ev)
-      if not first then write(",\n") end
-      first = false
-      write(ev.ph == "X" and encode_slice(ev) or encode(ev, "trace event"))
-    end)
+-- The document, written piecewise through `write`. Returns the info.
+local function write_trace(runs, write, opts)
+  opts = opts or {}
+  local sets = {}
+  for i, run in ipairs(runs) do sets[i] = { name = run.name, set = as_set(run.set, "export.trace") } end
+  local total = 0
+  for _, r in ipairs(sets) do total = total + r.set:count() end
+  local done = 0
+  local progress = opts.progress and function(m)
+    done = done + m
+    opts.progress(done, total)
   end
-  local meta = {
+  -- events are gathered and written in batches of about 64 KiB
+  -- (every event's text starts with ",\n"; the first one's is cut)
+  local buf, nb = {}, 0
+  local first = true
+  local function flush()
+    if nb == 0 then return end
+    if first then
+      buf[1] = buf[1]:sub(3)
+      first = false
+    end
+    write(table.concat(buf, "", 1, nb))
+    nb = 0
+  end
+  local function emit(text)
+    nb = nb + 1
+    buf[nb] = text
+    if nb >= 256 then flush() end
+  end
+  write('{"traceEvents":[\n')
+  local tids = { used = {}, next = DEVICE_TID_BASE }
+  local metas = json.array()
+  local info = { runs = {}, bounded = false }
+  for pid, run in ipairs(sets) do
+    local m, ri = run_events(run, pid, tids, emit, opts, progress)
+    metas[#metas + 1] = m
+    info.runs[#info.runs + 1] = ri
+    if ri.detailed < ri.dispatches then info.bounded = true end
+  end
+  flush()
+  local doc_meta = {
     phaseprobe = {
       format = "phaseprobe-trace/1",
       version = version(),
@@ -303,40 +689,44 @@ local function write_trace(runs, write)
         .. "exact integers, and u64 values above 2^63-1 (saturated counters) as strings of their digits",
       phase_layout = PHASE_LAYOUT,
       device_layout = DEVICE_LAYOUT,
+      counters = COUNTERS,
       runs = metas,
     },
   }
   write('\n],\n"metadata":')
-  write(encode(meta, "trace metadata"))
+  write(encode(doc_meta, "trace metadata"))
   write("}\n")
+  return info
 end
 
-function M.trace_runs(runs, path, stream)
+function M.trace_runs(runs, path, stream, opts)
   check_runs(runs)
   local w, err = files.open_out(path, "export.trace", stream)
   if not w then return nil, err end
-  local ok, e = pcall(write_trace, runs, w.write)
+  local ok, info = pcall(write_trace, runs, w.write, opts)
   if not ok then
     w.close()
-    error(e, 0)
+    error(info, 0)
   end
-  return w.close()
+  local cok, cerr = w.close()
+  if not cok then return nil, cerr end
+  return true, info
 end
 
--- opts.name: the process name (default "phaseprobe").
+-- opts.name: the process name (default "phaseprobe"); limit, all as for
+-- trace_runs.
 function M.trace(set, path, opts)
   opts = opts or {}
   json.check_set(set, "export.trace")
-  return M.trace_runs({ { name = opts.name or "phaseprobe", set = set } }, path)
+  return M.trace_runs({ { name = opts.name or "phaseprobe", set = set } }, path, nil, opts)
 end
 
 -- The trace document as a string (for callers that want it in memory).
-function M.trace_text(runs)
+function M.trace_text(runs, opts)
   check_runs(runs)
   local out = {}
-  write_trace(runs, function(s) out[#out + 1] = s end)
+  write_trace(runs, function(s) out[#out + 1] = s end, opts)
   return table.concat(out)
 end
-
 
 return M

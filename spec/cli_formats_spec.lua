@@ -1,0 +1,144 @@
+-- Every command that reads records, on each input format (a log, CSV, JSON
+-- lines; by extension and, on standard input, by content), with --where, a
+-- damaged line (named on stderr, left out, exit 0), and output within 100
+-- columns.
+local cli = require "phaseprobe.cli"
+local tc = require "helpers.trace_check"
+
+local DEMO = "examples/data/demo-h200.log"
+local dir = os.tmpname()
+os.remove(dir)
+os.execute("mkdir -p '" .. dir .. "'")
+
+local function tmp(name) return dir .. "/" .. name end
+
+local function spit(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local t = f:read("a")
+  f:close()
+  return t
+end
+
+local function run(...)
+  local out, err = io.tmpfile(), io.tmpfile()
+  local rc = cli.main({ ... }, out, err)
+  out:seek("set")
+  err:seek("set")
+  local o, e = out:read("a"), err:read("a")
+  out:close()
+  err:close()
+  return rc, o, e
+end
+
+-- The first 301 lines of the demo log (its header and 300 records), one
+-- input per format, each with its 40th line cut in half.
+local DAMAGED = 40
+local inputs = {}
+local base_records = 0
+
+setup(function()
+  local lines = {}
+  for l in io.lines(DEMO) do
+    lines[#lines + 1] = l
+    if #lines == 301 then break end
+  end
+  spit(tmp("clean.log"), table.concat(lines, "\n") .. "\n")
+  for i = 2, #lines do
+    if i ~= DAMAGED and lines[i]:find(" knob=base ", 1, true) then base_records = base_records + 1 end
+  end
+  assert(run("export", "--csv", tmp("clean.log"), "-o", tmp("clean.csv")) == 0)
+  assert(run("export", "--jsonl", tmp("clean.log"), "-o", tmp("clean.jsonl")) == 0)
+  for _, fmt in ipairs { "log", "csv", "jsonl" } do
+    local rows = {}
+    for l in io.lines(tmp("clean." .. fmt)) do rows[#rows + 1] = l end
+    -- the same record in every format: the log's line 40 is its 39th
+    -- record; CSV has a header line, JSON lines none
+    local at = fmt == "log" and DAMAGED or fmt == "csv" and DAMAGED or DAMAGED - 1
+    rows[at] = rows[at]:sub(1, #rows[at] // 2)
+    spit(tmp("in." .. fmt), table.concat(rows, "\n") .. "\n")
+    inputs[fmt] = { path = tmp("in." .. fmt), line = at }
+  end
+end)
+
+teardown(function() os.execute("rm -rf '" .. dir .. "'") end)
+
+local function widest(text)
+  local w, at = 0, nil
+  for l in text:gmatch("[^\n]+") do
+    local n = utf8.len(l) or #l
+    if n > w then w, at = n, l end
+  end
+  return w, at
+end
+
+local COMMANDS = {
+  { "report", function(f) return { "report", "--where", "knob=base", f } end },
+  { "fit", function(f) return { "fit", "--where", "knob=base", f } end },
+  { "compare", function(f) return { "compare", "--by", "knob", "base", "memo_digest", "--where",
+    "shape=small", f } end },
+  { "whatif", function(f) return { "whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest",
+    "--where", "shape!=mid", f } end },
+  { "trace", function(f, o) return { "trace", "--where", "knob=base", f, "-o", o } end, "json" },
+  { "html", function(f, o) return { "html", "--where", "knob=base", f, "-o", o } end, "html" },
+  { "plot", function(f, o) return { "plot", "--phase", "ptx", "--where", "knob=base", f, "-o", o } end, "svg" },
+  { "export", function(f, o) return { "export", "--jsonl", "--where", "knob=base", f, "-o", o } end, "jsonl" },
+}
+
+describe("every command on every input format", function()
+  for _, fmt in ipairs { "log", "csv", "jsonl" } do
+    for _, c in ipairs(COMMANDS) do
+      it(c[1] .. " on " .. fmt, function()
+        local input = inputs[fmt]
+        local out_path = c[3] and tmp(c[1] .. "-" .. fmt .. "." .. c[3])
+        local rc, out, err = run(table.unpack(c[2](input.path, out_path)))
+        assert.are.equal(0, rc, err)
+        -- the damaged line: named with its line number, counted, left out
+        assert.matches(input.path:gsub("%p", "%%%0") .. ":" .. input.line .. ":%d+: ", err)
+        assert.matches(": 1 damaged record line %(line " .. input.line .. "%): left out", err)
+        local w, line = widest(out .. err)
+        assert.is_true(w <= 100, c[1] .. " " .. fmt .. ": " .. w .. " columns: " .. tostring(line))
+        if out_path then
+          local text = assert(slurp(out_path), "no output written")
+          assert.is_true(#text > 0)
+          if c[1] == "trace" then
+            local rep = tc.check(text)
+            assert.is_true(rep.ok, table.concat(rep.errors, "\n"))
+            assert.are.equal(base_records, #rep.dispatches)
+          elseif c[1] == "export" then
+            assert.are.equal(base_records, select(2, text:gsub("\n", "")))
+            assert.is_nil(text:find('"knob":"memo', 1, true))
+          end
+        else
+          assert.is_true(#out > 0)
+        end
+        -- under --strict the same input is refused before anything is written
+        if out_path then os.remove(out_path) end
+        local argv = c[2](input.path, out_path)
+        table.insert(argv, 2, "--strict")
+        local rc2, out2 = run(table.unpack(argv))
+        assert.are.equal(1, rc2)
+        assert.are.equal("", out2)
+        if out_path then assert.is_nil(slurp(out_path)) end
+      end)
+    end
+  end
+
+  it("reads each format on standard input by its content", function()
+    for _, fmt in ipairs { "log", "csv", "jsonl" } do
+      local p = io.popen("LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' ./bin/phaseprobe report "
+        .. "--where knob=base - < '" .. inputs[fmt].path .. "' 2>&1; echo rc=$?")
+      local text = p:read("a")
+      p:close()
+      assert.matches("rc=0\n$", text, fmt)
+      assert.matches("records: " .. base_records .. " %[", text, fmt)
+      assert.matches("%(stdin%):" .. inputs[fmt].line .. ":%d+: ", text, fmt)
+    end
+  end)
+end)
