@@ -33,7 +33,7 @@ describe("the REPL", function()
       { "s:fields()", "phaseprobe.fields %(35%): seq, nodes" },
       { 's:summaries({"wall_ns", "nodes"})', "phaseprobe.summaries" },
       { "pp.stats()", "phaseprobe.stats\n  dropped +%d+" },
-      { "pp.clock()", "phaseprobe.clock\n  name +%a+" },
+      { "pp.clock()", "phaseprobe.clock\n.*  name +%a+" },
       { "pp.records.from_store()", "^phaseprobe.records: 0 records" },
       { 'require("phaseprobe.analysis.analyze").scaling(s)', "phaseprobe.scaling\nquantities:" },
       { 'require("phaseprobe.analysis.fit").verdict(s, "ptx_ns", {"nodes"})', "phaseprobe.verdict" },
