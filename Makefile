@@ -96,7 +96,8 @@ MODULE   := phaseprobe.so
 STATIC   := $(BUILD)/libphaseprobe.a
 C_EXAMPLE := $(BUILD)/c_dispatch
 HELPERS  := $(BUILD)/threads_helper $(BUILD)/multi_state $(BUILD)/sink_helper \
-            $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads
+            $(BUILD)/libstall_io.so $(BUILD)/lua_host $(BUILD)/schema_threads \
+            $(BUILD)/scopes_helper $(BUILD)/record_helper $(BUILD)/script_probe
 LUA_LIBDIR ?= /usr/lib/x86_64-linux-gnu
 # What the specs run besides the module (test-build lists more below where
 # the CUDA headers are found: the fake driver, the fake CUPTI and their C
@@ -159,6 +160,19 @@ $(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/ph
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
+# The nesting rule through the C API (scopes_spec).
+$(BUILD)/scopes_helper: spec/helpers/scopes_helper.c $(STATIC) csrc/include/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# The record through the C API: the reference's calls, the emit mask
+# (reference_spec).
+$(BUILD)/record_helper: spec/helpers/record_helper.c $(STATIC) csrc/include/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
+# Our probe driven by the script the reference's driver reads (reference_spec).
+$(BUILD)/script_probe: spec/helpers/script_probe.c $(STATIC) csrc/include/phaseprobe.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
+
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
 $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
 	@$(say) CC $@
@@ -214,6 +228,8 @@ tsan:
 	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000
 	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000 50000 last 2>/dev/null
 	$(TSAN_ENV) $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_probe.lua
+	$(TSAN_ENV) $(BUILD)/scopes_helper
+	env -u PHASEPROBE -u VYRE_CUDA_DISPATCH_PHASE_PROBE $(TSAN_ENV) $(BUILD)/record_helper 2>/dev/null
 	$(TSAN_ENV) SINK_PATH=$(BUILD)/tsan-sink.log MULTI_STATE_LINGER_MS=200 \
 	  $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_sink.lua
 	@set -e; for k in pipe socket tcp; do for s in killed stalled slow; do \
@@ -452,3 +468,14 @@ $(BUILD)/gpu_anatomy: tools/gpu_anatomy.c $(STATIC) | $(BUILD)
 
 fuzz-lua: san-module
 	@CC="$(CC)" fuzz/lua_api_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_LUA_SEED) $(FUZZ_LUA_CALLS)
+
+# ---- the truth harness's helpers (tools/truth_module.c) --------------------
+# phaseprobe_truth: monotonic time, clock pairs, spins and sleeps for
+# tools/truth.lua and spec/truth_spec.lua, on the clock of the loaded
+# phaseprobe.so. A module of its own, never installed.
+TRUTH_MODULE := $(BUILD)/phaseprobe_truth.so
+$(TRUTH_MODULE): tools/truth_module.c | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -shared -o $@ $< $(LDFLAGS) -ldl
+all: $(TRUTH_MODULE)
+test-build: $(TRUTH_MODULE)
+truth: $(TRUTH_MODULE)

@@ -54,7 +54,10 @@ static void fill(uint64_t d) {
 }
 
 static pp_emit_args args(uint64_t d) {
-  return (pp_emit_args){d, 351000 + d % 1000, 12000, 290000, 271000};
+  return (pp_emit_args){.seq = d, .wall_ns = 351000 + d % 1000, .enqueue_ns = 12000,
+                        .wait_ns = 290000, .device_window_ns = 271000,
+                        .given = PP_GIVEN_SEQ | PP_GIVEN_WALL | PP_GIVEN_ENQUEUE |
+                                 PP_GIVEN_WAIT | PP_GIVEN_WINDOW};
 }
 
 #define TIMED(stmt)                                                            \
@@ -185,14 +188,7 @@ int main(int argc, char **argv) {
       qsort(round_copy, (size_t)per_round, sizeof(uint64_t), cmp_u64);
       x->per[r] = (double)round_copy[per_round / 2];
     }
-  for (int k = 0; k < nv; k++) {
-    double s[BENCH_MAX_ROUNDS];
-    memcpy(s, v[k].per, sizeof(double) * (size_t)rounds);
-    qsort(s, (size_t)rounds, sizeof(double), bench_cmp_double);
-    v[k].min = s[0];
-    v[k].max = s[rounds - 1];
-    v[k].median = rounds % 2 ? s[rounds / 2] : (s[rounds / 2 - 1] + s[rounds / 2]) / 2;
-  }
+  bench_summarize(v, nv, rounds);
   pp_sink_fd(-1);
   pp_stats_t st;
   pp_stats(&st);

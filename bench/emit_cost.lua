@@ -68,7 +68,7 @@ for i = 3, #variants do
   local v = variants[i]
   local net = {}
   for r = 1, #v.per do net[r] = v.per[r] - begin_only.per[r] end
-  local sm = pp.parse.summarize(net)
+  local sm = pp.numeric.summary(net)
   local med = sm.median
   print(("%-46s %9.1f %9.1f %9.1f  %s"):format(v.name:gsub("^pp.begin%(%); ", ""), sm.min, med, sm.max,
     med <= 500 and "(target 500: met)" or "(target 500: MISSED)"))

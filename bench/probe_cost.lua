@@ -32,7 +32,7 @@ local function opened(enabled)
 end
 local function closed()
   pp.enable()
-  if pp.is_open() then pp.emit() end
+  if pp.is_open() then pp.emit { wall_ns = 0 } end
 end
 local function v(name, enabled, run)
   return { name = name, setup = opened(enabled), after = closed, run = run }

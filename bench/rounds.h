@@ -38,6 +38,19 @@ static int bench_cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* min, median and max of each variant's per-round figures. */
+static inline void bench_summarize(bench_variant *v, int nv, int rounds) {
+  for (int k = 0; k < nv; k++) {
+    double s[BENCH_MAX_ROUNDS];
+    memcpy(s, v[k].per, sizeof(double) * (size_t)rounds);
+    qsort(s, (size_t)rounds, sizeof(double), bench_cmp_double);
+    v[k].min = s[0];
+    v[k].max = s[rounds - 1];
+    v[k].median = rounds % 2 ? s[rounds / 2]
+                             : (s[rounds / 2 - 1] + s[rounds / 2]) / 2;
+  }
+}
+
 static inline void bench_rounds(bench_variant *v, int nv, int rounds, long n) {
   if (rounds > BENCH_MAX_ROUNDS)
     rounds = BENCH_MAX_ROUNDS;
@@ -53,15 +66,7 @@ static inline void bench_rounds(bench_variant *v, int nv, int rounds, long n) {
         x->after();
       x->per[r] = (double)el / (double)n;
     }
-  for (int k = 0; k < nv; k++) {
-    double s[BENCH_MAX_ROUNDS];
-    memcpy(s, v[k].per, sizeof(double) * (size_t)rounds);
-    qsort(s, (size_t)rounds, sizeof(double), bench_cmp_double);
-    v[k].min = s[0];
-    v[k].max = s[rounds - 1];
-    v[k].median = rounds % 2 ? s[rounds / 2]
-                             : (s[rounds / 2 - 1] + s[rounds / 2]) / 2;
-  }
+  bench_summarize(v, nv, rounds);
 }
 
 /* Prints which clock the probe uses, and a warning when it is not the TSC. */

@@ -8,7 +8,7 @@ local M = {}
 
 -- The median of a list, from the C summary (the one statistics code).
 local function median(t)
-  return require("phaseprobe").parse.summarize(t).median
+  return require("phaseprobe").numeric.summary(t).median
 end
 M.median = median
 
@@ -44,7 +44,7 @@ function M.run(variants, rounds, n, now)
     end
   end
   for _, v in ipairs(variants) do
-    local sm = require("phaseprobe").parse.summarize(v.per)
+    local sm = require("phaseprobe").numeric.summary(v.per)
     v.min, v.max, v.median = sm.min, sm.max, sm.median
   end
   return variants

@@ -45,8 +45,7 @@ int main(int argc, char **argv) {
     pp_set_count(PP_COUNT_FIXPOINT, 1);
     pp_set_count(PP_COUNT_GRID_BLOCKS, 132);
     pp_end();
-    pp_emit(&(pp_emit_args){(uint64_t)d, PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO},
-            NULL);
+    pp_emit(&(pp_emit_args){.seq = (uint64_t)d, .given = PP_GIVEN_SEQ}, NULL);
   }
   pp_stats_t st;
   pp_stats(&st);

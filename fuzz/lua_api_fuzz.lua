@@ -707,8 +707,8 @@ H["pp.parse.string"] = function() return log_text(), parse_opts() end
 H["pp.parse.lines"] = function() return lines_iter(), parse_opts() end
 H["pp.parse.new"] = function() return parse_opts() end
 H["pp.parse.store"] = function() return parse_opts() end
-H["pp.parse.summarize"] = function() return opts(number_list(R(200))) end
-H["pp.parse.fit_line"] = function()
+H["pp.numeric.summary"] = function() return opts(number_list(R(200))) end
+H["pp.numeric.fit"] = function()
   local n = R(100)
   return opts(number_list(n)), opts(number_list(chance(0.9) and n or R(100)))
 end
@@ -720,8 +720,6 @@ H["pp.ptx.digest"] = function() return pick(PTX_TEXTS) end
 H["pp.ptx.lines"] = H["pp.ptx.digest"]
 H["pp.cuda.context"] = function() return pick { 0, 0, 0, 1, -1, 2 ^ 40 } end
 H["pp.cuda.spin_us"] = function() return pick { 0, 0.5, 1, -1, 0 / 0 } end
-H["pp.truth.sleep_ns"] = function() return pick { 0, 10, 1000, -1 } end
-H["pp.truth.spin_ns"] = H["pp.truth.sleep_ns"]
 
 H["phaseprobe.parser:file"] = function() return read_path(), chance(0.5) and callback() or nil end
 H["phaseprobe.parser:string"] = function() return log_text(), chance(0.3) and string_value() or nil end
@@ -860,7 +858,6 @@ local function tame(e, a, n)
   local function clamp(i, hi)
     if type(a[i]) == "number" and not (a[i] >= 0 and a[i] <= hi) then a[i] = hi end
   end
-  if name == "pp.truth.sleep_ns" or name == "pp.truth.spin_ns" then clamp(1, 1000) end
   if name == "pp.cuda.spin_us" then clamp(1, 1) end
   if name:match(":spin_us$") then clamp(2, 1) end
   if name:match("event_costs$") then clamp(2, 5) end

@@ -54,6 +54,19 @@ static void feed(pp_parser *p, const char *data, size_t size, unsigned mode) {
   pp_parser_end(p);
 }
 
+/* A parser for a mode: odd modes read only the listed prefixes. */
+static pp_parser *mode_parser(unsigned mode, size_t max_errors) {
+  pp_parse_opts o = {0};
+  if (mode & 1) {
+    o.prefixes = prefixes;
+    o.nprefixes = 2;
+  }
+  o.max_errors = max_errors;
+  pp_parser *p = pp_parser_new(&o, NULL, 0);
+  CHECK(p);
+  return p;
+}
+
 /* Parsers for the round trip, one per mode, kept across inputs (made once:
  * setting one up costs more than most inputs). */
 static pp_parser *checker[2];
@@ -65,15 +78,8 @@ static void round_trip(const pp_cols *c, size_t row, unsigned mode) {
   if (n >= sizeof buf)
     return;
   pp_parser **q = &checker[mode & 1];
-  if (!*q) {
-    pp_parse_opts o = {0};
-    if (mode & 1) {
-      o.prefixes = prefixes;
-      o.nprefixes = 2;
-    }
-    *q = pp_parser_new(&o, NULL, 0);
-    CHECK(*q);
-  }
+  if (!*q)
+    *q = mode_parser(mode, 0);
   const pp_parse_stats *st = pp_parser_stats(*q);
   uint64_t total = st->total, parsed = st->parsed;
   pp_parser_line(*q, buf, n);
@@ -129,16 +135,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * than most inputs) */
   static pp_parser *parsers[2];
   pp_parser **pp = &parsers[mode & 1];
-  if (!*pp) {
-    pp_parse_opts o = {0};
-    if (mode & 1) {
-      o.prefixes = prefixes;
-      o.nprefixes = 2;
-    }
-    o.max_errors = 4;
-    *pp = pp_parser_new(&o, NULL, 0);
-    CHECK(*pp);
-  }
+  if (!*pp)
+    *pp = mode_parser(mode, 4);
   pp_parser *p = *pp;
   pp_parser_reset(p);
   feed(p, text, size, mode);

@@ -46,11 +46,11 @@ describe("record set summaries", function()
   end)
 
   it("summarises plain arrays the same way", function()
-    local s = pp.parse.summarize({ 50, 10, 40, 20, 30 })
+    local s = pp.numeric.summary({ 50, 10, 40, 20, 30 })
     assert.are.equal(30, s.median)
     assert.is_true(math.abs(s.p90 - 46) < 1e-9)
     assert.are.equal(150, s.sum)
-    assert.are.equal(0, pp.parse.summarize({}).count)
+    assert.are.equal(0, pp.numeric.summary({}).count)
   end)
 
   it("sums a per-record linear combination, with a floor", function()

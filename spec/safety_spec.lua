@@ -115,13 +115,13 @@ describe("records print as their line, however long (#12 defect 1)", function()
 end)
 
 describe("lengths from Lua never size an allocation through __len (#12 defect 2)", function()
-  it("summarize, fit_line, cols:select and cols:row use the raw length", function()
+  it("numeric.summary, numeric.fit, cols:select and cols:row use the raw length", function()
     local r = clean(sub [[
       local function liar(t) return setmetatable(t, { __len = function() return 2^61 + 4 end }) end
       local xs, ys = {}, {}
       for i = 1, 100000 do xs[i] = i; ys[i] = 2 * i end
-      try("summarize", function() return pp.parse.summarize(liar(xs)).count end)
-      try("fit", function() return pp.parse.fit_line(liar(xs), liar(ys)).n end)
+      try("summarize", function() return pp.numeric.summary(liar(xs)).count end)
+      try("fit", function() return pp.numeric.fit(liar(xs), liar(ys)).n end)
       local c = pp.parse.string("p a=1 b=2\np a=3 b=4\n")
       try("select", function() return #c:select(liar({ 2, 1, 2 })) end)
       try("row", function() return tostring(c:row(2, liar({ "b" }))) end)
@@ -223,6 +223,79 @@ describe("a parser closed inside its own callback (#12 defect 4)", function()
     -- what was read before the stop is kept
     local cols = p:finish()
     assert.is_true(cols:count() > 0)
+  end)
+end)
+
+describe("a handle closed by a finalizer while its own call runs (fuzzer, seed 4)", function()
+  -- Every allocation may run pending finalizers; one that closes the
+  -- parser or the column store whose method is running must not free what
+  -- that method still reads. The method finishes on what it had; the
+  -- handle is closed afterwards.
+  local function closing_run(call, check)
+    return clean(sub([[
+      local text = {}
+      for i = 1, 50 do text[i] = ("p a=%d s=x%d"):format(i, i) end
+      text = table.concat(text, "\n") .. "\n"
+      local closed, good, during, refused, bad, after, inside = 0, 0, 0, 0, 0, 0, 0
+      local check = ]] .. check .. [[
+      for round = 1, 300 do
+        local target = ]] .. call .. [[
+        collectgarbage("stop")
+        for i = 1, 50 do
+          setmetatable({}, { __gc = function() target:close(); closed = closed + 1 end })
+        end
+        collectgarbage("restart")
+        collectgarbage("incremental", 0, 1000, 0)
+        local before = closed
+        local ok, res = pcall(check, target)
+        local now = closed
+        collectgarbage("incremental", 200, 100, 13)
+        if ok and res == true then
+          good = good + 1
+          if now > before then during = during + 1 end
+        elseif not ok and tostring(res):find("inside its own callback", 1, true) then
+          inside = inside + 1 -- closed while it ran Lua code of ours
+        elseif not ok and tostring(res):find("closed", 1, true) then
+          refused = refused + 1 -- closed before the call began
+        else
+          bad = bad + 1
+          report("bad" .. bad, tostring(res))
+        end
+        if now > 0 and not pcall(function() return #target end) then after = after + 1 end
+        collectgarbage()
+      end
+      report("counts", good, during, refused, bad, after)
+      report("inside", inside > 0)
+      report("during", during > 0)
+      report("bad", bad)
+    ]]))
+  end
+
+  it("p:finish builds its columns and report from a parser a finalizer closes", function()
+    local r = closing_run([[pp.parse.new(); target:string(text)]],
+      [[function(p) local c, rep = p:finish(); return #c == 50 and rep.parsed == 50 and rep.total == 50 end]])
+    assert.are.equal("0", r.bad, r._out)
+    assert.are.equal("true", r.during, r.counts)
+  end)
+
+  it("column methods read a store a finalizer closes", function()
+    local r = closing_run([[pp.parse.string(text)]],
+      [[function(c) local v = c:values("s"); return #v == 50 and v[50] == "x50" end]])
+    assert.are.equal("0", r.bad, r._out)
+    assert.are.equal("true", r.during, r.counts)
+    r = closing_run([[pp.parse.string(text)]],
+      [[function(c) local g = c:group("s"); return #g == 50 and g[50].key == "x50" end]])
+    assert.are.equal("0", r.bad, r._out)
+    assert.are.equal("true", r.during, r.counts)
+  end)
+
+  it("p:lines turns numbers into text while the parser is busy", function()
+    local r = closing_run([[pp.parse.new()
+        I = 0
+        ITER = ITER or function() I = I + 1; if I <= 50 then return I * 1.5 end end]],
+      [[function(p) p:lines(ITER); return true end]])
+    assert.are.equal("0", r.bad, r._out)
+    assert.are.equal("true", r.inside, r.counts)
   end)
 end)
 

@@ -34,11 +34,11 @@
 -- TRUTH_LONG_S changes the long drift window (default 10 s; the row says
 -- which length was measured). Exit status 0 when the harness ran (whatever
 -- the verdicts), 1 when it could not.
-package.cpath = "./?.so;" .. package.cpath
+package.cpath = "./?.so;./build/?.so;" .. package.cpath
 package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
 local pp = require "phaseprobe"
 local cu = pp.cuda
-local truth = pp.truth
+local truth = require "phaseprobe_truth" -- tools/truth_module.c (make truth)
 local fmt = string.format
 
 local LONG_S = tonumber(os.getenv("TRUTH_LONG_S") or "10") or 10

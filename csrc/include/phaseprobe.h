@@ -14,7 +14,8 @@
  *     t = pp_lap(PP_PTX, t);
  *     ...
  *     pp_end();                                // wall_ns captured here
- *     pp_emit(&(pp_emit_args){ .seq = n });    // one record, written after
+ *     pp_emit(&(pp_emit_args){.seq = n, .given = PP_GIVEN_SEQ}, NULL);
+ *                                              // one record, written after
  *
  * Disabled, every entry point is one relaxed load of pp_enabled_flag and,
  * for the measuring wrappers, the unmodified call.
@@ -49,6 +50,7 @@ extern "C" {
   (1 + PP_MAX_COUNTS + 5 + PP_MAX_PHASES + PP_MAX_NESTED + 2 +                 \
    3 * PP_MAX_CACHES + 12)
 #define PP_TAGS_MAX 256  /* bytes of " key=value" text carried per record   */
+#define PP_SCOPE_DEPTH 64 /* scopes open at once on one thread               */
 
 /* ---- the enable flag ----------------------------------------------------- */
 /* The only hot-path global. Read with one relaxed load. */
@@ -58,8 +60,12 @@ static inline int pp_enabled(void) {
   return __atomic_load_n(&pp_enabled_flag, __ATOMIC_RELAXED);
 }
 void pp_set_enabled(int on);
-/* Reads PHASEPROBE and VYRE_CUDA_DISPATCH_PHASE_PROBE once; called by the
- * library's constructor, callable again after changing the environment. */
+/* Reads PHASEPROBE and VYRE_CUDA_DISPATCH_PHASE_PROBE; called by the
+ * library's constructor (the reference reads its variable at first use
+ * instead), callable again after changing the environment. PHASEPROBE, when
+ * set, decides ("0" or empty: off; else on); otherwise the reference's
+ * variable enables by its presence, whatever its value; with neither set
+ * the probe stays as it is. */
 void pp_enable_from_env(void);
 
 /* ---- the clock ----------------------------------------------------------- */
@@ -91,8 +97,10 @@ typedef struct {
  * clock read or query, whichever comes first. */
 void pp_clock_init(void);
 const pp_clock_info *pp_clock(void);
-/* Re-selects the clock; returns 0, or -1 if the kind is not usable here.
- * Only for tests and benchmarks: never call it while a dispatch is open. */
+/* Re-selects the clock, for the whole process; returns 0, or -1 if the
+ * kind is not usable here, or (errno EBUSY) while the calling thread has a
+ * dispatch begun or a scope open. For tests and benchmarks: other threads
+ * must not be dispatching either (their starts would be on the old clock). */
 int pp_clock_select(pp_clock_kind kind);
 
 /* Current reading, in ticks of the selected clock (never 0). */
@@ -261,15 +269,47 @@ void pp_add_probe_ns(uint64_t ns);
  * (bad key or value, or no room). */
 int pp_tag(const char *key, const char *value);
 
-/* Disabled, these are one flag load and the statement itself. */
+/* ---- scopes -------------------------------------------------------------- */
+/* The nesting rule: on a thread, at any instant at most one scope
+ * accumulates time, the most recently opened scope still open. Opening a
+ * scope pauses the one below it; closing it resumes that one. So a phase
+ * opened inside another is charged to itself only, the phases stay a
+ * partition, and named_host_ns never exceeds the time the scopes ran.
+ * Nested regions (PP_MEASURE_NESTED, pp_charge_nested) are measured inside
+ * their phase and pause nothing; explicit charges (pp_add_ns, pp_charge,
+ * pp_lap, pp_charge_remainder) are the caller's, as in the reference.
+ *
+ * A scope is identified by the value pp_scope_open returns, and
+ * pp_scope_close ends that scope whatever else is open: closing one that is
+ * not on top removes it (it was paused: nothing more is charged) and leaves
+ * the others running as they were. The stack is the thread's: a scope
+ * closed on another thread than it opened on is ignored. pp_end and pp_emit
+ * charge the running scope up to the instant they read and close every
+ * open scope (a later pp_scope_close of one is ignored); pp_begin drops
+ * them. After pp_end and before the emit no scope opens (returns 0): its
+ * time would lie outside wall_ns. More than PP_SCOPE_DEPTH scopes at once:
+ * the extra ones return 0 and their time stays with the scope below.
+ * Opening and closing cost one clock read each. 0 is never a scope. */
+typedef uint64_t pp_scope;
+pp_scope pp_scope_open(int phase);
+void pp_scope_close(pp_scope scope);
+
+/* Disabled, these are one flag load and the statement itself. The
+ * statement must not leave by return, break or goto: its scope would stay
+ * open until the dispatch's pp_end or pp_emit. */
 #define PP_MEASURE(phase, stmt)                                                \
+  PP_MEASURE_(phase, stmt, PP_CAT_(pp_measure_s_, __COUNTER__))
+#define PP_CAT2_(a, b) a##b
+#define PP_CAT_(a, b) PP_CAT2_(a, b)
+/* (one name per expansion, so nested measures do not shadow each other) */
+#define PP_MEASURE_(phase, stmt, s)                                            \
   do {                                                                         \
     if (!pp_enabled()) {                                                       \
       stmt;                                                                    \
     } else {                                                                   \
-      pp_ticks pp_measure_t0_ = pp_now();                                      \
+      pp_scope s = pp_scope_open(phase);                                       \
       stmt;                                                                    \
-      pp_charge((phase), pp_measure_t0_);                                      \
+      pp_scope_close(s);                                                       \
     }                                                                          \
   } while (0)
 
@@ -297,20 +337,45 @@ uint64_t pp_record_get(const pp_record *r, const char *field, int *found);
  * with kernel_src=cupti, kernel_error_ns only when measured. */
 int pp_record_field_present(const pp_record *r, size_t i);
 
-/* What the dispatch's own telemetry knows. A field left at PP_AUTO is
- * filled by the probe: seq from a process-wide counter, wall_ns from
- * pp_begin..pp_end (or ..emit), device_window_ns from
- * pp_record_device_window_ns, enqueue_ns/wait_ns as 0. */
+/* What the dispatch's own telemetry knows, as the reference's emit takes
+ * it. `given` says which fields hold a value (PP_GIVEN_* bits; any value,
+ * UINT64_MAX included); a field not given is the probe's: seq from a
+ * process-wide counter, wall_ns from pp_begin..pp_end (or ..the emit; 0
+ * without pp_begin: the probe measured no wall), device_window_ns from
+ * pp_record_device_window_ns, enqueue_ns and wait_ns 0, the cache counts
+ * from pp_cache_event. Cache values given override the dispatch's events,
+ * per field, as the reference's caller passes its own counts.
+ *
+ *     pp_emit(&(pp_emit_args){.seq = n, .wall_ns = w,
+ *                             .given = PP_GIVEN_SEQ | PP_GIVEN_WALL}, NULL);
+ *
+ * The form of phaseprobe 0.1.0, with no `given` (0): a field at PP_AUTO is
+ * the probe's, any other value is given, and no cache value is; it cannot
+ * give UINT64_MAX. Callers written for it compile and behave as before. */
 #define PP_AUTO UINT64_MAX
 typedef struct {
   uint64_t seq, wall_ns, enqueue_ns, wait_ns, device_window_ns;
+  uint32_t given;
+  uint64_t cache_hits[PP_MAX_CACHES];      /* by the schema's cache index */
+  uint64_t cache_misses[PP_MAX_CACHES];
+  uint64_t cache_disk_hits[PP_MAX_CACHES];
 } pp_emit_args;
+#define PP_GIVEN_SEQ (1u << 0)
+#define PP_GIVEN_WALL (1u << 1)
+#define PP_GIVEN_ENQUEUE (1u << 2)
+#define PP_GIVEN_WAIT (1u << 3)
+#define PP_GIVEN_WINDOW (1u << 4)
+#define PP_GIVEN_HITS(cache) (1u << (5 + (cache)))
+#define PP_GIVEN_MISSES(cache) (1u << (5 + PP_MAX_CACHES + (cache)))
+#define PP_GIVEN_DISK_HITS(cache) (1u << (5 + 2 * PP_MAX_CACHES + (cache)))
 #define PP_EMIT_ARGS_AUTO                                                      \
-  ((pp_emit_args){PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO})
+  ((pp_emit_args){PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO, PP_AUTO, 0, {0}, {0}, {0}})
 
 /* Turns this thread's accumulator into one record, clears it, and hands the
- * record to the sinks. `out` (may be NULL) receives a copy. Returns 0, or -1
- * when disabled or no dispatch is open (nothing emitted). */
+ * record to the sinks. The accumulator always exists: without pp_begin,
+ * what was charged since the last emit (maybe nothing) makes the record, as
+ * in the reference. `out` (may be NULL) receives a copy. Returns 0, or -1
+ * when disabled (nothing emitted). */
 int pp_emit(const pp_emit_args *args, pp_record *out);
 
 /* Formats the record as one line (no newline). Returns the length; the
@@ -392,6 +457,8 @@ typedef struct {
   uint64_t lines_pending; /* lines buffered, not yet written               */
   char sink[160];         /* the line sink: "stderr", "fd 5", a path,
                              "none"                                        */
+  uint64_t abandoned;     /* dispatches dropped by a pp_begin over them:
+                             begun (or charged) and never emitted          */
 } pp_stats_t;
 void pp_stats(pp_stats_t *out);
 

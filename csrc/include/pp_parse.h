@@ -56,6 +56,7 @@
 #include <stdint.h>
 
 #include "phaseprobe.h"
+#include "pp_stats.h" /* pp_summary, pp_fit: the queries' results */
 
 #ifdef __cplusplus
 extern "C" {
@@ -195,21 +196,6 @@ pp_cols *pp_parser_take(pp_parser *p);
 /* ---- queries over a store ------------------------------------------------ */
 /* Rows are named by a selection: a sorted array of record indices. Every
  * query takes (sel, nsel); sel == NULL means all records. */
-typedef struct {
-  size_t count;        /* present values summarised                     */
-  double min, max, sum, mean, median, p90, p99;
-  int exact;           /* integer column: imin, imax, isum are exact     */
-  int64_t imin, imax;  /* integers (u64 bit patterns if unsigned)         */
-  int isum_fits;       /* the exact sum fits in int64                    */
-  int64_t isum;
-} pp_summary;
-
-/* Type-7 quantile (linear between closest ranks) of a sorted array. */
-double pp_quantile_sorted(const double *sorted, size_t n, double p);
-/* Summary (count, min, max, sum, mean, median, p90, p99) of n doubles; a
- * is reordered. */
-void pp_summarize(double *a, size_t n, pp_summary *out);
-
 /* Present values of `col` as doubles; out has room for nsel (or count)
  * values. Returns how many were written. */
 size_t pp_cols_gather(const pp_cols *c, size_t col, const uint32_t *sel,
@@ -249,48 +235,6 @@ void pp_groups_free(pp_group *g, size_t n);
 size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *sel,
                         size_t nsel, size_t limit);
 
-/* ---- line fits ----------------------------------------------------------- */
-typedef struct {
-  size_t n;             /* points used                                    */
-  size_t distinct_x;    /* distinct x values (counted up to 1000)         */
-  double xmin, xmax, ymedian;
-  /* least squares */
-  double ls_intercept, ls_slope, ls_r2;
-  /* Theil-Sen: slope = median of pairwise slopes over pairs of distinct x,
-   * intercept = median of y - slope * x */
-  double ts_intercept, ts_slope, ts_r2;
-  double ts_quality;     /* 1 - MAD(residuals) / MAD(y), in [0, 1]         */
-  uint64_t ts_pairs;     /* slopes the median was taken over               */
-  int ts_sampled;        /* pairs drawn at random (fixed seed)             */
-  int ok;                /* 0: fewer than 2 distinct x values              */
-} pp_fit;
-
-/* Theil-Sen is exact while n*(n-1)/2 <= PP_TS_EXACT_PAIRS; past that the
- * slope is the median over PP_TS_SAMPLE_PAIRS pairs drawn with a fixed seed,
- * and the intercept, ymedian and the MADs are taken over a subsample of
- * about PP_TS_SAMPLE_POINTS points, one drawn with a fixed seed from each
- * run of n / PP_TS_SAMPLE_POINTS (reproducible, and blind to no phase of a
- * log whose records repeat with a period). */
-#define PP_TS_EXACT_PAIRS 200000
-#define PP_TS_SAMPLE_PAIRS 100000
-#define PP_TS_SAMPLE_POINTS 65536
-/* x and y are not modified. Returns 0, or -1 out of memory. */
-int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out);
-/* The same in stages, for many fits over shared columns: statistics of
- * an x column and of a y column once, then one pass a pair. */
-typedef struct {
-  size_t n, distinct;
-  double min, max, mean, ss; /* ss: sum of squared deviations */
-} pp_fit_xstat;
-typedef struct {
-  size_t n;
-  double mean, ss, median, mad; /* median, mad: over the subsample */
-} pp_fit_ystat;
-void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s);
-int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s);
-int pp_fit_line_with(const double *x, const double *y, size_t n,
-                     const pp_fit_xstat *xs, const pp_fit_ystat *ys,
-                     pp_fit *out);
 /* Fit of column ycol against xcol over rows where both are present. */
 int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
                 const uint32_t *sel, size_t nsel, pp_fit *out);

@@ -100,38 +100,6 @@ void lcu_unhold(lcu_ctx *c) {
     ctx_release(c);
 }
 
-static int class_index(lua_State *L) {
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
-    return 1;
-  lua_pop(L, 1);
-  if (lua_type(L, 2) != LUA_TSTRING)
-    return 0;
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, 2);
-  lua_call(L, 2, 1);
-  return 1;
-}
-
-void lcu_class(lua_State *L, const char *name, const luaL_Reg *methods,
-               lua_CFunction getter, lua_CFunction gc, lua_CFunction close,
-               lua_CFunction tostring) {
-  luaL_newmetatable(L, name);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_pushcfunction(L, getter);
-  lua_pushcclosure(L, class_index, 2);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-}
-
 int lcu_no_field(lua_State *L, const char *kind) {
   return luaL_error(L, "%s has no field '%s'", kind, lua_tostring(L, 2));
 }
@@ -393,8 +361,9 @@ static const luaL_Reg ctx_methods[] = {
     {NULL, NULL}};
 
 int pp_lua_open_cuda(lua_State *L) {
-  lcu_class(L, LCU_CTX_MT, ctx_methods, ctx_get, ctx_gc, ctx_close,
-            ctx_tostring);
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_CTX_MT, .methods = ctx_methods, .get = ctx_get,
+      .gc = ctx_gc, .close = ctx_close, .tostring = ctx_tostring});
   lcu_open_module(L);
   lcu_open_mem(L);
   lcu_open_launch(L);

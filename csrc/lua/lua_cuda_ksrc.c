@@ -35,7 +35,7 @@ pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
                            pp_kernel_src def) {
   if (lua_isnoneornil(L, idx))
     return def;
-  const char *s = lua_tostring(L, idx);
+  const char *s = pp_lua_hasnul(L, idx) ? "" : lua_tostring(L, idx);
   if (lua_type(L, idx) == LUA_TSTRING && strcmp(s, "event") == 0)
     return PP_KSRC_EVENT;
   if (lua_type(L, idx) == LUA_TSTRING && strcmp(s, "cupti") == 0)
@@ -143,7 +143,9 @@ static void calibrate_opts(lua_State *L, int idx, lua_Integer *samples,
   luaL_checktype(L, idx, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
+                        ? lua_tostring(L, -2)
+                        : "";
     if (strcmp(k, "samples") != 0 && strcmp(k, "source") != 0) {
       lua_pop(L, 1);
       luaL_error(L, "ctx:calibrate_events: unknown field '%s' (fields: "

@@ -229,7 +229,7 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
   lua_pushnil(L);
   while (lua_next(L, t)) {
     int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING) {
+    if (lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)) {
       const char *k = lua_tostring(L, -2);
       for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (strcmp(k, fields[i].name) == 0 &&
@@ -238,7 +238,9 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
     }
     if (!ok) {
       lua_pop(L, 1);
-      luaL_error(L, "%s: unknown field '%s'", what, luaL_tolstring(L, -1, NULL));
+      int nul = pp_lua_hasnul(L, -1);
+      luaL_error(L, "%s: unknown field '%s'%s", what, luaL_tolstring(L, -1, NULL),
+                 nul ? " (it contains a NUL byte)" : "");
     }
     lua_pop(L, 1);
   }
@@ -997,14 +999,13 @@ void lcu_open_launch(lua_State *L) {
       {"fence", window_fence},     {"close", window_close},
       {"collect", window_collect}, {"discard", window_discard},
       {"wait", window_wait},       {NULL, NULL}};
-  lcu_class(L, LCU_STREAM_MT, stream_methods, stream_get, stream_gc,
-            stream_close, stream_tostring);
-  luaL_getmetatable(L, LCU_STREAM_MT);
-  lua_pushcfunction(L, stream_call);
-  lua_setfield(L, -2, "__call");
-  lua_pop(L, 1);
-  lcu_class(L, LCU_WINDOW_MT, window_methods, window_get, window_gc,
-            window_close, window_tostring);
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_STREAM_MT, .methods = stream_methods, .get = stream_get,
+      .gc = stream_gc, .close = stream_close, .tostring = stream_tostring,
+      .call = stream_call});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_WINDOW_MT, .methods = window_methods, .get = window_get,
+      .gc = window_gc, .close = window_close, .tostring = window_tostring});
 }
 
 #else

@@ -317,7 +317,9 @@ void lcu_open_mem(lua_State *L) {
                                      {"free", buf_free},
                                      {"close", buf_free},
                                      {NULL, NULL}};
-  lcu_class(L, LCU_BUF_MT, methods, buf_get, buf_gc, buf_free, buf_tostring);
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_BUF_MT, .methods = methods, .get = buf_get,
+      .gc = buf_gc, .close = buf_free, .tostring = buf_tostring});
 }
 
 #else

@@ -69,15 +69,19 @@ static void check_opt_names(lua_State *L, int t) {
                                       "max_bytes", NULL};
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
+                        ? lua_tostring(L, -2)
+                        : NULL;
     int found = 0;
     for (int i = 0; k && known[i]; i++)
       found |= strcmp(k, known[i]) == 0;
     if (!found)
-      luaL_error(L, "ctx:load: unknown option '%s' (valid: jit_log, log_size, "
+      luaL_error(L, "ctx:load: unknown option '%s'%s (valid: jit_log, log_size, "
                     "opt_level, max_registers, line_info, debug; max_bytes "
                     "for load_file)",
-                 k ? k : luaL_typename(L, -2));
+                 k ? k : pp_lua_hasnul(L, -2) ? lua_tostring(L, -2)
+                                              : luaL_typename(L, -2),
+                 pp_lua_hasnul(L, -2) ? " (it contains a NUL byte)" : "");
     lua_pop(L, 1);
   }
 }
@@ -175,7 +179,7 @@ int lcu_ctx_load(lua_State *L) { return load_ptx(L, 2, 3, "ctx:load"); }
 int lcu_ctx_load_file(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
   PP_CHECK_OPEN(L, !c->closed, "context");
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = pp_lua_checkname(L, 2);
   lua_Integer cap = (lua_Integer)8 << 30;
   if (lua_istable(L, 3)) {
     lua_getfield(L, 3, "max_bytes");
@@ -376,7 +380,7 @@ static void find_layout(lua_State *L, CUfunction f,
 /* mod:func(name) -> fn */
 static int mod_func(lua_State *L) {
   lcu_mod *m = check_open_mod(L, 1, "mod:func");
-  const char *name = luaL_checkstring(L, 2);
+  const char *name = pp_lua_checkname(L, 2);
   CUfunction f = NULL;
   CUresult rc = pp_cuda()->ModuleGetFunction(&f, m->mod, name);
   if (rc != CUDA_SUCCESS) {
@@ -526,7 +530,7 @@ static lcu_global *check_global(lua_State *L, int idx, const char *what) {
 /* mod:global(name) -> g */
 static int mod_global(lua_State *L) {
   lcu_mod *m = check_open_mod(L, 1, "mod:global");
-  const char *name = luaL_checkstring(L, 2);
+  const char *name = pp_lua_checkname(L, 2);
   CUdeviceptr ptr = 0;
   size_t size = 0;
   CUresult rc = pp_cuda()->ModuleGetGlobal(&ptr, &size, m->mod, name);
@@ -666,12 +670,15 @@ void lcu_open_module(lua_State *L) {
                                             {"write_u32", global_write_u32},
                                             {"close", global_close},
                                             {NULL, NULL}};
-  lcu_class(L, LCU_MOD_MT, mod_methods, mod_get, mod_gc, mod_close,
-            mod_tostring);
-  lcu_class(L, LCU_FN_MT, fn_methods, fn_get, no_gc, fn_close,
-            fn_tostring);
-  lcu_class(L, LCU_GLOBAL_MT, global_methods, global_get, no_gc,
-            global_close, global_tostring);
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_MOD_MT, .methods = mod_methods, .get = mod_get,
+      .gc = mod_gc, .close = mod_close, .tostring = mod_tostring});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_FN_MT, .methods = fn_methods, .get = fn_get,
+      .gc = no_gc, .close = fn_close, .tostring = fn_tostring});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = LCU_GLOBAL_MT, .methods = global_methods, .get = global_get,
+      .gc = no_gc, .close = global_close, .tostring = global_tostring});
 }
 
 #else

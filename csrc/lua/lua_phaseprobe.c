@@ -21,26 +21,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SCOPE_DEPTH 64
 #define STATE_MT "phaseprobe.state"
-#define TOKEN_MT "phaseprobe.scope"
+#define SCOPE_MT "phaseprobe.scope"
 #define SCHEMA_MT "phaseprobe.schema"
 
-/* Per-Lua-state data: the open scopes (a stack, since <close> variables
- * close in LIFO order), name tables for the schema they were built for
- * (user values 1: phase names, 2: nested names) and a small cache from
- * interned name strings to indices (user value 3 anchors the cached strings,
- * so a cached pointer always names the string it was looked up with).
- *
- * pp.phase() returns this state object itself as the to-be-closed value:
- * nothing is allocated per scope. */
+/* Per-Lua-state data: name tables for the schema they were built for (user
+ * values 1: phase names, 2: nested names, each name -> index) and a small
+ * cache from interned name strings to indices (user value 3 anchors the
+ * cached strings, so a cached pointer always names the string it was looked
+ * up with). The open scopes are not here: they are the thread's, in the C
+ * accumulator (pp_scope_open), whatever Lua state or coroutine opened them. */
 #define NAME_CACHE 16
+#define SCOPE_POOL 64
 typedef struct {
   int schema_id;
-  int depth;
-  pp_ticks start[SCOPE_DEPTH];
-  int index[SCOPE_DEPTH];
-  char nested[SCOPE_DEPTH];
+  int pool_n; /* closed scope objects ready for reuse, in the pool table
+                 (an upvalue of pp.phase, pp.nested and __close) */
   const char *cache_key[NAME_CACHE];
   int cache_index[NAME_CACHE];
   char cache_nested[NAME_CACHE];
@@ -48,10 +44,33 @@ typedef struct {
   uint64_t scope_cost_ns; /* calibrated host cost of one scope or measure */
 } lstate;
 
+/* What pp.phase and pp.nested return: one object per open scope, so closing
+ * it ends that scope and no other (coroutines close scopes out of order). A
+ * phase scope holds its pp_scope; a nested region its start. `gen` is the
+ * dispatch it opened in: closed after that dispatch was emitted, a scope
+ * charges nothing more. An object its <close> variable closed goes back to
+ * its state's pool (at most SCOPE_POOL of them) and is handed out again by
+ * a later scope, so a scope costs no allocation; closing it again after
+ * that (kept past its variable, closed by hand) would end the later scope.
+ * An object closed by hand is never reused: a second close is a no-op. */
 typedef struct {
+  uint64_t tag; /* scope_tag: tells a scope object from other userdata */
+  uint64_t id;  /* phase: the pp_scope; nested: start ticks */
+  uint64_t gen;
   int index;
-  int nested;
-} token;
+  int nested; /* 0 phase, 1 nested region, -1 closed */
+} scope_tok;
+
+/* Set once per process (from addresses and the process id): the __close
+ * metamethod checks an object by its size and this tag, which is cheaper
+ * than comparing metatables on every close. */
+static uint64_t scope_tag;
+
+/* The dispatch generation of this thread's accumulator (pp_acc_clear). */
+static uint64_t tls_gen(void) {
+  pp_acc *a = pp_acc_get();
+  return a ? a->gen : 0;
+}
 
 static lstate *get_state(lua_State *L) {
   return (lstate *)lua_touserdata(L, lua_upvalueindex(1));
@@ -63,10 +82,7 @@ static void build_names(lua_State *L, int st_idx, lstate *st,
     size_t n = kind ? s->nnested : s->nphases;
     lua_createtable(L, 0, (int)n * 2);
     for (size_t i = 0; i < n; i++) {
-      token *t = lua_newuserdatauv(L, sizeof *t, 0);
-      t->index = (int)i;
-      t->nested = kind;
-      luaL_setmetatable(L, TOKEN_MT);
+      lua_pushinteger(L, (lua_Integer)i);
       lua_pushvalue(L, -1);
       lua_setfield(L, -3, kind ? s->nested[i] : s->phase[i]);
       lua_setfield(L, -2, kind ? s->nested_label[i] : s->phase_label[i]);
@@ -95,6 +111,9 @@ static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
     luaL_addstring(&b, "(none)");
   luaL_pushresult(&b);
   const char *valid = lua_tostring(L, -1);
+  if (pp_lua_hasnul(L, arg))
+    return luaL_argerror(L, arg, lua_pushfstring(L, "%s name contains a NUL byte",
+                                                 nested ? "nested region" : "phase"));
   const char *given = luaL_tolstring(L, arg, NULL);
   const char *msg =
       lua_pushfstring(L, "unknown %s '%s' (valid: %s)",
@@ -102,15 +121,15 @@ static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
   return luaL_argerror(L, arg, msg);
 }
 
-/* The schema a charge goes against: the open dispatch's. Raises if none is
- * open (misuse from Lua: the C API instead opens one implicitly). */
+/* The schema a charge goes against: the pending dispatch's, or, with none
+ * pending, the thread's current schema, under which the charge opens the
+ * next record (the reference's accumulator always exists: charges made
+ * before any pp.begin land in the next emit). */
 static const pp_schema *open_schema(lua_State *L, const char *what) {
+  (void)L;
+  (void)what;
   const pp_schema *s = pp_open_schema();
-  if (!s)
-    luaL_error(L, "phaseprobe.%s: no dispatch open on this thread (call "
-                  "phaseprobe.begin() first)",
-               what);
-  return s;
+  return s ? s : pp_schema_current();
 }
 
 /* Looks up argument `arg` as a phase (nested=0) or nested region name and
@@ -122,14 +141,23 @@ static int lookup(lua_State *L, int arg, int nested, const char *what) {
     build_names(L, lua_upvalueindex(1), st, s);
   lua_getiuservalue(L, lua_upvalueindex(1), nested + 1);
   lua_pushvalue(L, arg);
-  if (lua_rawget(L, -2) != LUA_TUSERDATA)
+  if (lua_rawget(L, -2) != LUA_TNUMBER)
     return unknown_name(L, arg, s, nested);
-  int idx = ((token *)lua_touserdata(L, -1))->index;
+  int idx = (int)lua_tointeger(L, -1);
   lua_pop(L, 2);
   return idx;
 }
 
 /* ---- enable ------------------------------------------------------------- */
+/* An optional boolean switch: none is true; anything but a boolean is
+ * refused (0 and "no" are true in Lua). */
+static int opt_switch(lua_State *L, int arg) {
+  if (lua_isnone(L, arg))
+    return 1;
+  luaL_checktype(L, arg, LUA_TBOOLEAN);
+  return lua_toboolean(L, arg);
+}
+
 static uint64_t calibrate_scope_cost(lua_State *L);
 
 /* The state's scope cost is measured the first time the probe is on for it
@@ -141,7 +169,7 @@ static void ensure_scope_cost(lua_State *L, lstate *st) {
 }
 
 static int l_enable(lua_State *L) {
-  pp_set_enabled(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  pp_set_enabled(opt_switch(L, 1));
   ensure_scope_cost(L, get_state(L));
   return 0;
 }
@@ -180,55 +208,89 @@ static int scope_index(lua_State *L, lstate *st, const pp_schema *s, int nested,
   return idx;
 }
 
+/* Opens the thread's scope for phase idx, raising where none can open. */
+static pp_scope open_scope(lua_State *L, int idx, const char *what) {
+  pp_scope sc = pp_scope_open(idx);
+  if (!sc) {
+    pp_acc *a = pp_acc_get();
+    if (a && a->ended)
+      luaL_error(L, "phaseprobe.%s: the dispatch on this thread is finished "
+                    "(phaseprobe.finish): a scope now would lie outside its "
+                    "wall_ns; emit it first",
+                 what);
+    if (a && a->depth >= PP_SCOPE_DEPTH)
+      luaL_error(L, "phaseprobe.%s: more than %d scopes open at once on this "
+                    "thread",
+                 what, PP_SCOPE_DEPTH);
+  }
+  return sc;
+}
+
 static int push_scope(lua_State *L, int nested, const char *what) {
   if (!pp_enabled())
     return 0;
   lstate *st = get_state(L);
   const pp_schema *s = open_schema(L, what);
   int idx = scope_index(L, st, s, nested, what);
-  if (st->depth >= SCOPE_DEPTH)
-    return luaL_error(L, "phaseprobe.%s: more than %d scopes open at once",
-                      what, SCOPE_DEPTH);
-  int d = st->depth++;
-  st->index[d] = idx;
-  st->nested[d] = (char)nested;
-  st->start[d] = pp_now_inline();
-  lua_pushvalue(L, lua_upvalueindex(1));
+  scope_tok *t;
+  if (st->pool_n > 0) {
+    lua_rawgeti(L, lua_upvalueindex(3), st->pool_n--);
+    t = lua_touserdata(L, -1);
+  } else {
+    t = lua_newuserdatauv(L, sizeof *t, 0);
+    t->tag = __atomic_load_n(&scope_tag, __ATOMIC_RELAXED);
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_setmetatable(L, -2);
+  }
+  t->index = idx;
+  t->nested = nested;
+  if (nested) {
+    pp_acc *a = pp_acc_get();
+    t->gen = a ? a->gen : 0;
+    t->id = pp_now_inline();
+  } else {
+    t->id = open_scope(L, idx, what);
+  }
   return 1;
 }
 
 static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
 static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 
-/* __close(token, err): charges the innermost open scope, error or not.
- * Its upvalue is the state pp.phase returns, so the usual call is checked
- * by one comparison; anything else (the metamethod called by hand) must be
- * a state too. */
-static int state_close(lua_State *L) {
+/* __close(scope, err): ends this scope, error or not, wherever it is on the
+ * thread's stack, and puts the object back in the pool. Upvalues: 1 the
+ * scope metatable, 2 the pool, 3 the state. */
+static int scope_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
-  lstate *st = (lstate *)lua_touserdata(L, 1);
-  if (st == NULL || st != lua_touserdata(L, lua_upvalueindex(1))) {
-    st = luaL_testudata(L, 1, STATE_MT);
-    if (!st)
-      return luaL_typeerror(L, 1, "phaseprobe.scope");
-  }
-  if (st->depth <= 0)
+  scope_tok *t = lua_touserdata(L, 1);
+  if (!t || lua_rawlen(L, 1) != sizeof *t ||
+      t->tag != __atomic_load_n(&scope_tag, __ATOMIC_RELAXED))
+    return luaL_typeerror(L, 1, "phaseprobe.scope");
+  if (t->nested < 0)
     return 0;
-  int d = --st->depth;
-  if (!pp_is_open())
-    return 0; /* the dispatch was emitted inside the scope */
-  pp_add_probe_ns(st->scope_cost_ns);
-  if (st->nested[d])
-    pp_add_nested_ns(st->index[d], pp_ticks_to_ns(st->start[d], now));
-  else
-    pp_add_ns(st->index[d], pp_ticks_to_ns(st->start[d], now));
+  lstate *st = lua_touserdata(L, lua_upvalueindex(3));
+  if (!t->nested) {
+    pp_scope_end(t->id, st->scope_cost_ns);
+  } else if (tls_gen() == t->gen) { /* else emitted inside the region */
+    pp_add_probe_ns(st->scope_cost_ns);
+    pp_add_nested_ns(t->index, pp_ticks_to_ns(t->id, now));
+  }
+  t->nested = -1;
+  /* Reused only when its <close> variable closed it (Lua passes the value
+   * and the error: two arguments). An object closed by hand, with one, is
+   * never handed out again, so closing it again by hand stays a no-op. */
+  if (lua_gettop(L) >= 2 && st->pool_n < SCOPE_POOL) {
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, lua_upvalueindex(2), ++st->pool_n);
+  }
   return 0;
 }
 
-static int token_tostring(lua_State *L) {
-  token *t = luaL_checkudata(L, 1, TOKEN_MT);
-  lua_pushfstring(L, "phaseprobe.scope (%s %d)", t->nested ? "nested" : "phase",
-                  t->index);
+static int scope_tostring(lua_State *L) {
+  scope_tok *t = luaL_checkudata(L, 1, SCOPE_MT);
+  lua_pushfstring(L, "phaseprobe.scope (%s %d%s)",
+                  t->nested > 0 ? "nested" : "phase", t->index,
+                  t->nested < 0 ? ", closed" : "");
   return 1;
 }
 
@@ -239,17 +301,27 @@ static int measure(lua_State *L, int nested, const char *what) {
     lua_call(L, lua_gettop(L) - 2, LUA_MULTRET);
     return lua_gettop(L) - 1;
   }
-  int idx = scope_index(L, get_state(L), open_schema(L, what), nested, what);
+  lstate *st = get_state(L);
+  int idx = scope_index(L, st, open_schema(L, what), nested, what);
   int nargs = lua_gettop(L) - 2;
-  pp_ticks t0 = pp_now_inline();
+  uint64_t gen = 0;
+  pp_ticks t0 = 0;
+  pp_scope sc = 0;
+  if (nested) {
+    gen = tls_gen();
+    t0 = pp_now_inline();
+  } else {
+    sc = open_scope(L, idx, what);
+  }
   int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
-  pp_ticks t1 = pp_now_inline();
-  if (pp_is_open()) {
-    pp_add_probe_ns(get_state(L)->scope_cost_ns);
-    if (nested)
+  if (nested) {
+    pp_ticks t1 = pp_now_inline();
+    if (tls_gen() == gen) {
+      pp_add_probe_ns(st->scope_cost_ns);
       pp_add_nested_ns(idx, pp_ticks_to_ns(t0, t1));
-    else
-      pp_add_ns(idx, pp_ticks_to_ns(t0, t1));
+    }
+  } else {
+    pp_scope_end(sc, st->scope_cost_ns);
   }
   if (rc != LUA_OK)
     return lua_error(L);
@@ -268,10 +340,20 @@ static int l_mark(lua_State *L) {
   return 1;
 }
 
+/* A start from pp.mark(): an integer, or nil (pp.mark() while disabled:
+ * the charge is skipped). Absent, it is refused: pp.lap("ptx") is a call
+ * that forgot its start. */
 static pp_ticks opt_ticks(lua_State *L, int arg) {
-  if (lua_isnoneornil(L, arg))
+  if (lua_isnil(L, arg))
     return 0;
-  return (pp_ticks)luaL_checkinteger(L, arg);
+  if (!lua_isinteger(L, arg))
+    luaL_argerror(L, arg,
+                  lua_isnone(L, arg)
+                      ? "start expected (a value of phaseprobe.mark(), or nil)"
+                      : lua_pushfstring(L, "start must be an integer from "
+                                           "phaseprobe.mark(), got %s",
+                                        luaL_typename(L, arg)));
+  return (pp_ticks)lua_tointeger(L, arg);
 }
 
 static int l_charge(lua_State *L) {
@@ -282,14 +364,14 @@ static int l_charge(lua_State *L) {
   return 0;
 }
 
+/* lap(phase, t) -> the new start. A nil t (pp.mark() while the probe was
+ * off) charges nothing and returns a start, so the next lap charges. */
 static int l_lap(lua_State *L) {
   if (!pp_enabled())
     return 0;
   int idx = scope_index(L, get_state(L), open_schema(L, "lap"), 0, "lap");
   pp_ticks t = opt_ticks(L, 2);
-  if (!t)
-    return 0;
-  lua_pushinteger(L, (lua_Integer)pp_lap(idx, t));
+  lua_pushinteger(L, (lua_Integer)(t ? pp_lap(idx, t) : pp_now_inline()));
   return 1;
 }
 
@@ -306,8 +388,9 @@ static int l_charge_remainder(lua_State *L) {
   if (!pp_enabled())
     return 0;
   int outer = lookup(L, 1, 0, "charge_remainder");
+  pp_ticks t = opt_ticks(L, 2);
   int inner = lookup(L, 3, 0, "charge_remainder");
-  pp_charge_remainder(outer, opt_ticks(L, 2), inner);
+  pp_charge_remainder(outer, t, inner);
   return 0;
 }
 
@@ -333,19 +416,25 @@ static int l_add_nested_ns(lua_State *L) {
   return 0;
 }
 
+/* phase_ns(phase) -> ns charged to it in the pending dispatch; the name is
+ * checked whether or not one is pending (disabled: 0, after the flag). */
 static int l_phase_ns(lua_State *L) {
-  if (!pp_enabled() || !pp_is_open()) {
+  if (!pp_enabled()) {
     lua_pushinteger(L, 0);
     return 1;
   }
-  lua_pushinteger(L, (lua_Integer)pp_phase_ns(lookup(L, 1, 0, "phase_ns")));
+  int idx = lookup(L, 1, 0, "phase_ns");
+  lua_pushinteger(L, pp_is_open() ? (lua_Integer)pp_phase_ns(idx) : 0);
   return 1;
 }
 
 /* ---- counts, kernel time, caches, tags --------------------------------- */
 static void set_count(lua_State *L, const pp_schema *s, int name_idx,
                       int val_idx) {
-  const char *name = luaL_checkstring(L, name_idx);
+  const char *name = pp_lua_tocname(L, name_idx, "phaseprobe.counts");
+  if (!name)
+    luaL_error(L, "phaseprobe.counts: count names are strings, got %s",
+               luaL_typename(L, name_idx));
   int i = pp_schema_count_index(s, name);
   if (i < 0) {
     luaL_Buffer b;
@@ -414,7 +503,7 @@ static int l_cache(lua_State *L) {
     return 0;
   const pp_schema *s = open_schema(L, "cache");
   static const char *const outcomes[] = {"hit", "miss", "disk_hit", NULL};
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = pp_lua_checkname(L, 1);
   int c = pp_schema_cache_index(s, name);
   if (c < 0) {
     luaL_Buffer b;
@@ -442,14 +531,21 @@ static int l_probe_ns(lua_State *L) {
   return 0;
 }
 
+/* tag(key, value | nil): strings only; nil removes the tag. */
 static int l_tag(lua_State *L) {
-  const char *key = luaL_checkstring(L, 1);
-  const char *value = lua_isnoneornil(L, 2) ? NULL : luaL_tolstring(L, 2, NULL);
+  const char *key = pp_lua_checkname(L, 1);
+  const char *value = NULL;
+  if (!lua_isnoneornil(L, 2))
+    value = pp_lua_checkname(L, 2);
+  char buf[160];
+  const char *why = pp_tag_refusal(key, value, buf, sizeof buf);
+  if (why)
+    return luaL_error(L, "phaseprobe.tag: refused '%s'='%s': %s", key,
+                      value ? value : "nil", why);
   if (pp_tag(key, value) != 0)
     return luaL_error(L,
-                      "phaseprobe.tag: refused '%s'='%s' (keys are [a-z0-9_], "
-                      "values printable without spaces or '=', at most 128 "
-                      "bytes, and all tags of a thread fit in %d bytes)",
+                      "phaseprobe.tag: refused '%s'='%s': all tags of a "
+                      "thread fit in %d bytes",
                       key, value ? value : "nil", PP_TAGS_MAX);
   return 0;
 }
@@ -457,7 +553,6 @@ static int l_tag(lua_State *L) {
 /* ---- dispatch lifetime --------------------------------------------------- */
 static int l_begin(lua_State *L) {
   lstate *st = get_state(L);
-  st->depth = 0;
   /* The name tables for this dispatch's schema are built here, before the
    * start time is taken, not by the first scope inside the dispatch. */
   const pp_schema *s = pp_schema_current();
@@ -479,36 +574,103 @@ static int l_is_open(lua_State *L) {
   return 1;
 }
 
-static uint64_t opt_field(lua_State *L, int t, const char *name) {
-  if (lua_isnoneornil(L, t))
-    return PP_AUTO;
-  lua_getfield(L, t, name);
-  uint64_t v = PP_AUTO;
-  if (!lua_isnil(L, -1)) {
-    lua_Integer i = lua_tointeger(L, -1);
-    if (!lua_isinteger(L, -1) || i < 0)
-      luaL_error(L, "phaseprobe.emit: field '%s' must be a non-negative "
-                    "integer, got %s",
-                 name, luaL_tolstring(L, -1, NULL));
-    v = (uint64_t)i;
+/* emit{seq=, wall_ns=, enqueue_ns=, wait_ns=, device_window_ns=,
+ * <cache>_cache_hits=, <cache>_cache_misses=, <cache>_cache_disk_hits=}
+ * -> record. Every field is optional; one given overrides what the probe
+ * has (cache values: the dispatch's cache events). Unknown fields raise. */
+static const char *const emit_fields[] = {"seq", "wall_ns", "enqueue_ns",
+                                          "wait_ns", "device_window_ns", NULL};
+
+static int emit_unknown(lua_State *L, const pp_schema *s) {
+  int nul = pp_lua_hasnul(L, -1);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "seq, wall_ns, enqueue_ns, wait_ns, device_window_ns");
+  for (size_t i = 0; i < s->ncaches; i++) {
+    lua_pushfstring(L, ", %s_cache_hits, %s_cache_misses, %s_cache_disk_hits",
+                    s->cache[i], s->cache[i], s->cache[i]);
+    luaL_addvalue(&b);
   }
-  lua_pop(L, 1);
-  return v;
+  luaL_pushresult(&b);
+  return luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: %s)",
+                    luaL_tolstring(L, -2, NULL),
+                    nul ? " (it contains a NUL byte)" : "",
+                    lua_tostring(L, -2));
 }
 
-/* emit{seq=, wall_ns=, enqueue_ns=, wait_ns=, device_window_ns=} -> record */
+/* The value at the top of the stack, for field `name`. */
+static uint64_t emit_value(lua_State *L, const char *name) {
+  lua_Integer i = lua_tointeger(L, -1);
+  if (!lua_isinteger(L, -1) || i < 0)
+    luaL_error(L, "phaseprobe.emit: field '%s' must be a non-negative "
+                  "integer, got %s",
+               name, luaL_tolstring(L, -1, NULL));
+  return (uint64_t)i;
+}
+
+static void emit_args(lua_State *L, int t, const pp_schema *s,
+                      pp_emit_args *a) {
+  uint64_t *plain[] = {&a->seq, &a->wall_ns, &a->enqueue_ns, &a->wait_ns,
+                       &a->device_window_ns};
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
+                        ? lua_tostring(L, -2)
+                        : NULL;
+    int done = 0;
+    for (int i = 0; k && !done && emit_fields[i]; i++)
+      if (strcmp(k, emit_fields[i]) == 0) {
+        *plain[i] = emit_value(L, k);
+        a->given |= 1u << i;
+        done = 1;
+      }
+    for (size_t c = 0; k && !done && c < s->ncaches; c++) {
+      size_t n = strlen(s->cache[c]);
+      if (strncmp(k, s->cache[c], n) != 0)
+        continue;
+      const char *rest = k + n;
+      if (strcmp(rest, "_cache_hits") == 0) {
+        a->cache_hits[c] = emit_value(L, k);
+        a->given |= PP_GIVEN_HITS(c);
+        done = 1;
+      } else if (strcmp(rest, "_cache_misses") == 0) {
+        a->cache_misses[c] = emit_value(L, k);
+        a->given |= PP_GIVEN_MISSES(c);
+        done = 1;
+      } else if (strcmp(rest, "_cache_disk_hits") == 0) {
+        a->cache_disk_hits[c] = emit_value(L, k);
+        a->given |= PP_GIVEN_DISK_HITS(c);
+        done = 1;
+      }
+    }
+    if (!done) {
+      lua_pop(L, 1);
+      emit_unknown(L, s);
+    }
+    lua_pop(L, 1);
+  }
+}
+
 static int l_emit(lua_State *L) {
   if (!pp_enabled())
     return 0;
-  if (!lua_isnoneornil(L, 1))
+  pp_emit_args a;
+  memset(&a, 0, sizeof a);
+  if (!lua_isnoneornil(L, 1)) {
     luaL_checktype(L, 1, LUA_TTABLE);
-  if (!pp_is_open())
-    return luaL_error(L, "phaseprobe.emit: no dispatch open on this thread "
-                         "(call phaseprobe.begin() first)");
-  pp_emit_args a = {
-      opt_field(L, 1, "seq"), opt_field(L, 1, "wall_ns"),
-      opt_field(L, 1, "enqueue_ns"), opt_field(L, 1, "wait_ns"),
-      opt_field(L, 1, "device_window_ns")};
+    emit_args(L, 1, open_schema(L, "emit"), &a);
+  }
+  pp_acc *acc = pp_acc_peek();
+  if (!(acc && acc->open && acc->begin_ticks) && !(a.given & PP_GIVEN_WALL))
+    /* No pp.begin: the probe measured no wall, so the caller gives it, as
+     * the reference's caller does. */
+    return luaL_error(L, "phaseprobe.emit: no wall time: no dispatch was "
+                         "begun on this thread (phaseprobe.begin) and no "
+                         "wall_ns was given");
+  /* A mask with no bit set would be read as the 0.1.0 form. */
+  if (!a.given) {
+    a = PP_EMIT_ARGS_AUTO;
+  }
   pp_record r;
   if (pp_emit(&a, &r) != 0)
     return 0;
@@ -521,10 +683,17 @@ typedef struct {
   const pp_schema *s;
 } schema_ud;
 
-static void push_schema(lua_State *L, const pp_schema *s) {
+/* SCHEMA_MT's one owner: other binding files reach schema handles through
+ * pp_lua_push_schema and pp_lua_test_schema (pp_lua.h). */
+void pp_lua_push_schema(lua_State *L, const pp_schema *s) {
   schema_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->s = s;
   luaL_setmetatable(L, SCHEMA_MT);
+}
+
+const pp_schema *pp_lua_test_schema(lua_State *L, int idx) {
+  schema_ud *u = luaL_testudata(L, idx, SCHEMA_MT);
+  return u ? u->s : NULL;
 }
 
 static const pp_schema *check_schema(lua_State *L, int i) {
@@ -599,6 +768,9 @@ static size_t read_list(lua_State *L, int def, const char *name,
     if (lua_type(L, -1) != LUA_TSTRING)
       luaL_error(L, "phaseprobe.schema: %s[%d] must be a string, got %s", name,
                  (int)i, luaL_typename(L, -1));
+    if (pp_lua_hasnul(L, -1))
+      luaL_error(L, "phaseprobe.schema: %s[%d] contains a NUL byte", name,
+                 (int)i);
     out[n++] = lua_tostring(L, -1); /* kept alive by the list, on the stack */
     lua_pop(L, 1);
   }
@@ -609,11 +781,29 @@ static size_t read_list(lua_State *L, int def, const char *name,
  * a new (validated) schema, made current unless use=false. */
 static int l_schema(lua_State *L) {
   if (lua_isnoneornil(L, 1)) {
-    push_schema(L, pp_schema_current());
+    pp_lua_push_schema(L, pp_schema_current());
     return 1;
   }
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
+  /* A misspelt field would otherwise be left out silently. */
+  static const char *const known[] = {"prefix", "phases", "nested", "counts",
+                                      "caches", "use", NULL};
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING && !pp_lua_hasnul(L, -1))
+      for (int i = 0; known[i]; i++)
+        ok |= strcmp(lua_tostring(L, -1), known[i]) == 0;
+    if (!ok) {
+      int nul = pp_lua_hasnul(L, -1);
+      luaL_error(L, "phaseprobe.schema: unknown field '%s'%s (valid: prefix, "
+                    "phases, nested, counts, caches, use)",
+                 luaL_tolstring(L, -1, NULL),
+                 nul ? " (it contains a NUL byte)" : "");
+    }
+  }
   const char *phases[PP_MAX_PHASES + 1], *nested[PP_MAX_NESTED + 1],
       *counts[PP_MAX_COUNTS + 1], *caches[PP_MAX_CACHES + 1];
   pp_schema_def d;
@@ -622,6 +812,8 @@ static int l_schema(lua_State *L) {
   if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
     luaL_error(L, "phaseprobe.schema: field 'prefix' must be a string, got %s",
                luaL_typename(L, -1));
+  if (pp_lua_hasnul(L, -1))
+    luaL_error(L, "phaseprobe.schema: field 'prefix' contains a NUL byte");
   d.prefix = lua_tostring(L, -1);
   if (!d.prefix)
     d.prefix = "phaseprobe";
@@ -642,11 +834,14 @@ static int l_schema(lua_State *L) {
   if (!s)
     return luaL_error(L, "phaseprobe.schema: %s", err);
   lua_getfield(L, 1, "use");
+  if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+    luaL_error(L, "phaseprobe.schema: field 'use' must be a boolean, got %s",
+               luaL_typename(L, -1));
   int use = lua_isnil(L, -1) || lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (use)
     pp_schema_use(s);
-  push_schema(L, s);
+  pp_lua_push_schema(L, s);
   return 1;
 }
 
@@ -656,7 +851,7 @@ static int l_use(lua_State *L) {
 }
 
 static int l_default_schema(lua_State *L) {
-  push_schema(L, pp_schema_default());
+  pp_lua_push_schema(L, pp_schema_default());
   return 1;
 }
 
@@ -711,7 +906,7 @@ static int l_store_capacity(lua_State *L) {
 }
 
 static int l_store_enable(lua_State *L) {
-  pp_store_enable(lua_isnone(L, 1) ? 1 : lua_toboolean(L, 1));
+  pp_store_enable(opt_switch(L, 1));
   return 0;
 }
 
@@ -734,6 +929,8 @@ static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
   luaL_checktype(L, arg, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, arg)) {
+    if (pp_lua_hasnul(L, -2))
+      luaL_argerror(L, arg, "an option name contains a NUL byte");
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
     if (k && strcmp(k, "buffer") == 0) {
       lua_Integer v = lua_tointeger(L, -1);
@@ -748,6 +945,8 @@ static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
       o->interval_ms = (unsigned)v;
     } else if (k && strcmp(k, "write") == 0) {
       const char *w = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+      if (pp_lua_hasnul(L, -1))
+        luaL_argerror(L, arg, "write contains a NUL byte");
       if (strcmp(w, "record") == 0)
         o->per_record = 1;
       else if (strcmp(w, "batch") != 0)
@@ -767,7 +966,9 @@ static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
 static int l_sink(lua_State *L) {
   pp_sink_opts o;
   sink_opts(L, 2, &o);
-  if (lua_isinteger(L, 1)) {
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    if (!lua_isinteger(L, 1))
+      return luaL_argerror(L, 1, "descriptor must be an integer");
     lua_Integer fd = lua_tointeger(L, 1);
     if (fd < -1 || fd > INT_MAX)
       return luaL_argerror(L, 1, "descriptor out of range");
@@ -778,7 +979,7 @@ static int l_sink(lua_State *L) {
       return 2;
     }
   } else {
-    const char *what = luaL_checkstring(L, 1);
+    const char *what = pp_lua_checkname(L, 1);
     int rc;
     if (strcmp(what, "stderr") == 0)
       rc = pp_sink_fd_with(2, &o);
@@ -860,22 +1061,18 @@ static int l_flush(lua_State *L) {
   return 2;
 }
 
-static void set_int(lua_State *L, const char *k, uint64_t v) {
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 static int l_stats(lua_State *L) {
   pp_stats_t s;
   pp_stats(&s);
   lua_createtable(L, 0, 10);
-  set_int(L, "emitted", s.emitted);
-  set_int(L, "stored", s.stored);
-  set_int(L, "dropped", s.dropped);
-  set_int(L, "line_failures", s.line_failures);
-  set_int(L, "lines_written", s.lines_written);
-  set_int(L, "lines_dropped", s.lines_dropped);
-  set_int(L, "lines_pending", s.lines_pending);
+  pp_lua_set_int(L, "emitted", s.emitted);
+  pp_lua_set_int(L, "stored", s.stored);
+  pp_lua_set_int(L, "dropped", s.dropped);
+  pp_lua_set_int(L, "line_failures", s.line_failures);
+  pp_lua_set_int(L, "lines_written", s.lines_written);
+  pp_lua_set_int(L, "lines_dropped", s.lines_dropped);
+  pp_lua_set_int(L, "lines_pending", s.lines_pending);
+  pp_lua_set_int(L, "abandoned", s.abandoned);
   lua_pushstring(L, s.sink);
   lua_setfield(L, -2, "sink");
   if (s.line_failures) {
@@ -916,6 +1113,15 @@ static int l_clock(lua_State *L) {
 static int l_select_clock(lua_State *L) {
   static const char *const names[] = {"tsc", "monotonic", "monotonic_raw", NULL};
   int k = pp_lua_checkoption(L, 1, NULL, names);
+  pp_acc *a = pp_acc_get();
+  if (a && a->open && a->begin_ticks)
+    return luaL_error(L, "phaseprobe.select_clock: a dispatch is open on this "
+                         "thread (its start was read on the clock in use): "
+                         "emit it first");
+  if (a && a->depth)
+    return luaL_error(L, "phaseprobe.select_clock: a scope is open on this "
+                         "thread (its start was read on the clock in use): "
+                         "close it first");
   if (pp_clock_select((pp_clock_kind)k) != 0) {
     luaL_pushfail(L);
     if (pp_clock_pinned())
@@ -1140,14 +1346,9 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   add_checkout_path(L, lua_tostring(L, 2));
   add_sentinel(L);
 
-  luaL_newmetatable(L, SCHEMA_MT);
-  lua_pushcfunction(L, schema_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, schema_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, schema_eq);
-  lua_setfield(L, -2, "__eq");
-  lua_pop(L, 1);
+  pp_lua_class_new(L, &(pp_lua_class){.name = SCHEMA_MT, .get = schema_index,
+                                      .tostring = schema_tostring,
+                                      .eq = schema_eq});
 
   lua_newtable(L); /* the module */
 
@@ -1155,21 +1356,34 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
   ensure_scope_cost(L, st);
-  luaL_newmetatable(L, STATE_MT);
+  pp_lua_class_new(L, &(pp_lua_class){.name = STATE_MT});
+  luaL_setmetatable(L, STATE_MT);
+
+  /* The scopes' metatable: in this state's registry under its __name, and
+   * the second upvalue of the functions that make scopes; their pool of
+   * closed scope objects, the third. */
+  if (!__atomic_load_n(&scope_tag, __ATOMIC_ACQUIRE)) {
+    /* Lua states opened at once in several threads: one tag wins */
+    static char here;
+    uint64_t tag = (((uint64_t)(uintptr_t)&here * 0x9e3779b97f4a7c15u) ^
+                    ((uint64_t)(uintptr_t)L * 0xbf58476d1ce4e5b9u) ^
+                    ((uint64_t)getpid() << 32) ^ 0x5c09e7a65c09e7a6u) | 1;
+    uint64_t none = 0;
+    __atomic_compare_exchange_n(&scope_tag, &none, tag, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+  }
+  /* its __close is a closure over the metatable, the pool and the state */
+  pp_lua_class_push(L, &(pp_lua_class){.name = SCOPE_MT});
+  lua_createtable(L, SCOPE_POOL, 0);
   lua_pushvalue(L, -2);
-  lua_pushcclosure(L, state_close, 1);
-  lua_setfield(L, -2, "__close");
-  lua_pushliteral(L, "phaseprobe.scope");
-  lua_setfield(L, -2, "__name");
-  lua_setmetatable(L, -2);
-  (void)0;
+  lua_pushvalue(L, -2);
+  lua_pushvalue(L, -5);
+  lua_pushcclosure(L, scope_close, 3);
+  lua_setfield(L, -3, "__close");
+  lua_pushcfunction(L, scope_tostring);
+  lua_setfield(L, -3, "__tostring");
 
-  luaL_newmetatable(L, TOKEN_MT);
-  lua_pushcfunction(L, token_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-
-  luaL_setfuncs(L, state_fns, 1); /* pops the state: an upvalue now */
+  luaL_setfuncs(L, state_fns, 3); /* pops all three: upvalues now */
   luaL_setfuncs(L, plain_fns, 0);
 
   lua_newtable(L);
@@ -1183,7 +1397,9 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lua_setfield(L, -2, "cuda");
   pp_lua_open_parse(L);
   lua_setfield(L, -2, "parse");
-  pp_lua_open_truth(L); /* pp.cuda.cupti_*, pp.truth */
+  pp_lua_open_numeric(L);
+  lua_setfield(L, -2, "numeric");
+  pp_lua_open_cupti(L); /* pp.cuda.cupti_* */
 
   lua_pushliteral(L, PP_VERSION);
   lua_setfield(L, -2, "version");

@@ -46,7 +46,6 @@
 #include "ptx_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -55,7 +54,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,7 +103,7 @@ static void read_opts(lua_State *L, int t, lopts *lo, const char *fn,
   luaL_checktype(L, t, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? pp_lua_tocname(L, -2, fn) : NULL;
     if (k && strcmp(k, "markers") == 0) {
       read_markers(L, lo, fn);
     } else if (k && strcmp(k, "counter_global") == 0) {
@@ -681,85 +679,8 @@ static int l_summary(lua_State *L) {
   return scan_push(L, 1, &lo, "pp.ptx.summary", 0);
 }
 
-/* ---- reading a whole file, bounded ------------------------------------------- */
-typedef struct {
-  int fd;
-  uint64_t cap;
-  int err;
-} read_job;
-
-/* (protected) Reads job->fd to its end into a string; sets job->err and
- * stops at a read error or past job->cap. */
-static int read_all(lua_State *L) {
-  read_job *j = lua_touserdata(L, 1);
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  uint64_t total = 0;
-  for (;;) {
-    char *dst = luaL_prepbuffsize(&b, 1 << 16);
-    ssize_t n = read(j->fd, dst, 1 << 16);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      j->err = errno;
-      break;
-    }
-    if (n == 0)
-      break;
-    if ((uint64_t)n > j->cap - total) {
-      j->err = EFBIG;
-      break;
-    }
-    total += (uint64_t)n;
-    luaL_addsize(&b, (size_t)n);
-  }
-  luaL_pushresult(&b);
-  return 1;
-}
-
-int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
-                     const char *what, const char *open_verb) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  int e = 0;
-  struct stat st;
-  if (fd < 0) {
-    e = errno;
-    lua_pushfstring(L, "%s: cannot %s '%s': %s", what, open_verb, path,
-                    strerror(e));
-    return -1;
-  }
-  if (fstat(fd, &st) != 0)
-    e = errno;
-  else if (S_ISDIR(st.st_mode))
-    e = EISDIR;
-  else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > cap)
-    e = EFBIG;
-  if (!e) {
-    read_job j = {fd, cap, 0};
-    lua_pushcfunction(L, read_all);
-    lua_pushlightuserdata(L, &j);
-    int rc = lua_pcall(L, 1, 1, 0);
-    if (rc == LUA_OK && j.err == 0) {
-      close(fd);
-      return 0;
-    }
-    lua_pop(L, 1);
-    e = rc == LUA_ERRMEM ? ENOMEM : rc != LUA_OK ? EIO : j.err;
-  }
-  close(fd);
-  if (e == EFBIG)
-    lua_pushfstring(L, "%s: '%s' is larger than %I bytes (the option max_bytes "
-                       "raises the limit)",
-                    what, path, (lua_Integer)cap);
-  else if (e == ENOMEM)
-    lua_pushfstring(L, "%s: cannot read '%s': out of memory", what, path);
-  else
-    lua_pushfstring(L, "%s: cannot read '%s': %s", what, path, strerror(e));
-  return -1;
-}
-
 static int l_scan_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = pp_lua_checkcstr(L, 1);
   lopts lo;
   read_opts(L, 2, &lo, "pp.ptx.scan_file", 1);
   if (pp_lua_push_file(L, path, lo.max_bytes, "pp.ptx.scan_file", "read") !=
@@ -813,18 +734,13 @@ static const luaL_Reg fns[] = {{"count", l_count},
                                {NULL, NULL}};
 
 int pp_lua_open_ptx(lua_State *L) {
-  luaL_newmetatable(L, RESULT_MT);
-  lua_pushcfunction(L, job_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  pp_lua_class_new(L, &(pp_lua_class){.name = RESULT_MT, .gc = job_gc});
   luaL_newlib(L, fns);
   push_keys(L);
   lua_pushvalue(L, -NKEYS - 1); /* the module table, for parallel_min */
   luaL_setfuncs(L, result_fns, NKEYS + 1);
-  lua_pushinteger(L, PARALLEL_MIN_DEFAULT);
-  lua_setfield(L, -2, "parallel_min");
-  lua_pushinteger(L, (lua_Integer)PTX_MAX_BYTES);
-  lua_setfield(L, -2, "max_bytes");
+  pp_lua_set_int(L, "parallel_min", PARALLEL_MIN_DEFAULT);
+  pp_lua_set_int(L, "max_bytes", PTX_MAX_BYTES);
   lua_pushliteral(L, PP_PTX_DEFAULT_MARKER);
   lua_setfield(L, -2, "default_marker");
   lua_pushliteral(L, PP_PTX_DEFAULT_COUNTER);

@@ -38,7 +38,6 @@
 #include <string.h>
 
 #define RECORD_MT "phaseprobe.record"
-#define COLS_MT "phaseprobe.columns"
 
 
 enum { REC_OWN = 0, REC_ROW = 1 };
@@ -96,12 +95,12 @@ static const char *own_tags(const lrec *r) {
 /* The store of a row record; raises when it was closed. */
 static pp_cols *row_cols(lua_State *L, int i) {
   lua_getiuservalue(L, i, 1);
-  pp_lua_cols *u = luaL_testudata(L, -1, COLS_MT);
+  pp_cols *c = pp_lua_test_cols(L, -1);
   lua_pop(L, 1); /* the record anchors it */
-  if (!u || u->closed)
+  if (!c)
     luaL_error(L, "phaseprobe.record: the record store it belongs to was "
                   "closed");
-  return u->c;
+  return c;
 }
 
 static const uint32_t *row_view(const lrec *r) {
@@ -381,13 +380,12 @@ static int rec_tostring(lua_State *L) {
     return 1;
   }
   lua_getiuservalue(L, 1, 1);
-  pp_lua_cols *u = luaL_testudata(L, -1, COLS_MT);
+  pp_cols *c = pp_lua_test_cols(L, -1);
   lua_pop(L, 1);
-  if (!u || u->closed) {
+  if (!c) {
     lua_pushliteral(L, "phaseprobe.record (its record store was closed)");
     return 1;
   }
-  pp_cols *c = u->c;
   if (!r->has_view) {
     char small[2048];
     size_t n = pp_cols_format(c, r->u.row, small, sizeof small);
@@ -563,8 +561,7 @@ void pp_lua_push_record(lua_State *L, const pp_record *cr) {
 
 void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx) {
   cols_idx = lua_absindex(L, cols_idx);
-  pp_lua_cols *u = luaL_checkudata(L, cols_idx, COLS_MT);
-  PP_CHECK_OPEN(L, !u->closed, "columns");
+  pp_cols *c = pp_lua_check_cols(L, cols_idx);
   lua_Integer m = 0;
   if (!lua_isnoneornil(L, view_idx)) {
     luaL_checktype(L, view_idx, LUA_TTABLE);
@@ -587,9 +584,9 @@ void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx) {
       luaL_argerror(L, view_idx,
                     lua_pushfstring(L, "name %d is %s, not a string", (int)i,
                                     luaL_typename(L, -1)));
-    int col = pp_cols_lookup(u->c, name, len);
+    int col = pp_cols_lookup(c, name, len);
     lua_pop(L, 1);
-    if (col >= 0 && !pp_cols_hidden(u->c, (size_t)col))
+    if (col >= 0 && !pp_cols_hidden(c, (size_t)col))
       ((uint32_t *)r->tail)[r->nview++] = (uint32_t)col;
   }
   lua_pushvalue(L, cols_idx);
@@ -989,16 +986,14 @@ void pp_lua_open_record(lua_State *L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &index_key);
   lua_newtable(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &fields_key);
-  luaL_newmetatable(L, RECORD_MT);
-  luaL_newlib(L, methods);
+  pp_lua_class_new(L, &(pp_lua_class){.name = RECORD_MT,
+                                      .tostring = rec_tostring,
+                                      .newindex = rec_newindex,
+                                      .pairs = rec_pairs});
+  luaL_getmetatable(L, RECORD_MT);
+  luaL_newlib(L, methods); /* the "_" names rec_index finds besides fields */
   lua_pushcclosure(L, rec_index, 1);
   lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, rec_newindex);
-  lua_setfield(L, -2, "__newindex");
-  lua_pushcfunction(L, rec_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, rec_pairs);
-  lua_setfield(L, -2, "__pairs");
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &mt_key);
   lua_pop(L, 1);

@@ -284,10 +284,8 @@ static int show_tostring(lua_State *L) {
   lua_settop(L, 1);
   showbuf *b = lua_newuserdatauv(L, sizeof *b, 0); /* 2 */
   memset(b, 0, sizeof *b);
-  if (luaL_newmetatable(L, "phaseprobe.showbuf")) {
-    lua_pushcfunction(L, showbuf_gc);
-    lua_setfield(L, -2, "__gc");
-  }
+  pp_lua_class_push(L, &(pp_lua_class){.name = "phaseprobe.showbuf",
+                                       .gc = showbuf_gc});
   lua_setmetatable(L, 2);
   /* the title, from the table's own metatable (raw: never a metamethod) */
   const char *title = "phaseprobe";
@@ -319,9 +317,8 @@ void pp_lua_show(lua_State *L, int idx, const char *title) {
   snprintf(name, sizeof name, "phaseprobe.show.%s", title);
   char shown[96];
   snprintf(shown, sizeof shown, "phaseprobe.%s", title);
-  if (luaL_newmetatable(L, name)) {
-    lua_pushcfunction(L, show_tostring);
-    lua_setfield(L, -2, "__tostring");
+  if (pp_lua_class_push(L, &(pp_lua_class){.name = name,
+                                           .tostring = show_tostring})) {
     lua_pushstring(L, shown);
     lua_setfield(L, -2, "title");
     lua_pushstring(L, shown);

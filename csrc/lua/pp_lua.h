@@ -1,4 +1,11 @@
-/* pp_lua.h: shared by the Lua binding files (csrc/lua_*.c); not installed. */
+/*
+ * pp_lua.h: shared by the Lua binding files (csrc/lua/lua_*.c); not
+ * installed. phaseprobe.so is these files over the C core: one binding file
+ * per core area (the probe: lua_phaseprobe.c; records: lua_record.c; the
+ * parser and the column store: lua_parse.c, lua_cols.c; statistics:
+ * lua_stats.c; PTX: lua_ptx.c; CUDA: lua_cuda*.c, lua_cupti.c), their
+ * classes made by one helper (lua_class.c), files read by one (lua_file.c).
+ */
 #ifndef PP_LUA_H
 #define PP_LUA_H
 
@@ -6,7 +13,9 @@
 #include <lua.h>
 
 #include "pp_internal.h"
+#include "pp_lua_class.h"
 #include "pp_parse.h"
+#include "pp_stats.h"
 
 int luaopen_phaseprobe(lua_State *L);
 
@@ -15,9 +24,14 @@ int luaopen_phaseprobe(lua_State *L);
 int pp_lua_open_ptx(lua_State *L);   /* pp.ptx     (lua_ptx.c)    */
 int pp_lua_open_cuda(lua_State *L);  /* pp.cuda    (lua_cuda.c)   */
 int pp_lua_open_parse(lua_State *L); /* pp.parse   (lua_parse.c)  */
-/* With the module table on top: adds pp.cuda.cupti_* and sets pp.truth
- * (lua_truth.c). */
-void pp_lua_open_truth(lua_State *L);
+int pp_lua_open_numeric(lua_State *L); /* pp.numeric (lua_stats.c) */
+/* Registers the column store's classes (lua_cols.c); pp_lua_open_parse
+ * calls it. */
+void pp_lua_open_cols(lua_State *L);
+/* Pushes a phaseprobe.columns object that owns c (lua_cols.c). */
+void pp_lua_push_cols(lua_State *L, pp_cols *c);
+/* With the module table on top: adds pp.cuda.cupti_* (lua_cupti.c). */
+void pp_lua_open_cupti(lua_State *L);
 
 /* ---- records (lua_record.c) ------------------------------------------------
  * The one record type of the Lua side, "phaseprobe.record": a userdata whose
@@ -37,31 +51,61 @@ void pp_lua_push_value(lua_State *L, const pp_value *v, int is_unsigned);
 /* pp.parse.list(list [, opts]) -> columns: records and tables into a store. */
 int pp_lua_parse_list(lua_State *L);
 
-/* ---- column stores (lua_parse.c) ------------------------------------------ */
-/* The "phaseprobe.columns" userdata; a record of a store keeps it alive. */
-typedef struct {
-  pp_cols *c;
-  int closed;
-} pp_lua_cols;
-/* Pushes a columns userdata owning c. */
-void pp_lua_push_cols(lua_State *L, pp_cols *c);
+/* ---- column stores (lua_cols.c) ------------------------------------------- */
+/* The store of the open "phaseprobe.columns" handle at idx: NULL when the
+ * value is none or its handle was closed (test), or raising then (check).
+ * A record of a store keeps the handle alive. */
+pp_cols *pp_lua_test_cols(lua_State *L, int idx);
+pp_cols *pp_lua_check_cols(lua_State *L, int idx);
+
+/* t[k] = v for the table on top of the stack. */
+static inline void pp_lua_set_int(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static inline void pp_lua_set_num(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* Schema handles (phaseprobe.schema, owned by lua_phaseprobe.c): pushes one
+ * for s; the schema of the handle at idx, or NULL when it is none. */
+void pp_lua_push_schema(lua_State *L, const pp_schema *s);
+const pp_schema *pp_lua_test_schema(lua_State *L, int idx);
+
+/* A summary and a line fit as the Lua tables of pp.numeric (lua_stats.c);
+ * with uns, an exact min and max are unsigned 64-bit values. */
+void pp_lua_push_summary(lua_State *L, const pp_summary *s, int uns);
+void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 
 /* Reads the whole file at path into a string pushed on the stack and
  * returns 0; or pushes "WHAT: ..." (cannot OPEN_VERB it, a directory,
  * larger than cap bytes, more than memory holds) and returns -1. Never
- * raises for the file's sake (lua_ptx.c). */
+ * raises for the file's sake (lua_file.c). */
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
                      const char *what, const char *open_verb);
 
-/* luaL_checkoption whose error lists the valid names (lua_args.c). */
+/* C strings from Lua (lua_args.c): a name, path or option must not hold a
+ * NUL byte, which C would cut. pp_lua_checkname: a string (numbers are not
+ * converted) without NUL, or an argument error; pp_lua_optname: the same,
+ * or def for none/nil; pp_lua_checkoption: luaL_checkoption with the NUL
+ * check; pp_lua_tocname: the string
+ * at stack index idx (a table key or value), NULL when it is not a string,
+ * raising "WHAT: a name contains a NUL byte" when it holds one;
+ * pp_lua_hasnul: whether the value at idx is a string holding a NUL. */
+const char *pp_lua_checkname(lua_State *L, int arg);
+const char *pp_lua_optname(lua_State *L, int arg, const char *def);
+/* luaL_checkstring (numbers converted) with the NUL check, at an argument
+ * or any stack index. */
+const char *pp_lua_checkcstr(lua_State *L, int idx);
 int pp_lua_checkoption(lua_State *L, int arg, const char *def,
-                       const char *const names[]);
+                       const char *const lst[]);
+const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
+int pp_lua_hasnul(lua_State *L, int idx);
 
 /* Gives the plain result table at idx a metatable that prints it as
  * "key  value" lines under `title` (lua_show.c), for the REPL. */
 void pp_lua_show(lua_State *L, int idx, const char *title);
-
-/* luaL_Stream-like release pattern shared by handle types: see lfs. */
-#define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)
 
 #endif

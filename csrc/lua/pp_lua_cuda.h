@@ -1,4 +1,4 @@
-/* pp_lua_cuda.h: shared by the pp.cuda binding files (csrc/lua_cuda*.c);
+/* pp_lua_cuda.h: shared by the pp.cuda binding files (csrc/lua/lua_cuda*.c);
  * not installed. Only meaningful with the CUDA headers (PP_HAVE_CUDA_H). */
 #ifndef PP_LUA_CUDA_H
 #define PP_LUA_CUDA_H
@@ -105,11 +105,6 @@ void lcu_use(lua_State *L, lcu_ctx *c, const char *what);
 /* A child took / gave back driver resources of c. */
 void lcu_hold(lcu_ctx *c);
 void lcu_unhold(lcu_ctx *c);
-/* Creates a class: metatable `name` with __index looking up `methods`
- * first, then calling getter(ud, key); plus __gc, __close, __tostring. */
-void lcu_class(lua_State *L, const char *name, const luaL_Reg *methods,
-               lua_CFunction getter, lua_CFunction gc, lua_CFunction close,
-               lua_CFunction tostring);
 /* Raises "unknown field 'k' of <kind>" */
 int lcu_no_field(lua_State *L, const char *kind);
 /* The context of a context handle at idx (checked). */

@@ -5,6 +5,9 @@
  * widths (see pp_cols_internal.h). Strings (text values, prefixes, source
  * names) are interned once; a record's prefix and field order are kept as a
  * "layout" id, so a record prints back as its line.
+ *
+ * parse.c fills it; its queries (selections, summaries, groups, fits) are
+ * cols_query.c; Lua reads it through lua_cols.c.
  */
 #include "pp_cols_internal.h"
 #include "pp_internal.h"
@@ -51,14 +54,6 @@ static uint64_t hash_bytes(const char *s, size_t n) {
   return h ^ (h >> 29);
 }
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
 /* ---- the store ----------------------------------------------------------- */
 pp_cols *pp_cols_new(void) {
   pp_cols *c = calloc(1, sizeof *c);
@@ -103,30 +98,56 @@ PP_EXPORT void pp_cols_free(pp_cols *c) {
   free(c);
 }
 
-static int name_ht_rebuild(pp_cols *c, size_t size) {
-  int32_t *ht = pp_cols_calloc(c, size * sizeof *ht);
-  if (!ht)
+/* Room for one more element in an array of *alloc (doubled; first
+ * elements at the start); -1, the array unchanged, without memory. */
+static int grow(pp_cols *c, void **a, size_t *alloc, size_t first,
+                size_t elem) {
+  size_t na = *alloc ? *alloc * 2 : first;
+  void *n = pp_cols_realloc(c, *a, *alloc * elem, na * elem);
+  if (!n)
     return -1;
-  for (size_t i = 0; i < c->ncol; i++) {
-    size_t h = hash_bytes(c->col[i].name, c->col[i].len) & (size - 1);
-    while (ht[h])
-      h = (h + 1) & (size - 1);
-    ht[h] = (int32_t)i + 1;
-  }
-  pp_cols_dealloc(c, c->name_ht, c->name_ht_size * sizeof *c->name_ht);
-  c->name_ht = ht;
-  c->name_ht_size = size;
+  *a = n;
+  *alloc = na;
   return 0;
+}
+
+/* ---- the three indexes: names, strings, layouts ---------------------------
+ * Open addressing with linear probing in a power-of-two table; a slot holds
+ * an item's number + 1 (0: empty). Each grows to keep at most half its
+ * slots filled: index_grow places the n items already there again, item i
+ * at key_hash(c, i). */
+typedef uint64_t (*key_hash_fn)(const pp_cols *c, size_t i);
+
+static int index_grow(pp_cols *c, uint32_t **ht, size_t *size, size_t first,
+                      size_t n, key_hash_fn key_hash) {
+  size_t nsize = *size ? *size * 2 : first;
+  uint32_t *t = pp_cols_calloc(c, nsize * sizeof *t);
+  if (!t)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    size_t h = key_hash(c, i) & (nsize - 1);
+    while (t[h])
+      h = (h + 1) & (nsize - 1);
+    t[h] = (uint32_t)i + 1;
+  }
+  pp_cols_dealloc(c, *ht, *size * sizeof *t);
+  *ht = t;
+  *size = nsize;
+  return 0;
+}
+
+static uint64_t name_key(const pp_cols *c, size_t i) {
+  return hash_bytes(c->col[i].name, c->col[i].len);
 }
 
 int pp_cols_lookup(const pp_cols *c, const char *name, size_t len) {
   if (!c->name_ht_size)
     return -1;
   size_t m = c->name_ht_size - 1, h = hash_bytes(name, len) & m;
-  for (int32_t v; (v = c->name_ht[h]) != 0; h = (h + 1) & m) {
+  for (uint32_t v; (v = c->name_ht[h]) != 0; h = (h + 1) & m) {
     const pp_column *k = &c->col[v - 1];
     if (k->len == len && memcmp(k->name, name, len) == 0)
-      return v - 1;
+      return (int)(v - 1);
   }
   return -1;
 }
@@ -148,7 +169,7 @@ int pp_cols_add_column(pp_cols *c, const char *name, size_t len, int hidden,
     c->col_alloc = na;
   }
   if ((c->ncol + 1) * 2 > c->name_ht_size &&
-      name_ht_rebuild(c, c->name_ht_size ? c->name_ht_size * 2 : 128) != 0)
+      index_grow(c, &c->name_ht, &c->name_ht_size, 128, c->ncol, name_key))
     return -1;
   pp_column *k = &c->col[c->ncol];
   memset(k, 0, sizeof *k);
@@ -163,36 +184,24 @@ int pp_cols_add_column(pp_cols *c, const char *name, size_t len, int hidden,
   size_t m = c->name_ht_size - 1, h = hash_bytes(name, len) & m;
   while (c->name_ht[h])
     h = (h + 1) & m;
-  c->name_ht[h] = (int32_t)c->ncol + 1;
+  c->name_ht[h] = (uint32_t)c->ncol + 1;
   if (!hidden)
     c->vis[c->nvis++] = (uint32_t)c->ncol;
   return (int)c->ncol++;
 }
 
 /* ---- strings ------------------------------------------------------------- */
-static int str_ht_grow(pp_cols *c) {
-  size_t size = c->str_ht_size ? c->str_ht_size * 2 : 256;
-  uint32_t *ht = pp_cols_calloc(c, size * sizeof *ht);
-  if (!ht)
-    return -1;
-  for (size_t i = 0; i < c->nstr; i++) {
-    size_t len;
-    const char *s = pp_cols_str(c, (uint32_t)i, &len);
-    size_t h = hash_bytes(s, len) & (size - 1);
-    while (ht[h])
-      h = (h + 1) & (size - 1);
-    ht[h] = (uint32_t)i + 1;
-  }
-  pp_cols_dealloc(c, c->str_ht, c->str_ht_size * sizeof *ht);
-  c->str_ht = ht;
-  c->str_ht_size = size;
-  return 0;
+static uint64_t str_key(const pp_cols *c, size_t i) {
+  size_t len;
+  const char *s = pp_cols_str(c, (uint32_t)i, &len);
+  return hash_bytes(s, len);
 }
 
 uint32_t pp_cols_intern(pp_cols *c, const char *s, size_t len) {
   if (len >= 0xffffffffu)
     return UINT32_MAX;
-  if ((c->nstr + 1) * 2 > c->str_ht_size && str_ht_grow(c) != 0)
+  if ((c->nstr + 1) * 2 > c->str_ht_size &&
+      index_grow(c, &c->str_ht, &c->str_ht_size, 256, c->nstr, str_key))
     return UINT32_MAX;
   size_t m = c->str_ht_size - 1, h = hash_bytes(s, len) & m;
   for (uint32_t v; (v = c->str_ht[h]) != 0; h = (h + 1) & m) {
@@ -215,15 +224,9 @@ uint32_t pp_cols_intern(pp_cols *c, const char *s, size_t len) {
     c->arena = a;
     c->arena_cap = na;
   }
-  if (c->nstr == c->str_alloc) {
-    size_t na = c->str_alloc ? c->str_alloc * 2 : 64;
-    uint64_t *o = pp_cols_realloc(c, c->str_off, c->str_alloc * sizeof *o,
-                                  na * sizeof *o);
-    if (!o)
-      return UINT32_MAX;
-    c->str_off = o;
-    c->str_alloc = na;
-  }
+  if (c->nstr == c->str_alloc &&
+      grow(c, (void **)&c->str_off, &c->str_alloc, 64, sizeof *c->str_off))
+    return UINT32_MAX;
   memcpy(c->arena + c->arena_len, s, len);
   c->arena[c->arena_len + len] = 0;
   c->str_off[c->nstr] = ((uint64_t)c->arena_len << 32) | len;
@@ -234,33 +237,21 @@ uint32_t pp_cols_intern(pp_cols *c, const char *s, size_t len) {
 
 /* ---- layouts ------------------------------------------------------------- */
 static uint64_t layout_hash(uint32_t prefix, const uint32_t *cols, size_t n) {
-  uint64_t h = mix64(prefix + 0x9e3779b97f4a7c15ull);
+  uint64_t h = pp_mix64(prefix + 0x9e3779b97f4a7c15ull);
   for (size_t i = 0; i < n; i++)
-    h = mix64(h ^ (cols[i] + 1));
+    h = pp_mix64(h ^ (cols[i] + 1));
   return h;
 }
 
-static int lay_ht_grow(pp_cols *c) {
-  size_t size = c->lay_ht_size ? c->lay_ht_size * 2 : 64;
-  uint32_t *ht = pp_cols_calloc(c, size * sizeof *ht);
-  if (!ht)
-    return -1;
-  for (size_t i = 0; i < c->nlay; i++) {
-    size_t h = c->lay[i].hash & (size - 1);
-    while (ht[h])
-      h = (h + 1) & (size - 1);
-    ht[h] = (uint32_t)i + 1;
-  }
-  pp_cols_dealloc(c, c->lay_ht, c->lay_ht_size * sizeof *ht);
-  c->lay_ht = ht;
-  c->lay_ht_size = size;
-  return 0;
+static uint64_t layout_key(const pp_cols *c, size_t i) {
+  return c->lay[i].hash;
 }
 
 uint32_t pp_cols_layout_intern(pp_cols *c, uint32_t prefix,
                                const uint32_t *cols, size_t n) {
   uint64_t hash = layout_hash(prefix, cols, n);
-  if ((c->nlay + 1) * 2 > c->lay_ht_size && lay_ht_grow(c) != 0)
+  if ((c->nlay + 1) * 2 > c->lay_ht_size &&
+      index_grow(c, &c->lay_ht, &c->lay_ht_size, 64, c->nlay, layout_key))
     return UINT32_MAX;
   size_t m = c->lay_ht_size - 1, h = hash & m;
   for (uint32_t v; (v = c->lay_ht[h]) != 0; h = (h + 1) & m) {
@@ -269,15 +260,9 @@ uint32_t pp_cols_layout_intern(pp_cols *c, uint32_t prefix,
         memcmp(l->cols, cols, n * sizeof *cols) == 0)
       return v - 1;
   }
-  if (c->nlay == c->lay_alloc) {
-    size_t na = c->lay_alloc ? c->lay_alloc * 2 : 16;
-    pp_layout_t *nl = pp_cols_realloc(c, c->lay, c->lay_alloc * sizeof *nl,
-                                      na * sizeof *nl);
-    if (!nl)
-      return UINT32_MAX;
-    c->lay = nl;
-    c->lay_alloc = na;
-  }
+  if (c->nlay == c->lay_alloc &&
+      grow(c, (void **)&c->lay, &c->lay_alloc, 16, sizeof *c->lay))
+    return UINT32_MAX;
   uint32_t *copy = pp_cols_alloc(c, (n ? n : 1) * sizeof *copy);
   if (!copy)
     return UINT32_MAX;
@@ -380,12 +365,6 @@ static int slot(pp_cols *c, pp_chunk *h, uint32_t off, int w) {
 }
 
 /* ---- kind changes -------------------------------------------------------- */
-static double int_to_double(const pp_column *k, uint64_t raw, int width) {
-  if (width < 8)
-    return (double)raw;
-  return k->negative ? (double)(int64_t)raw : (double)raw;
-}
-
 static int to_num(pp_cols *c, pp_column *k) {
   for (size_t i = 0; i < k->nchunks; i++) {
     pp_chunk *h = &k->chunks[i];
@@ -398,7 +377,7 @@ static int to_num(pp_cols *c, pp_column *k) {
       return -1;
     for (uint32_t j = 0; j < h->cap; j++) {
       uint64_t raw = ((uint64_t *)h->data)[j];
-      double d = int_to_double(k, raw, old);
+      double d = pp_int_to_double(k, raw, old);
       memcpy((uint64_t *)h->data + j, &d, 8);
     }
   }
@@ -587,26 +566,11 @@ PP_EXPORT void pp_cols_get(const pp_cols *c, size_t col, size_t row, pp_value *o
   }
 }
 
-/* Value as double, for a chunk already located. */
-static inline int chunk_double(const pp_column *k, const pp_chunk *h,
-                               uint32_t off, double *out) {
-  if (!pp_chunk_has(h, off))
-    return 0;
-  uint64_t raw = pp_chunk_raw(h, off);
-  if (k->kind == PP_VAL_INT)
-    *out = int_to_double(k, raw, h->width);
-  else if (k->kind == PP_VAL_NUM)
-    memcpy(out, &raw, 8);
-  else
-    return 0;
-  return 1;
-}
-
 PP_EXPORT int pp_cols_get_double(const pp_cols *c, size_t col, size_t row, double *out) {
   *out = 0;
   if (row >= c->n)
     return 0;
-  return chunk_double(&c->col[col], pp_cols_chunk(c, col, row),
+  return pp_chunk_double(&c->col[col], pp_cols_chunk(c, col, row),
                       (uint32_t)(row & PP_CH_MASK), out);
 }
 
@@ -662,6 +626,8 @@ PP_EXPORT size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t 
   return at;
 }
 
+/* The text of one value as its line prints it (no NUL counted; cut to
+ * cap - 1 bytes); returns the full length. */
 size_t pp_cols_value_text(const pp_cols *c, size_t col, size_t row, char *buf,
                           size_t cap) {
   pp_value v;
@@ -681,401 +647,4 @@ size_t pp_cols_value_text(const pp_cols *c, size_t col, size_t row, char *buf,
     buf[k] = 0;
   }
   return n;
-}
-
-/* ---- queries ------------------------------------------------------------- */
-/* FOR_ROWS(c, sel, nsel, r, { body }): r runs over the selected rows. */
-#define FOR_ROWS(c, sel, nsel, r, ...)                                         \
-  do {                                                                         \
-    size_t n_ = (sel) ? (nsel) : (c)->n;                                       \
-    for (size_t i_ = 0; i_ < n_; i_++) {                                       \
-      size_t r = (sel) ? (sel)[i_] : i_;                                       \
-      __VA_ARGS__                                                              \
-    }                                                                          \
-  } while (0)
-
-PP_EXPORT size_t pp_cols_gather(const pp_cols *c, size_t col, const uint32_t *sel,
-                      size_t nsel, double *out) {
-  const pp_column *k = &c->col[col];
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    const pp_chunk *h = pp_cols_chunk(c, col, r);
-    if (chunk_double(k, h, (uint32_t)(r & PP_CH_MASK), &out[m]))
-      m++;
-  });
-  return m;
-}
-
-PP_EXPORT void pp_cols_gather_nan(const pp_cols *c, size_t col, const uint32_t *sel,
-                        size_t nsel, double *out) {
-  const pp_column *k = &c->col[col];
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    const pp_chunk *h = pp_cols_chunk(c, col, r);
-    if (!chunk_double(k, h, (uint32_t)(r & PP_CH_MASK), &out[m]))
-      out[m] = NAN;
-    m++;
-  });
-}
-
-PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
-                    size_t nsel, pp_summary *out) {
-  size_t n = sel ? nsel : c->n;
-  memset(out, 0, sizeof *out);
-  const pp_column *k = &c->col[col];
-  if (k->kind != PP_VAL_INT && k->kind != PP_VAL_NUM) {
-    size_t cnt = 0;
-    FOR_ROWS(c, sel, nsel, r, {
-      if (pp_chunk_has(pp_cols_chunk(c, col, r), (uint32_t)(r & PP_CH_MASK)))
-        cnt++;
-    });
-    out->count = cnt;
-    return 0;
-  }
-  double *a = malloc((n ? n : 1) * sizeof *a);
-  if (!a)
-    return -1;
-  size_t m = pp_cols_gather(c, col, sel, nsel, a);
-  pp_summarize(a, m, out);
-  free(a);
-  if (k->kind == PP_VAL_INT && m) {
-    int uns = !k->negative;
-    __int128 sum = 0;
-    uint64_t umin = UINT64_MAX, umax = 0;
-    int64_t smin = INT64_MAX, smax = INT64_MIN;
-    FOR_ROWS(c, sel, nsel, r, {
-      const pp_chunk *h = pp_cols_chunk(c, col, r);
-      uint32_t off = (uint32_t)(r & PP_CH_MASK);
-      if (!pp_chunk_has(h, off))
-        continue;
-      uint64_t raw = pp_chunk_raw(h, off);
-      if (uns) {
-        sum += raw;
-        if (raw < umin) umin = raw;
-        if (raw > umax) umax = raw;
-      } else {
-        int64_t s = (int64_t)raw;
-        sum += s;
-        if (s < smin) smin = s;
-        if (s > smax) smax = s;
-      }
-    });
-    out->exact = 1;
-    out->imin = uns ? (int64_t)umin : smin;
-    out->imax = uns ? (int64_t)umax : smax;
-    out->isum_fits = sum >= INT64_MIN && sum <= INT64_MAX;
-    out->isum = out->isum_fits ? (int64_t)sum : 0;
-  }
-  return 0;
-}
-
-PP_EXPORT size_t pp_cols_lincomb(const pp_cols *c, const size_t *cols,
-                       const double *coef, size_t nterms, const uint32_t *sel,
-                       size_t nsel, int clamp, double floor, double *out) {
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    double acc = 0;
-    size_t t = 0;
-    for (; t < nterms; t++) {
-      double v;
-      if (!pp_cols_get_double(c, cols[t], r, &v))
-        break;
-      acc += coef[t] * v;
-    }
-    if (t < nterms)
-      continue;
-    if (clamp && acc < floor)
-      acc = floor;
-    out[m++] = acc;
-  });
-  return m;
-}
-
-static int value_equals(const pp_cols *c, size_t col, size_t r,
-                        const pp_value *v) {
-  pp_value x;
-  pp_cols_get(c, col, r, &x);
-  if (v->kind == PP_VAL_NONE || x.kind == PP_VAL_NONE)
-    return v->kind == x.kind;
-  if (v->kind == PP_VAL_STR || x.kind == PP_VAL_STR)
-    return v->kind == x.kind && v->len == x.len &&
-           memcmp(v->s, x.s, x.len) == 0;
-  if (v->kind == PP_VAL_INT && x.kind == PP_VAL_INT)
-    return v->i == x.i;
-  double a = v->kind == PP_VAL_INT ? (double)v->i : v->d;
-  double b;
-  pp_cols_get_double(c, col, r, &b);
-  return a == b;
-}
-
-PP_EXPORT size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
-                        const uint32_t *sel, size_t nsel, uint32_t *out) {
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    if (value_equals(c, col, r, v))
-      out[m++] = (uint32_t)r;
-  });
-  return m;
-}
-
-PP_EXPORT size_t pp_cols_where_range(const pp_cols *c, size_t col, double lo, double hi,
-                           const uint32_t *sel, size_t nsel, uint32_t *out) {
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    double v;
-    if (pp_cols_get_double(c, col, r, &v) && v >= lo && v <= hi)
-      out[m++] = (uint32_t)r;
-  });
-  return m;
-}
-
-/* ---- grouping ------------------------------------------------------------ */
-/* A group key: the raw stored value (string id, integer bits or double
- * bits), or a marker for "absent". */
-static uint64_t key_of(const pp_cols *c, size_t col, size_t r, int *present) {
-  const pp_chunk *h = pp_cols_chunk(c, col, r);
-  uint32_t off = (uint32_t)(r & PP_CH_MASK);
-  if (!pp_chunk_has(h, off)) {
-    *present = 0;
-    return 0;
-  }
-  *present = 1;
-  uint64_t raw = pp_chunk_raw(h, off);
-  if (c->col[col].kind == PP_VAL_NUM) {
-    double d;
-    memcpy(&d, &raw, 8);
-    if (d == 0)
-      raw = 0; /* -0.0 groups with 0.0 */
-  }
-  return raw;
-}
-
-typedef struct {
-  uint64_t *keys;
-  uint32_t *ids; /* group id + 1; 0 empty */
-  size_t size;
-} keymap;
-
-static int km_init(keymap *m, size_t size) {
-  m->size = size;
-  m->keys = malloc(size * sizeof *m->keys);
-  m->ids = calloc(size, sizeof *m->ids);
-  return m->keys && m->ids ? 0 : -1;
-}
-
-static void km_free(keymap *m) {
-  free(m->keys);
-  free(m->ids);
-}
-
-/* Returns the id of key, inserting `next` if new; UINT32_MAX on OOM. */
-static uint32_t km_get(keymap *m, uint64_t key, uint32_t next, int *added) {
-  *added = 0;
-  size_t mask = m->size - 1, h = mix64(key) & mask;
-  for (; m->ids[h]; h = (h + 1) & mask)
-    if (m->keys[h] == key)
-      return m->ids[h] - 1;
-  m->keys[h] = key;
-  m->ids[h] = next + 1;
-  *added = 1;
-  if ((size_t)(next + 1) * 2 > m->size) {
-    keymap g;
-    if (km_init(&g, m->size * 2) != 0) {
-      km_free(&g);
-      return UINT32_MAX;
-    }
-    for (size_t i = 0; i < m->size; i++)
-      if (m->ids[i]) {
-        size_t j = mix64(m->keys[i]) & (g.size - 1);
-        while (g.ids[j])
-          j = (j + 1) & (g.size - 1);
-        g.keys[j] = m->keys[i];
-        g.ids[j] = m->ids[i];
-      }
-    km_free(m);
-    *m = g;
-  }
-  return next;
-}
-
-PP_EXPORT void pp_groups_free(pp_group *g, size_t n) {
-  if (!g)
-    return;
-  for (size_t i = 0; i < n; i++)
-    free(g[i].rows);
-  free(g);
-}
-
-PP_EXPORT int pp_cols_group(const pp_cols *c, size_t col, const uint32_t *sel,
-                  size_t nsel, pp_group **groups, size_t *ngroups) {
-  size_t n = sel ? nsel : c->n;
-  *groups = NULL;
-  *ngroups = 0;
-  uint32_t *gid = malloc((n ? n : 1) * sizeof *gid);
-  size_t cap = 16, ng = 0;
-  pp_group *g = calloc(cap, sizeof *g);
-  uint32_t missing = UINT32_MAX;
-  keymap m;
-  int rc = -1;
-  if (km_init(&m, 64) != 0 || !gid || !g)
-    goto out;
-  for (size_t i = 0; i < n; i++) {
-    size_t r = sel ? sel[i] : i;
-    int present, added;
-    uint64_t key = key_of(c, col, r, &present);
-    uint32_t id;
-    if (!present) {
-      if (missing == UINT32_MAX) {
-        missing = (uint32_t)ng;
-        added = 1;
-      } else {
-        added = 0;
-      }
-      id = missing;
-    } else {
-      id = km_get(&m, key, (uint32_t)ng, &added);
-      if (id == UINT32_MAX)
-        goto out;
-    }
-    if (added) {
-      if (ng == cap) {
-        pp_group *ng2 = realloc(g, cap * 2 * sizeof *g);
-        if (!ng2)
-          goto out;
-        memset(ng2 + cap, 0, cap * sizeof *g);
-        g = ng2;
-        cap *= 2;
-      }
-      pp_cols_get(c, col, r, &g[ng].key);
-      ng++;
-    }
-    g[id].n++;
-    gid[i] = id;
-  }
-  for (size_t k = 0; k < ng; k++) {
-    g[k].rows = malloc(g[k].n * sizeof *g[k].rows);
-    if (!g[k].rows)
-      goto out;
-    g[k].n = 0;
-  }
-  for (size_t i = 0; i < n; i++)
-    g[gid[i]].rows[g[gid[i]].n++] = (uint32_t)(sel ? sel[i] : i);
-  *groups = g;
-  *ngroups = ng;
-  g = NULL;
-  rc = 0;
-out:
-  km_free(&m);
-  free(gid);
-  pp_groups_free(g, ng);
-  return rc;
-}
-
-PP_EXPORT size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *sel,
-                        size_t nsel, size_t limit) {
-  keymap m;
-  size_t nd = 0;
-  if (km_init(&m, 64) != 0) {
-    km_free(&m);
-    return 0;
-  }
-  int have_prev = 0;
-  uint64_t prev = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    if (nd >= limit)
-      break;
-    int present, added;
-    uint64_t key = key_of(c, col, r, &present);
-    if (!present || (have_prev && key == prev))
-      continue;
-    have_prev = 1;
-    prev = key;
-    if (km_get(&m, key, (uint32_t)nd, &added) == UINT32_MAX)
-      break;
-    nd += (size_t)added;
-  });
-  km_free(&m);
-  return nd;
-}
-
-PP_EXPORT int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
-                const uint32_t *sel, size_t nsel, pp_fit *out) {
-  size_t n = sel ? nsel : c->n;
-  double *x = malloc((n ? n : 1) * sizeof *x);
-  double *y = malloc((n ? n : 1) * sizeof *y);
-  int rc = -1;
-  if (x && y) {
-    size_t m = 0;
-    FOR_ROWS(c, sel, nsel, r, {
-      if (pp_cols_get_double(c, xcol, r, &x[m]) &&
-          pp_cols_get_double(c, ycol, r, &y[m]))
-        m++;
-    });
-    rc = pp_fit_line(x, y, m, out);
-  }
-  free(x);
-  free(y);
-  return rc;
-}
-
-PP_EXPORT int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
-                     const size_t *ycols, size_t ny, const uint32_t *sel,
-                     size_t nsel, pp_fit *out) {
-  size_t n = sel ? nsel : c->n;
-  size_t m = n ? n : 1;
-  double *xs = malloc(nx * m * sizeof *xs), *ys = malloc(m * sizeof *ys);
-  double *px = malloc(m * sizeof *px), *py = malloc(m * sizeof *py);
-  unsigned char *xfull = calloc(nx ? nx : 1, 1);
-  pp_fit_xstat *xst = calloc(nx ? nx : 1, sizeof *xst);
-  int rc = -1;
-  if (!xs || !ys || !px || !py || !xfull || !xst)
-    goto out;
-  /* each quantity once, absent values as NaN */
-  for (size_t a = 0; a < nx; a++) {
-    double *x = xs + a * m;
-    pp_cols_gather_nan(c, xcols[a], sel, nsel, x);
-    size_t k = 0;
-    while (k < n && x[k] == x[k])
-      k++;
-    xfull[a] = k == n;
-    if (xfull[a])
-      pp_fit_xstats(x, n, &xst[a]);
-  }
-  for (size_t b = 0; b < ny; b++) {
-    pp_cols_gather_nan(c, ycols[b], sel, nsel, ys);
-    size_t k = 0;
-    while (k < n && ys[k] == ys[k])
-      k++;
-    int yfull = k == n;
-    pp_fit_ystat yst;
-    if (yfull && pp_fit_ystats(ys, n, &yst) != 0)
-      goto out;
-    for (size_t a = 0; a < nx; a++) {
-      const double *x = xs + a * m;
-      pp_fit *f = &out[b * nx + a];
-      if (yfull && xfull[a]) {
-        rc = pp_fit_line_with(x, ys, n, &xst[a], &yst, f);
-      } else {
-        size_t q = 0;
-        for (size_t i = 0; i < n; i++)
-          if (x[i] == x[i] && ys[i] == ys[i]) {
-            px[q] = x[i];
-            py[q] = ys[i];
-            q++;
-          }
-        rc = pp_fit_line(px, py, q, f);
-      }
-      if (rc != 0)
-        goto out;
-    }
-  }
-  rc = 0;
-out:
-  free(xs);
-  free(ys);
-  free(px);
-  free(py);
-  free(xfull);
-  free(xst);
-  return rc;
 }

@@ -793,48 +793,43 @@ static int commit(pp_parser *p, const char *pre, size_t plen, size_t nt,
   return 0;
 }
 
-/* A line past PP_PARSE_MAX_LINE: only its start was kept. A record line
- * (by its first words) is rejected, anything else is other. */
-static void overlong_line(pp_parser *p, const char *line, size_t len) {
-  size_t i = 0;
-  while (i < len && blank(line[i]))
-    i++;
-  size_t t0 = i;
-  while (i < len && !blank(line[i]))
-    i++;
-  int known;
-  if (i == t0 || !classify_line(p, line, len, t0, i - t0, &known)) {
-    count(p, 2);
-    return;
-  }
-  reject(p, 1, "line longer than %u bytes (the parser's line limit)",
-         (unsigned)PP_PARSE_MAX_LINE);
-}
-
-static void process_line(pp_parser *p, const char *line, size_t len) {
-  if (len > PP_PARSE_MAX_LINE) {
-    p->lineno++;
-    p->st.total++;
-    p->src[p->nsrc - 1].st.total++;
-    overlong_line(p, line, PP_PARSE_MAX_LINE);
-    return;
-  }
-  if (len && line[len - 1] == '\r')
-    len--;
+/* Counts a line, then finds its first word, [*t0, *t1): returns whether it
+ * begins a record line (classify_line; *known as it says), else counts it
+ * as other. */
+static int record_line(pp_parser *p, const char *line, size_t len, size_t *t0,
+                       size_t *t1, int *known) {
   p->lineno++;
   p->st.total++;
   p->src[p->nsrc - 1].st.total++;
   size_t i = 0;
   while (i < len && blank(line[i]))
     i++;
-  size_t t0 = i;
+  *t0 = i;
   while (i < len && !blank(line[i]))
     i++;
-  int known;
-  if (i == t0 || !classify_line(p, line, len, t0, i - t0, &known)) {
+  *t1 = i;
+  if (i == *t0 || !classify_line(p, line, len, *t0, i - *t0, known)) {
     count(p, 2);
+    return 0;
+  }
+  return 1;
+}
+
+static void process_line(pp_parser *p, const char *line, size_t len) {
+  size_t t0, i;
+  int known;
+  if (len > PP_PARSE_MAX_LINE) {
+    /* only its start was kept: a record line (by its first words) is
+     * rejected, anything else is other */
+    if (record_line(p, line, PP_PARSE_MAX_LINE, &t0, &i, &known))
+      reject(p, 1, "line longer than %u bytes (the parser's line limit)",
+             (unsigned)PP_PARSE_MAX_LINE);
     return;
   }
+  if (len && line[len - 1] == '\r')
+    len--;
+  if (!record_line(p, line, len, &t0, &i, &known))
+    return;
   p->stamp++;
   int nt = tokenize(p, line, len, i);
   if (nt < 0)

@@ -1,5 +1,5 @@
-/* pp_cols_internal.h: the column store's layout, shared by cols.c, parse.c
- * and lua_parse.c; not installed.
+/* pp_cols_internal.h: the column store's layout, shared by cols.c (the
+ * store and its queries) and parse.c (which fills it); not installed.
  *
  * Records are stored column by column in chunks of PP_CH rows. Each chunk
  * keeps its own width (1, 2, 4 or 8 bytes a value), widened on demand, so a
@@ -11,6 +11,8 @@
 #define PP_COLS_INTERNAL_H
 
 #include "pp_parse.h"
+
+#include <string.h>
 
 #define PP_CH_SHIFT 16
 #define PP_CH (1u << PP_CH_SHIFT)
@@ -48,7 +50,7 @@ struct pp_cols {
   size_t n; /* records */
   pp_column *col;
   size_t ncol, col_alloc;
-  int32_t *name_ht; /* column index + 1; 0 empty */
+  uint32_t *name_ht; /* column index + 1; 0 empty */
   size_t name_ht_size;
   uint32_t *vis; /* visible columns in order of appearance */
   size_t nvis;
@@ -153,6 +155,40 @@ static inline uint64_t pp_chunk_raw(const pp_chunk *h, uint32_t off) {
   case 8: return ((const uint64_t *)h->data)[off];
   default: return 0;
   }
+}
+
+/* An integer value as a double (wide values of a column with negative
+ * ones are signed). */
+static inline double pp_int_to_double(const pp_column *k, uint64_t raw,
+                                      int width) {
+  if (width < 8)
+    return (double)raw;
+  return k->negative ? (double)(int64_t)raw : (double)raw;
+}
+
+/* A numeric value as a double, for a chunk already located; 0 when absent
+ * or a string. */
+static inline int pp_chunk_double(const pp_column *k, const pp_chunk *h,
+                                  uint32_t off, double *out) {
+  if (!pp_chunk_has(h, off))
+    return 0;
+  uint64_t raw = pp_chunk_raw(h, off);
+  if (k->kind == PP_VAL_INT)
+    *out = pp_int_to_double(k, raw, h->width);
+  else if (k->kind == PP_VAL_NUM)
+    memcpy(out, &raw, 8);
+  else
+    return 0;
+  return 1;
+}
+
+/* A 64-bit mixer (the finaliser of MurmurHash3) for hashing integer keys. */
+static inline uint64_t pp_mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
 }
 
 /* The common append: an unsigned integer into an integer column whose

@@ -17,6 +17,8 @@
  */
 #include "pp_internal.h"
 
+#include <errno.h>
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,9 +203,9 @@ void pp_clock_choose(const char *why) {
   pthread_once(&clock_once, choose);
 }
 
-void pp_clock_init(void) { pp_clock_choose("pp_clock_init"); }
+PP_EXPORT void pp_clock_init(void) { pp_clock_choose("pp_clock_init"); }
 
-const pp_clock_info *pp_clock(void) {
+PP_EXPORT const pp_clock_info *pp_clock(void) {
   pp_clock_choose("clock query");
   return &info;
 }
@@ -214,8 +216,15 @@ void pp_clock_pin(int delta) { __atomic_add_fetch(&clock_pins, delta, __ATOMIC_S
 
 int pp_clock_pinned(void) { return __atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0; }
 
-int pp_clock_select(pp_clock_kind kind) {
+PP_EXPORT int pp_clock_select(pp_clock_kind kind) {
   pp_clock_choose("select");
+  /* This thread's open dispatch or scopes read their starts on the clock
+   * in use: switching now would make their times wrong. */
+  pp_acc *a = pp_acc_peek();
+  if (a && ((a->open && a->begin_ticks) || a->depth)) {
+    errno = EBUSY;
+    return -1;
+  }
   if (__atomic_load_n(&clock_pins, __ATOMIC_SEQ_CST) > 0)
     return -1; /* CUPTI converts its timestamps with this clock */
   if ((int)kind < 0 || kind > PP_CLOCK_MONOTONIC_RAW)
@@ -240,13 +249,13 @@ pp_ticks pp_now_slow(void) {
   }
 }
 
-pp_ticks pp_now(void) { return pp_now_inline(); }
+PP_EXPORT pp_ticks pp_now(void) { return pp_now_inline(); }
 
-uint64_t pp_ticks_to_ns(pp_ticks from, pp_ticks to) {
+PP_EXPORT uint64_t pp_ticks_to_ns(pp_ticks from, pp_ticks to) {
   return pp_ticks_delta_ns(from, to);
 }
 
-uint64_t pp_now_ns(void) {
+PP_EXPORT uint64_t pp_now_ns(void) {
   pp_clock_choose("first read");
   pp_ticks t = pp_now_inline();
   return (uint64_t)(((unsigned __int128)t * pp_clk.mult) >> 32);

@@ -1,4 +1,10 @@
-/* pp_internal.h: shared between the C core's files; not installed. */
+/*
+ * pp_internal.h: shared between the C core's files; not installed. What
+ * passes between the areas of the data flow: the clock (probe/clock.c),
+ * the schema's layout (probe/schema.c), this thread's accumulator
+ * (probe/probe.c), the record's line (record/record.c), the sinks and the
+ * store (record/sink.c, record/store.c).
+ */
 #ifndef PP_INTERNAL_H
 #define PP_INTERNAL_H
 
@@ -55,6 +61,8 @@ static inline uint64_t pp_ticks_delta_ns(pp_ticks from, pp_ticks to) {
   return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
 
+/* Times and counts saturate: a sum that would pass UINT64_MAX stays there,
+ * never wrapping to a small number that would print as a plausible one. */
 static inline uint64_t pp_sat_add(uint64_t a, uint64_t b) {
   uint64_t r;
   return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
@@ -83,10 +91,19 @@ struct pp_schema {
 };
 
 /* ---- accumulator --------------------------------------------------------- */
+/* One open scope: the phase it charges, the start of the stretch it is
+ * accumulating now (0 while a scope above it runs), its identity. */
 typedef struct {
+  pp_ticks seg;
+  pp_scope serial;
+  int phase;
+} pp_scope_ent;
+
+typedef struct {
+  /* Cleared at every begin and emit (up to `kept`). */
   const pp_schema *schema;
-  int open;
-  int ended;
+  int open;      /* something was charged, or pp_begin: a record is pending */
+  int ended;     /* pp_end captured wall_ns: no scope may open until emit    */
   pp_ticks begin_ticks;
   uint64_t start_ns; /* begin time on the clock's ns timeline */
   uint64_t wall_ns;  /* set by pp_end */
@@ -102,15 +119,41 @@ typedef struct {
   uint64_t device_span;    /* a device span that completes the record later */
   uint64_t clock_reads; /* for the self-overhead estimate */
   uint64_t probe_ns;    /* measured probe host cost (events etc.) */
+  unsigned depth;       /* open scopes; scope[depth-1] is the one running */
+  /* Kept across dispatches. */
+  char kept[0];
   char tags[PP_TAGS_MAX];
+  int tags_checked;     /* schema id + 1 the tags were checked against     */
   uint64_t tid;
+  uint64_t gen;         /* dispatches begun or emitted on this thread       */
+  pp_scope next_serial; /* this thread's id in the top bits, then a count   */
+  pp_scope_ent scope[PP_SCOPE_DEPTH];
 } pp_acc;
+
+/* ---- tags ---------------------------------------------------------------- */
+/* Why pp_tag would refuse key=value (value NULL: removal), or NULL. */
+const char *pp_tag_refusal(const char *key, const char *value, char *buf,
+                           size_t n);
+/* Whether the calling thread's tags hold key. */
+int pp_tag_has_key(const char *key);
+/* Removes (and says) a tag of this thread that is a field of s (pp_emit). */
+void pp_tags_settle(pp_acc *a, const pp_schema *s);
+/* The first declared schema with a field of that name, or NULL. */
+const pp_schema *pp_schema_with_field(const char *name);
 
 /* This thread's accumulator (allocated on first use). */
 pp_acc *pp_acc_get(void);
 /* This thread's accumulator, NULL when it has none yet (never allocates). */
 pp_acc *pp_acc_peek(void);
-/* Empties it for the next dispatch (tags and thread id stay). */
+
+/* Charges the running scope up to `now` and closes every open scope (at
+ * pp_end and pp_emit: no scope runs past the wall the probe measured). */
+void pp_scopes_settle(pp_acc *a, pp_ticks now);
+/* pp_scope_close, adding probe_ns (the caller's own cost) to the dispatch
+ * when the scope was still open in it; returns whether it was. */
+int pp_scope_end(pp_scope scope, uint64_t probe_ns);
+/* Empties it for the next dispatch: the record part and the open scopes
+ * (tags, thread id and scope identities stay); a new dispatch generation. */
 void pp_acc_clear(pp_acc *a);
 
 /* Notes clock reads made on this thread's open dispatch by a binding (for
@@ -171,5 +214,7 @@ void pp_store_stats(uint64_t *stored, uint64_t *dropped);
 void pp_store_after_fork(void);
 /* Estimated cost of one clock read plus accumulator update, in ns. */
 double pp_charge_cost_ns(void);
+/* Dispatches dropped by a pp_begin over them (probe.c). */
+uint64_t pp_abandoned_count(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "pp_internal.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,12 @@ PP_EXPORT int pp_enabled_flag;
 static __thread pp_acc *tls_acc __attribute__((tls_model("initial-exec")));
 static pthread_key_t acc_key;
 static pthread_once_t acc_key_once = PTHREAD_ONCE_INIT;
+static uint64_t next_acc_id;
+static uint64_t abandoned; /* dispatches dropped by a pp_begin over them */
+
+/* A scope's identity: the thread's accumulator id in the top 24 bits, then
+ * a count, so a scope of one thread never matches one of another. */
+#define SCOPE_ID_SHIFT 40
 
 static void acc_free(void *p) { free(p); }
 static int acc_key_made;
@@ -46,6 +53,10 @@ static pp_acc *acc_new(void) {
   if (!a)
     return NULL;
   a->tid = (uint64_t)syscall(SYS_gettid);
+  uint64_t id = __atomic_add_fetch(&next_acc_id, 1, __ATOMIC_RELAXED);
+  a->next_serial = (id & ((1u << (64 - SCOPE_ID_SHIFT)) - 1)) << SCOPE_ID_SHIFT;
+  if (!a->next_serial)
+    a->next_serial = (pp_scope)1 << SCOPE_ID_SHIFT;
   pthread_setspecific(acc_key, a);
   tls_acc = a;
   return a;
@@ -70,15 +81,16 @@ static inline pp_acc *open_acc(void) {
   return a;
 }
 
-/* Empties an accumulator for the next dispatch; its tags and thread id
- * stay (tags are set per thread, not per dispatch). */
+/* Empties an accumulator for the next dispatch: the record part and the
+ * open scopes. What is kept (pp_acc, from `kept` on) stays: the tags (set
+ * per thread, not per dispatch), the thread id, the scope identities. */
 void pp_acc_clear(pp_acc *a) {
-  char tags[PP_TAGS_MAX];
-  uint64_t tid = a->tid;
-  memcpy(tags, a->tags, sizeof tags);
-  memset(a, 0, sizeof *a);
-  memcpy(a->tags, tags, sizeof tags);
-  a->tid = tid;
+  memset(a, 0, offsetof(pp_acc, kept));
+  a->gen++;
+}
+
+uint64_t pp_abandoned_count(void) {
+  return __atomic_load_n(&abandoned, __ATOMIC_RELAXED);
 }
 
 PP_EXPORT void pp_set_enabled(int on) {
@@ -132,6 +144,11 @@ PP_EXPORT void pp_begin(void) {
   pp_acc *a = pp_acc_get();
   if (!a)
     return;
+  /* A dispatch still pending here (begun or charged, never emitted: one
+   * that raised, say) is dropped, never merged into this one, and counted
+   * (pp_stats: abandoned). Its open scopes go with it. */
+  if (a->open)
+    __atomic_fetch_add(&abandoned, 1, __ATOMIC_RELAXED);
   if (a->device_span) { /* a dispatch dropped before its emit */
     const pp_device_hooks *h = pp_device_hooks_get();
     if (h)
@@ -148,9 +165,11 @@ PP_EXPORT void pp_end(void) {
   if (!pp_enabled())
     return;
   pp_acc *a = pp_acc_get();
-  if (!a || !a->open || !a->begin_ticks)
+  if (!a || !a->open || !a->begin_ticks || a->ended)
     return;
-  a->wall_ns = pp_ticks_delta_ns(a->begin_ticks, pp_now_inline());
+  pp_ticks now = pp_now_inline();
+  pp_scopes_settle(a, now);
+  a->wall_ns = pp_ticks_delta_ns(a->begin_ticks, now);
   a->ended = 1;
 }
 
@@ -167,6 +186,70 @@ PP_EXPORT const pp_schema *pp_open_schema(void) {
 static inline void add_phase(pp_acc *a, int phase, uint64_t ns) {
   if ((unsigned)phase < a->schema->nphases)
     a->phase_ns[phase] = pp_sat_add(a->phase_ns[phase], ns);
+}
+
+/* ---- scopes: the nesting rule (phaseprobe.h) ------------------------------ */
+void pp_scopes_settle(pp_acc *a, pp_ticks now) {
+  if (a->depth) {
+    pp_scope_ent *top = &a->scope[a->depth - 1];
+    add_phase(a, top->phase, pp_ticks_delta_ns(top->seg, now));
+    a->depth = 0;
+  }
+}
+
+PP_EXPORT pp_scope pp_scope_open(int phase) {
+  if (!pp_enabled())
+    return 0;
+  pp_ticks now = pp_now_inline();
+  pp_acc *a = open_acc();
+  if (!a || a->ended || (unsigned)phase >= a->schema->nphases ||
+      a->depth >= PP_SCOPE_DEPTH)
+    return 0;
+  a->clock_reads++;
+  if (a->depth) { /* the running scope pauses: charged up to now */
+    pp_scope_ent *top = &a->scope[a->depth - 1];
+    add_phase(a, top->phase, pp_ticks_delta_ns(top->seg, now));
+  }
+  pp_scope_ent *e = &a->scope[a->depth++];
+  e->seg = now;
+  e->phase = phase;
+  return e->serial = ++a->next_serial;
+}
+
+int pp_scope_end(pp_scope scope, uint64_t probe_ns) {
+  pp_acc *a = tls_acc;
+  if (!scope || !a || !a->depth)
+    return 0;
+  unsigned d = a->depth - 1;
+  if (__builtin_expect(a->scope[d].serial == scope, 1)) {
+    pp_ticks now = pp_now_inline();
+    a->clock_reads++;
+    a->probe_ns = pp_sat_add(a->probe_ns, probe_ns);
+    add_phase(a, a->scope[d].phase, pp_ticks_delta_ns(a->scope[d].seg, now));
+    a->depth = d;
+    if (d) /* the scope below resumes */
+      a->scope[d - 1].seg = now;
+    return 1;
+  }
+  /* Not on top: paused, its time charged already. It leaves the stack; the
+   * running scope runs on. Not found: closed already (by pp_end, pp_emit or
+   * pp_begin) or opened on another thread. */
+  while (d-- > 0) {
+    if (a->scope[d].serial == scope) {
+      memmove(&a->scope[d], &a->scope[d + 1],
+              (a->depth - 1 - d) * sizeof a->scope[0]);
+      a->depth--;
+      a->probe_ns = pp_sat_add(a->probe_ns, probe_ns);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+PP_EXPORT void pp_scope_close(pp_scope scope) {
+  /* No flag check: a scope opened while enabled leaves the stack even if
+   * the probe was switched off since. */
+  pp_scope_end(scope, 0);
 }
 
 PP_EXPORT void pp_add_ns(int phase, uint64_t ns) {
@@ -345,22 +428,64 @@ static int tag_char_ok(char c, int key) {
   return c > ' ' && c < 127 && c != '=';
 }
 
+/* Whether this thread's tags hold `key`. */
+static int tags_have(const char *tags, const char *key, size_t klen) {
+  for (const char *p = tags; *p == ' ';) {
+    const char *k = p + 1, *eq = strchr(k, '='), *end = strchr(k, ' ');
+    if (!end)
+      end = k + strlen(k);
+    if (eq && (size_t)(eq - k) == klen && strncmp(k, key, klen) == 0)
+      return 1;
+    p = end;
+  }
+  return 0;
+}
+
+int pp_tag_has_key(const char *key) {
+  pp_acc *a = tls_acc;
+  return a && key && tags_have(a->tags, key, strlen(key));
+}
+
+const char *pp_tag_refusal(const char *key, const char *value, char *buf,
+                           size_t n) {
+  if (!key || !*key)
+    return "an empty key";
+  if (strlen(key) > PP_NAME_MAX) {
+    snprintf(buf, n, "key longer than %d bytes", PP_NAME_MAX);
+    return buf;
+  }
+  for (const char *p = key; *p; p++)
+    if (!tag_char_ok(*p, 1))
+      return "keys are [a-z0-9_]";
+  if (!value) /* a removal: any key that could have been set */
+    return NULL;
+  if (key[0] == '_')
+    return "a key starts with '_' (the names of the record itself)";
+  const pp_schema *s = pp_schema_with_field(key);
+  if (s) {
+    snprintf(buf, n, "'%s' is a field of schema '%s': a record would carry "
+                     "the name twice", key, s->prefix);
+    return buf;
+  }
+  {
+    if (!*value)
+      return "an empty value (nil removes a tag)";
+    if (strlen(value) > 128)
+      return "a value longer than 128 bytes";
+    for (const char *p = value; *p; p++)
+      if (!tag_char_ok(*p, 0))
+        return "values are printable, without spaces or '='";
+  }
+  return NULL;
+}
+
 /* Tags are kept as " k1=v1 k2=v2", sorted by key, so the C line and the Lua
  * record print them in the same order. */
 PP_EXPORT int pp_tag(const char *key, const char *value) {
   pp_acc *a = pp_acc_get();
-  if (!a || !key || !*key || strlen(key) > PP_NAME_MAX)
+  char why[160];
+  if (!a || pp_tag_refusal(key, value, why, sizeof why))
     return -1;
-  for (const char *p = key; *p; p++)
-    if (!tag_char_ok(*p, 1))
-      return -1;
-  if (value) {
-    if (!*value || strlen(value) > 128)
-      return -1;
-    for (const char *p = value; *p; p++)
-      if (!tag_char_ok(*p, 0))
-        return -1;
-  }
   char out[PP_TAGS_MAX] = {0};
   size_t n = 0, klen = strlen(key);
   int placed = value == NULL;
@@ -397,7 +522,30 @@ PP_EXPORT int pp_tag(const char *key, const char *value) {
   }
   out[n] = 0;
   memcpy(a->tags, out, sizeof out);
+  a->tags_checked = 0;
   return 0;
+}
+
+/* A tag set before another thread declared a schema with a field of that
+ * name would print the name twice in this schema's records: such a tag is
+ * removed from the thread's tags, and said once. Checked once per schema
+ * and set of tags. */
+void pp_tags_settle(pp_acc *a, const pp_schema *s) {
+  if (!a->tags[0] || a->tags_checked == s->id + 1)
+    return;
+  for (size_t i = 0; i < s->nfields; i++) {
+    if (tags_have(a->tags, s->field[i], strlen(s->field[i]))) {
+      char key[PP_LABEL_MAX], msg[256];
+      snprintf(key, sizeof key, "%s", s->field[i]);
+      pp_tag(key, NULL);
+      snprintf(msg, sizeof msg,
+               "phaseprobe: tag '%s' removed from thread %llu: schema '%s' "
+               "has a field of that name\n",
+               key, (unsigned long long)a->tid, s->prefix);
+      pp_sink_notice(msg);
+    }
+  }
+  a->tags_checked = s->id + 1;
 }
 
 PP_EXPORT uint64_t pp_thread_id(void) {

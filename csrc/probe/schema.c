@@ -266,6 +266,14 @@ PP_EXPORT const pp_schema *pp_schema_declare(const pp_schema_def *def,
   pp_schema tmp;
   if (fill(&tmp, def, err, errlen) != 0)
     return NULL;
+  for (size_t i = 0; i < tmp.nfields; i++)
+    if (pp_tag_has_key(tmp.field[i])) {
+      fail(err, errlen,
+           "field '%s' is the tag '%s' of this thread: a record would carry "
+           "the name twice (remove the tag first)",
+           tmp.field[i], tmp.field[i]);
+      return NULL;
+    }
   pthread_mutex_lock(&schema_lock);
   /* An identical declaration returns the schema already registered. */
   for (int i = 0; i < nschemas; i++) {
@@ -283,9 +291,19 @@ PP_EXPORT const pp_schema *pp_schema_declare(const pp_schema_def *def,
   }
   tmp.id = nschemas;
   schemas[nschemas] = tmp;
-  const pp_schema *s = &schemas[nschemas++];
+  const pp_schema *s = &schemas[nschemas];
+  __atomic_store_n(&nschemas, nschemas + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&schema_lock);
   return s;
+}
+
+const pp_schema *pp_schema_with_field(const char *name) {
+  pp_schema_default();
+  int n = __atomic_load_n(&nschemas, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++)
+    if (pp_schema_field_index(&schemas[i], name) >= 0)
+      return &schemas[i];
+  return NULL;
 }
 
 PP_EXPORT void pp_schema_use(const pp_schema *s) {

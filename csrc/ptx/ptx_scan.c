@@ -226,18 +226,24 @@ static void parse_function(scanner *s, int entry, linkage lk) {
 }
 
 /* ---- module scope ----------------------------------------------------------------- */
+/* The next token, when it is of kind k; else 0, the error `what` (unless
+ * the scan stopped) and a punctuation mark left to be read again. */
+static int expect(scanner *s, tok *t, int k, const char *what) {
+  pp_ptx_next(s, t);
+  if (t->kind == k)
+    return 1;
+  if (t->kind != T_STOP)
+    TERR(s, t, 0, "%s", what);
+  if (t->kind == T_PUNCT)
+    s->p = t->p;
+  return 0;
+}
+
 /* ".version 9.0": one number, kept as written. */
 static void read_version(scanner *s, char *out, size_t cap) {
   tok t;
-  pp_ptx_next(s, &t);
-  if (t.kind != T_NUM) {
-    if (t.kind != T_STOP)
-      TERR(s, &t, 0, ".version without a number");
-    if (t.kind == T_PUNCT)
-      s->p = t.p;
-    return;
-  }
-  copy_word(out, cap, t.p, t.len);
+  if (expect(s, &t, T_NUM, ".version without a number"))
+    copy_word(out, cap, t.p, t.len);
 }
 
 /* ".target sm_90[, texmode_independent ...]": the list, as "a, b". */
@@ -246,14 +252,8 @@ static void read_target(scanner *s, char *out, size_t cap) {
   size_t n = 0;
   out[0] = 0;
   for (;;) {
-    pp_ptx_next(s, &t);
-    if (t.kind != T_WORD) {
-      if (t.kind != T_STOP)
-        TERR(s, &t, 0, ".target without a name");
-      if (t.kind == T_PUNCT)
-        s->p = t.p;
+    if (!expect(s, &t, T_WORD, ".target without a name"))
       return;
-    }
     if (n && n + 2 < cap)
       out[n++] = ',', out[n++] = ' ';
     for (size_t i = 0; i < t.len && n + 1 < cap; i++)

@@ -25,32 +25,49 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   if (!pp_enabled())
     return -1;
   pp_ticks now = pp_now_inline();
-  pp_acc *a = pp_acc_peek();
-  if (!a || !a->open)
+  /* The accumulator always exists: without pp_begin, what was charged
+   * since the last emit (maybe nothing) makes the record, as in the
+   * reference. */
+  pp_acc *a = pp_acc_get();
+  if (!a)
     return -1;
+  if (!a->open) {
+    a->schema = pp_schema_current();
+    a->open = 1;
+  }
+  if (!a->ended)
+    pp_scopes_settle(a, now);
   pp_emit_args d = args ? *args : PP_EMIT_ARGS_AUTO;
+  uint32_t g = d.given;
+  if (!g) /* the 0.1.0 form: PP_AUTO marks the probe's fields */
+    g = (d.seq != PP_AUTO ? PP_GIVEN_SEQ : 0) |
+        (d.wall_ns != PP_AUTO ? PP_GIVEN_WALL : 0) |
+        (d.enqueue_ns != PP_AUTO ? PP_GIVEN_ENQUEUE : 0) |
+        (d.wait_ns != PP_AUTO ? PP_GIVEN_WAIT : 0) |
+        (d.device_window_ns != PP_AUTO ? PP_GIVEN_WINDOW : 0);
   const pp_schema *s = a->schema;
+  pp_tags_settle(a, s);
   pp_record r;
   memset(r.values, 0, sizeof(uint64_t) * s->nfields);
   r.schema = s;
   memcpy(r.tags, a->tags, sizeof r.tags);
   uint64_t *v = r.values;
-  v[s->f_seq] = d.seq != PP_AUTO
+  v[s->f_seq] = g & PP_GIVEN_SEQ
                     ? d.seq
                     : __atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED);
   uint64_t wall = d.wall_ns;
-  if (wall == PP_AUTO)
+  if (!(g & PP_GIVEN_WALL))
     wall = a->ended ? a->wall_ns
            : a->begin_ticks ? pp_ticks_delta_ns(a->begin_ticks, now)
                             : 0;
   for (size_t i = 0; i < s->ncounts; i++)
     v[s->f_count0 + (int)i] = a->count[i];
   v[s->f_wall] = wall;
-  v[s->f_enqueue] = d.enqueue_ns == PP_AUTO ? 0 : d.enqueue_ns;
-  v[s->f_wait] = d.wait_ns == PP_AUTO ? 0 : d.wait_ns;
-  v[s->f_window] = d.device_window_ns != PP_AUTO ? d.device_window_ns
-                   : a->has_window               ? a->device_window_ns
-                                                 : 0;
+  v[s->f_enqueue] = g & PP_GIVEN_ENQUEUE ? d.enqueue_ns : 0;
+  v[s->f_wait] = g & PP_GIVEN_WAIT ? d.wait_ns : 0;
+  v[s->f_window] = g & PP_GIVEN_WINDOW ? d.device_window_ns
+                   : a->has_window     ? a->device_window_ns
+                                       : 0;
   v[s->f_kernel] = a->kernel_ns;
   uint64_t named = 0;
   for (size_t i = 0; i < s->nphases; i++) {
@@ -62,9 +79,12 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   v[s->f_named] = named;
   v[s->f_unattr] = wall > named ? wall - named : 0;
   for (size_t i = 0; i < s->ncaches; i++) {
-    v[s->f_cache0 + 2 * (int)i] = a->cache[i][0];
-    v[s->f_cache0 + 2 * (int)i + 1] = a->cache[i][1];
-    v[s->f_disk0 + (int)i] = a->cache[i][2];
+    v[s->f_cache0 + 2 * (int)i] =
+        g & PP_GIVEN_HITS(i) ? d.cache_hits[i] : a->cache[i][0];
+    v[s->f_cache0 + 2 * (int)i + 1] =
+        g & PP_GIVEN_MISSES(i) ? d.cache_misses[i] : a->cache[i][1];
+    v[s->f_disk0 + (int)i] =
+        g & PP_GIVEN_DISK_HITS(i) ? d.cache_disk_hits[i] : a->cache[i][2];
   }
   v[s->f_tid] = a->tid;
   v[s->f_start] = a->start_ns;
@@ -73,7 +93,7 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   v[s->f_ksrc] = (uint64_t)a->kernel_src;
   v[s->f_kfloor] = a->kernel_floor_ns;
   v[s->f_kerr] = a->kernel_error_ns;
-  int keep_window = d.device_window_ns != PP_AUTO || a->has_window;
+  int keep_window = (g & PP_GIVEN_WINDOW) || a->has_window;
   if (a->has_timeline)
     pp_record_fill_timeline(&r, &a->tl, keep_window);
   uint64_t span = a->device_span;

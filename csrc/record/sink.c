@@ -534,41 +534,57 @@ static unsigned cur_interval_ms(void) {
   return !cur ? DEFAULT_INTERVAL_MS : cur->per_record ? 0 : cur->interval_ms;
 }
 
-/* Takes every thread's chunk (each handed to the queue under its owner's
- * flag, so one thread's lines stay in order) and frees the buffers of
- * threads that have exited. Called without q_lock. */
-static void collect_all(void) {
+/* Under reg_lock: takes every thread's chunk, giving it to take() under
+ * its owner's flag (so one thread's lines stay in order), and unlinks the
+ * buffers of threads that have exited, returned as a list for free_tbufs
+ * (once reg_lock is released). */
+static tbuf *sweep_locked(void (*take)(chunk *c)) {
   tbuf *gone = NULL;
-  pthread_mutex_lock(&reg_lock);
   for (tbuf **pp = &reg; *pp;) {
     tbuf *t = *pp;
     tb_lock(t);
     chunk *c = t->c;
     t->c = NULL;
-    int dead = t->dead;
-    if (c) {
-      pthread_mutex_lock(&q_lock);
-      if (c->len)
-        queue_push_locked(c);
-      else
-        chunk_release_locked(c);
-      pthread_mutex_unlock(&q_lock);
-    }
+    int dead = t->dead; /* its thread has exited */
+    if (c)
+      take(c);
     tb_unlock(t);
     if (dead) {
       *pp = t->next;
       t->next = gone;
       gone = t;
     } else {
-      pp = &t->next;
+      pp = &t->next; /* a live thread's: its exit callback still uses it */
     }
   }
-  pthread_mutex_unlock(&reg_lock);
-  while (gone) {
-    tbuf *n = gone->next;
-    free(gone);
-    gone = n;
+  return gone;
+}
+
+static void free_tbufs(tbuf *t) {
+  while (t) {
+    tbuf *n = t->next;
+    free(t);
+    t = n;
   }
+}
+
+/* A thread's chunk to the queue (an empty one back to the free list). */
+static void take_queue(chunk *c) {
+  pthread_mutex_lock(&q_lock);
+  if (c->len)
+    queue_push_locked(c);
+  else
+    chunk_release_locked(c);
+  pthread_mutex_unlock(&q_lock);
+}
+
+/* Takes every thread's chunk and frees the buffers of threads that have
+ * exited. Called without q_lock. */
+static void collect_all(void) {
+  pthread_mutex_lock(&reg_lock);
+  tbuf *gone = sweep_locked(take_queue);
+  pthread_mutex_unlock(&reg_lock);
+  free_tbufs(gone);
 }
 
 static void *writer_main(void *arg) {
@@ -994,6 +1010,19 @@ static sinkobj *sink_new(const pp_sink_opts *o) {
   return s;
 }
 
+/* A new sink s, whose target took (rc 0) or not: it becomes the current
+ * one, or goes, keeping the errno that says why. */
+static int sink_install(sinkobj *s, int rc) {
+  if (rc != 0) {
+    int e = errno;
+    free(s);
+    errno = e;
+    return -1;
+  }
+  sink_switch(s);
+  return 0;
+}
+
 PP_EXPORT int pp_sink_fd_with(int fd, const pp_sink_opts *o) {
   if (fd < 0) {
     sink_switch(NULL);
@@ -1002,15 +1031,10 @@ PP_EXPORT int pp_sink_fd_with(int fd, const pp_sink_opts *o) {
   sinkobj *s = sink_new(o);
   if (!s)
     return -1;
-  if (own_from_fd(fd, s) != 0) {
-    int e = errno;
-    free(s);
-    errno = e;
-    return -1;
-  }
-  set_name_fd(s, fd);
-  sink_switch(s);
-  return 0;
+  int rc = own_from_fd(fd, s);
+  if (rc == 0)
+    set_name_fd(s, fd);
+  return sink_install(s, rc);
 }
 
 PP_EXPORT int pp_sink_file_with(const char *path, const pp_sink_opts *o) {
@@ -1021,14 +1045,7 @@ PP_EXPORT int pp_sink_file_with(const char *path, const pp_sink_opts *o) {
   sinkobj *s = sink_new(o);
   if (!s)
     return -1;
-  if (own_from_path(path, s) != 0) {
-    int e = errno;
-    free(s);
-    errno = e;
-    return -1;
-  }
-  sink_switch(s);
-  return 0;
+  return sink_install(s, own_from_path(path, s));
 }
 
 PP_EXPORT int pp_sink_fd(int fd) { return pp_sink_fd_with(fd, NULL); }
@@ -1118,6 +1135,8 @@ void pp_sink_state_close(void) {
     pp_flush(GRACE_MS);
 }
 
+static void take_free(chunk *c) { free(c); }
+
 static void free_chunk_list(chunk *c) {
   while (c) {
     chunk *n = c->next;
@@ -1139,22 +1158,9 @@ __attribute__((destructor)) static void sink_fini(void) {
    * before anything is freed (the flags below) */
   __atomic_store_n(&cur_pub, NULL, __ATOMIC_RELEASE);
   pthread_mutex_lock(&reg_lock);
-  for (tbuf **pp = &reg; *pp;) {
-    tbuf *t = *pp;
-    tb_lock(t);
-    chunk *c = t->c;
-    t->c = NULL;
-    int gone = t->dead; /* its thread has exited */
-    tb_unlock(t);
-    free(c);
-    if (gone) {
-      *pp = t->next;
-      free(t);
-    } else {
-      pp = &t->next; /* a live thread's: its exit callback still uses it */
-    }
-  }
+  tbuf *gone = sweep_locked(take_free);
   pthread_mutex_unlock(&reg_lock);
+  free_tbufs(gone);
   pthread_mutex_lock(&q_lock);
   free_chunk_list(q_head);
   free_chunk_list(free_chunks);
@@ -1240,4 +1246,5 @@ PP_EXPORT void pp_stats(pp_stats_t *out) {
   out->lines_dropped = __atomic_load_n(&n_dropped, __ATOMIC_RELAXED);
   out->line_failures = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
   out->last_errno = __atomic_load_n(&last_err, __ATOMIC_RELAXED);
+  out->abandoned = pp_abandoned_count();
 }

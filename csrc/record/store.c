@@ -213,12 +213,21 @@ PP_EXPORT void pp_store_set_capacity(size_t records) {
   pthread_mutex_unlock(&store_lock);
 }
 
-PP_EXPORT size_t pp_store_capacity(void) {
+/* The store's settings and counts, read together under its lock. */
+typedef struct {
+  size_t capacity, count;
+  pp_store_keep keep;
+  uint64_t dropped;
+} snapshot;
+
+static snapshot snap(void) {
   pthread_mutex_lock(&store_lock);
-  size_t c = capacity;
+  snapshot s = {capacity, ring_n, keep, dropped};
   pthread_mutex_unlock(&store_lock);
-  return c;
+  return s;
 }
+
+PP_EXPORT size_t pp_store_capacity(void) { return snap().capacity; }
 
 PP_EXPORT void pp_store_set_keep(pp_store_keep k) {
   pthread_mutex_lock(&store_lock);
@@ -227,26 +236,11 @@ PP_EXPORT void pp_store_set_keep(pp_store_keep k) {
   pthread_mutex_unlock(&store_lock);
 }
 
-PP_EXPORT pp_store_keep pp_store_get_keep(void) {
-  pthread_mutex_lock(&store_lock);
-  pp_store_keep k = keep;
-  pthread_mutex_unlock(&store_lock);
-  return k;
-}
+PP_EXPORT pp_store_keep pp_store_get_keep(void) { return snap().keep; }
 
-PP_EXPORT size_t pp_store_count(void) {
-  pthread_mutex_lock(&store_lock);
-  size_t n = ring_n;
-  pthread_mutex_unlock(&store_lock);
-  return n;
-}
+PP_EXPORT size_t pp_store_count(void) { return snap().count; }
 
-PP_EXPORT uint64_t pp_store_dropped(void) {
-  pthread_mutex_lock(&store_lock);
-  uint64_t d = dropped;
-  pthread_mutex_unlock(&store_lock);
-  return d;
-}
+PP_EXPORT uint64_t pp_store_dropped(void) { return snap().dropped; }
 
 PP_EXPORT int pp_store_get(size_t i, pp_record *out) {
   pthread_mutex_lock(&store_lock);
@@ -285,10 +279,9 @@ PP_EXPORT void pp_store_clear(void) {
 }
 
 void pp_store_stats(uint64_t *stored, uint64_t *dropped_out) {
-  pthread_mutex_lock(&store_lock);
-  *stored = ring_n;
-  *dropped_out = dropped;
-  pthread_mutex_unlock(&store_lock);
+  snapshot s = snap();
+  *stored = s.count;
+  *dropped_out = s.dropped;
 }
 
 /* After fork() in a child: the lock may have been held by a thread that

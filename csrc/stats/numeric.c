@@ -1,13 +1,16 @@
 /*
  * numeric.c: summaries (count, min, median, mean, p90, p99, max, sum) and
- * line fits (least squares beside Theil-Sen) over arrays of doubles.
+ * line fits (least squares beside Theil-Sen) over arrays of doubles: the
+ * one statistics implementation (pp_stats.h). Its callers: the column
+ * store's queries (cols.c) and the Lua binding pp.numeric (lua_stats.c),
+ * through which the Lua analysis and reports take theirs.
  *
  * Quantiles are type 7 (linear between the closest ranks: the median of an
  * even count is the mean of the middle two), found by selection rather
  * than a full sort.
  */
-#include "pp_parse.h"
 #include "pp_internal.h"
+#include "pp_stats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -102,6 +105,31 @@ static double quantile_sel(double *a, size_t n, double p, size_t *at) {
   return v;
 }
 
+/* The smallest and the largest of a[0..n), n > 0, and their sum (added in
+ * order). */
+static void extent(const double *a, size_t n, double *mn, double *mx,
+                   double *sum) {
+  double lo = a[0], hi = a[0], s = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (a[i] < lo) lo = a[i];
+    if (a[i] > hi) hi = a[i];
+    s += a[i];
+  }
+  *mn = lo;
+  *mx = hi;
+  *sum = s;
+}
+
+/* The sum of squared deviations of a[0..n) from mean. */
+static double sq_dev(const double *a, size_t n, double mean) {
+  double ss = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = a[i] - mean;
+    ss += d * d;
+  }
+  return ss;
+}
+
 PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
   memset(out, 0, sizeof *out);
   out->count = n;
@@ -109,16 +137,8 @@ PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
     out->min = out->max = out->mean = out->median = out->p90 = out->p99 = NAN;
     return;
   }
-  double mn = a[0], mx = a[0], sum = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (a[i] < mn) mn = a[i];
-    if (a[i] > mx) mx = a[i];
-    sum += a[i];
-  }
-  out->min = mn;
-  out->max = mx;
-  out->sum = sum;
-  out->mean = sum / (double)n;
+  extent(a, n, &out->min, &out->max, &out->sum);
+  out->mean = out->sum / (double)n;
   size_t at = 0;
   out->median = quantile_sel(a, n, 0.5, &at);
   out->p90 = quantile_sel(a, n, 0.9, &at);
@@ -255,21 +275,10 @@ PP_EXPORT void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s) {
   s->n = n;
   if (n == 0)
     return;
-  double mn = x[0], mx = x[0], sum = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (x[i] < mn) mn = x[i];
-    if (x[i] > mx) mx = x[i];
-    sum += x[i];
-  }
-  s->min = mn;
-  s->max = mx;
+  double sum;
+  extent(x, n, &s->min, &s->max, &sum);
   s->mean = sum / (double)n;
-  double ss = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = x[i] - s->mean;
-    ss += d * d;
-  }
-  s->ss = ss;
+  s->ss = sq_dev(x, n, s->mean);
   s->distinct = count_distinct(x, n);
 }
 
@@ -282,12 +291,7 @@ PP_EXPORT int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s) {
   for (size_t i = 0; i < n; i++)
     sum += y[i];
   s->mean = sum / (double)n;
-  double ss = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = y[i] - s->mean;
-    ss += d * d;
-  }
-  s->ss = ss;
+  s->ss = sq_dev(y, n, s->mean);
   size_t step = sub_step(n), m = (n + step - 1) / step;
   double *d = malloc(m * sizeof *d);
   if (!d)

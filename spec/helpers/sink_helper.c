@@ -122,7 +122,10 @@ static void *emitter(void *arg) {
     pp_begin();
     pp_set_count(PP_COUNT_NODES, (uint64_t)index);
     pp_set_count(PP_COUNT_GRID_BLOCKS, (uint64_t)d);
-    pp_emit(&(pp_emit_args){(uint64_t)d, 1000, 0, 0, 0}, NULL);
+    pp_emit(&(pp_emit_args){.seq = (uint64_t)d, .wall_ns = 1000,
+                            .given = PP_GIVEN_SEQ | PP_GIVEN_WALL | PP_GIVEN_ENQUEUE |
+                                     PP_GIVEN_WAIT | PP_GIVEN_WINDOW},
+            NULL);
   }
   return NULL;
 }

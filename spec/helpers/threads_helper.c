@@ -34,7 +34,10 @@ static void *run(void *p) {
     pp_set_count(PP_COUNT_NODES, (uint64_t)w->index);
     pp_set_count(PP_COUNT_GRID_BLOCKS, (uint64_t)d);
     pp_record r;
-    pp_emit(&(pp_emit_args){(uint64_t)d, base * 20, 0, 0, 0}, &r);
+    pp_emit(&(pp_emit_args){.seq = (uint64_t)d, .wall_ns = base * 20,
+                            .given = PP_GIVEN_SEQ | PP_GIVEN_WALL | PP_GIVEN_ENQUEUE |
+                                     PP_GIVEN_WAIT | PP_GIVEN_WINDOW},
+            &r);
     int ok = pp_record_get(&r, "nodes", NULL) == (uint64_t)w->index &&
              pp_record_get(&r, "grid_blocks", NULL) == (uint64_t)d &&
              pp_record_get(&r, "prepare_ns", NULL) == base &&

@@ -48,13 +48,13 @@ M.defaults = {
 
 --- Fit of plain arrays: {n, distinct_x, xmin, xmax, ymedian, ok, ls={...}, ts={...}}.
 function M.line(xs, ys)
-  return report.printable(pp.parse.fit_line(xs, ys), report.fit_text("x", "y"), "phaseprobe.fit")
+  return report.printable(pp.numeric.fit(xs, ys), report.fit_text("x", "y"), "phaseprobe.fit")
 end
 
 --- Summary of a plain array of numbers: {count, min, median, mean, p90,
 -- p99, max, sum} (the same C code as set:summary).
 function M.summary(xs)
-  return pp.parse.summarize(xs)
+  return pp.numeric.summary(xs)
 end
 
 --- Effect of a fit: Theil-Sen slope times the x range, over max(|median y|, 1).

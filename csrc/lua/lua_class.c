@@ -1,0 +1,70 @@
+/*
+ * lua_class.c: pp_lua_class_new, how every binding file (lua_parse.c,
+ * lua_ptx.c, lua_phaseprobe.c, lua_cuda*.c) makes its userdata classes;
+ * the conventions are in pp_lua_class.h.
+ */
+#include "pp_lua.h"
+
+/* __index of a class with methods and a getter. Upvalues: 1 the methods,
+ * 2 the getter. */
+static int class_index(lua_State *L) {
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+    return 1;
+  lua_pop(L, 1);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return 0;
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+static void set_fn(lua_State *L, const char *event, lua_CFunction f) {
+  if (!f)
+    return;
+  lua_pushcfunction(L, f);
+  lua_setfield(L, -2, event);
+}
+
+/* Fills the metatable on top of the stack from c. */
+static void fill(lua_State *L, const pp_lua_class *c) {
+  if (c->methods) {
+    lua_newtable(L);
+    luaL_setfuncs(L, c->methods, 0);
+    if (c->get) {
+      lua_pushcfunction(L, c->get);
+      lua_pushcclosure(L, class_index, 2);
+    }
+    lua_setfield(L, -2, "__index");
+  } else {
+    set_fn(L, "__index", c->get);
+  }
+  const struct {
+    const char *event;
+    lua_CFunction f;
+  } meta[] = {{"__gc", c->gc},
+              {"__close", c->close},
+              {"__tostring", c->tostring},
+              {"__len", c->len},
+              {"__eq", c->eq},
+              {"__call", c->call},
+              {"__newindex", c->newindex},
+              {"__pairs", c->pairs}};
+  for (size_t i = 0; i < sizeof meta / sizeof *meta; i++)
+    set_fn(L, meta[i].event, meta[i].f);
+}
+
+void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {
+  luaL_newmetatable(L, c->name);
+  fill(L, c);
+  lua_pop(L, 1);
+}
+
+int pp_lua_class_push(lua_State *L, const pp_lua_class *c) {
+  if (!luaL_newmetatable(L, c->name))
+    return 0;
+  fill(L, c);
+  return 1;
+}

@@ -1,0 +1,762 @@
+/*
+ * lua_cols.c: the column store (pp_cols, csrc/parse/cols.c) as a Lua
+ * object, phaseprobe.columns, and its selections. pp.parse (lua_parse.c)
+ * hands its results over as columns; the Lua record sets
+ * (lua/phaseprobe/records.lua) are built on these methods.
+ *
+ *   local cols = pp.parse.file("run.log")
+ *   #cols, cols:count()                    records
+ *   cols:fields(), cols:kind(name)         field names, a field's kind
+ *   cols:row(i [, names]), cols:get(name, i), cols:line(i), cols:values(name)
+ *   cols:where(name, value), cols:range(name, lo, hi), cols:select(rows)
+ *                                          -> selection (rows of this store)
+ *   cols:summary(name [, sel]), cols:fit(x, y [, sel]),
+ *   cols:fits({x...}, {y...} [, sel]), cols:lincomb({{name, coef}...} [, sel
+ *     [, floor]])                          the tables of pp.numeric
+ *   cols:group(name [, sel]), cols:distinct(name [, sel]), cols:prefixes(),
+ *   cols:order(name [, sel]), cols:bytes(), cols:close()
+ *
+ * A selection (phaseprobe.selection) is a sorted list of rows that keeps
+ * its store alive (user value 1) and is refused by any other store.
+ */
+#include "pp_lua.h"
+#include "pp_parse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COLS_MT "phaseprobe.columns"
+#define SEL_MT "phaseprobe.selection"
+
+typedef struct {
+  pp_cols *c;
+  int closed;
+  int busy; /* methods of it running (see guard) */
+} cols_ud;
+
+typedef struct {
+  size_t n;
+  uint32_t rows[];
+} sel_ud;
+
+/* ---- columns userdata ---------------------------------------------------- */
+void pp_lua_push_cols(lua_State *L, pp_cols *c) {
+  cols_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  u->c = c;
+  u->closed = 0;
+  u->busy = 0;
+  luaL_setmetatable(L, COLS_MT);
+  lua_newtable(L); /* layout -> field list of its records (lua_record.c) */
+  lua_setiuservalue(L, -2, 1);
+}
+
+static pp_cols *check_cols(lua_State *L, int i) {
+  cols_ud *u = luaL_checkudata(L, i, COLS_MT);
+  PP_CHECK_OPEN(L, !u->closed, "columns");
+  return u->c;
+}
+
+/* COLS_MT's one owner: other files reach a handle's store through these. */
+pp_cols *pp_lua_check_cols(lua_State *L, int idx) { return check_cols(L, idx); }
+
+pp_cols *pp_lua_test_cols(lua_State *L, int idx) {
+  cols_ud *u = luaL_testudata(L, idx, COLS_MT);
+  return u && !u->closed ? u->c : NULL;
+}
+
+/* ---- selections ---------------------------------------------------------- */
+static sel_ud *push_sel(lua_State *L, int cols_idx, const uint32_t *rows,
+                        size_t n) {
+  cols_idx = lua_absindex(L, cols_idx);
+  sel_ud *s = lua_newuserdatauv(L, sizeof *s + n * sizeof(uint32_t), 1);
+  s->n = n;
+  if (n)
+    memcpy(s->rows, rows, n * sizeof *rows);
+  luaL_setmetatable(L, SEL_MT);
+  lua_pushvalue(L, cols_idx);
+  lua_setiuservalue(L, -2, 1);
+  return s;
+}
+
+/* The optional selection argument: NULL for all rows. */
+static const uint32_t *opt_sel(lua_State *L, int arg, int cols_idx,
+                               size_t *n) {
+  *n = 0;
+  if (lua_isnoneornil(L, arg))
+    return NULL;
+  sel_ud *s = luaL_checkudata(L, arg, SEL_MT);
+  lua_getiuservalue(L, arg, 1);
+  int same = lua_rawequal(L, -1, cols_idx);
+  lua_pop(L, 1);
+  luaL_argcheck(L, same, arg, "selection made from another record store");
+  *n = s->n;
+  return s->rows;
+}
+
+static size_t nrows(const pp_cols *c, const uint32_t *sel, size_t nsel) {
+  return sel ? nsel : pp_cols_count(c);
+}
+
+static int sel_len(lua_State *L) {
+  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  lua_pushinteger(L, (lua_Integer)s->n);
+  return 1;
+}
+
+/* sel:indices() -> {row, ...} (1-based) */
+static int sel_indices(lua_State *L) {
+  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  lua_createtable(L, (int)s->n, 0);
+  for (size_t i = 0; i < s->n; i++) {
+    lua_pushinteger(L, (lua_Integer)s->rows[i] + 1);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+/* sel:get(i) -> row (1-based), nil past the end */
+static int sel_get(lua_State *L) {
+  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  if (i < 1 || (size_t)i > s->n)
+    return 0;
+  lua_pushinteger(L, (lua_Integer)s->rows[i - 1] + 1);
+  return 1;
+}
+
+static int sel_tostring(lua_State *L) {
+  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  lua_pushfstring(L, "phaseprobe.selection (%d records)", (int)s->n);
+  return 1;
+}
+
+/* ---- column methods ------------------------------------------------------ */
+static int col_of(lua_State *L, const pp_cols *c, int arg) {
+  return pp_cols_find(c, pp_lua_checkcstr(L, arg));
+}
+
+static int cols_count(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)pp_cols_count(check_cols(L, 1)));
+  return 1;
+}
+
+static int cols_fields(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  size_t n = pp_cols_nfields(c);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, pp_cols_name(c, pp_cols_field_column(c, i)));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int cols_kind(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  int col = col_of(L, c, 2);
+  static const char *const names[] = {"none", "integer", "number", "string"};
+  if (col < 0)
+    return 0;
+  lua_pushstring(L, names[pp_cols_kind(c, (size_t)col)]);
+  return 1;
+}
+
+static size_t check_row(lua_State *L, const pp_cols *c, int arg) {
+  lua_Integer i = luaL_checkinteger(L, arg);
+  luaL_argcheck(L, i >= 1 && (size_t)i <= pp_cols_count(c), arg,
+                "record index out of range");
+  return (size_t)i - 1;
+}
+
+static int cols_row(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  size_t row = check_row(L, c, 2);
+  pp_lua_push_row(L, 1, row, 3);
+  return 1;
+}
+
+/* cols:get(i, name) -> value or nil ("@file", "@line" too) */
+static int cols_get(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  size_t row = check_row(L, c, 2);
+  int col = col_of(L, c, 3);
+  if (col < 0)
+    return 0;
+  pp_value v;
+  pp_cols_get(c, (size_t)col, row, &v);
+  pp_lua_push_value(L, &v, pp_cols_unsigned(c, (size_t)col));
+  return 1;
+}
+
+/* cols:line(i) -> the record's line */
+static int cols_line(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  size_t row = check_row(L, c, 2);
+  char small[1024];
+  size_t n = pp_cols_format(c, row, small, sizeof small);
+  if (n < sizeof small) {
+    lua_pushlstring(L, small, n);
+    return 1;
+  }
+  luaL_Buffer b;
+  char *big = luaL_buffinitsize(L, &b, n + 1);
+  pp_cols_format(c, row, big, n + 1);
+  luaL_pushresultsize(&b, n);
+  return 1;
+}
+
+/* The arguments of most queries, (columns, name [, sel]), checked in
+ * that order. */
+typedef struct {
+  pp_cols *c;
+  int col;             /* -1: no record has that field */
+  const uint32_t *sel; /* NULL: every record */
+  size_t nsel;
+} query;
+
+static query query_args(lua_State *L) {
+  query q;
+  q.c = check_cols(L, 1);
+  q.col = col_of(L, q.c, 2);
+  q.sel = opt_sel(L, 3, 1, &q.nsel);
+  return q;
+}
+
+/* The arguments (columns [, sel]) of a query over whole records. */
+static query records_args(lua_State *L) {
+  query q;
+  q.c = check_cols(L, 1);
+  q.col = -1;
+  q.sel = opt_sel(L, 2, 1, &q.nsel);
+  return q;
+}
+
+/* cols:values(name [, sel]) -> {present values, in row order} */
+static int cols_values(lua_State *L) {
+  query q = query_args(L);
+  size_t n = nrows(q.c, q.sel, q.nsel);
+  lua_createtable(L, q.col < 0 ? 0 : (int)n, 0);
+  if (q.col < 0)
+    return 1;
+  lua_Integer out = 1;
+  pp_value v;
+  int uns = pp_cols_unsigned(q.c, (size_t)q.col);
+  for (size_t i = 0; i < n; i++) {
+    pp_cols_get(q.c, (size_t)q.col, q.sel ? q.sel[i] : i, &v);
+    if (v.kind == PP_VAL_NONE)
+      continue;
+    pp_lua_push_value(L, &v, uns);
+    lua_rawseti(L, -2, out++);
+  }
+  return 1;
+}
+
+/* cols:summary(name [, sel]) -> {count, min, median, mean, p90, p99, max, sum}
+ */
+static int cols_summary(lua_State *L) {
+  query q = query_args(L);
+  pp_summary s;
+  memset(&s, 0, sizeof s);
+  if (q.col >= 0 && pp_cols_summary(q.c, (size_t)q.col, q.sel, q.nsel, &s) != 0)
+    return luaL_error(L, "phaseprobe.columns: out of memory");
+  pp_lua_push_summary(L, &s,
+                      q.col >= 0 && pp_cols_unsigned(q.c, (size_t)q.col));
+  return 1;
+}
+
+/* cols:fit(xname, yname [, sel]) -> fit table */
+static int cols_fit(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  int xc = col_of(L, c, 2), yc = col_of(L, c, 3);
+  size_t nsel;
+  const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
+  pp_fit f;
+  memset(&f, 0, sizeof f);
+  if (xc >= 0 && yc >= 0 &&
+      pp_cols_fit(c, (size_t)xc, (size_t)yc, sel, nsel, &f) != 0)
+    return luaL_error(L, "phaseprobe.columns: out of memory");
+  pp_lua_push_fit(L, &f);
+  return 1;
+}
+
+/* Reads a list of field names into column indices (-1: absent). */
+static size_t read_cols(lua_State *L, const pp_cols *c, int arg, int *out,
+                        size_t max) {
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
+  luaL_argcheck(L, n >= 0 && (size_t)n <= max, arg, "too many names");
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, arg, i);
+    out[i - 1] = pp_cols_find(c, pp_lua_checkcstr(L, -1));
+    lua_pop(L, 1);
+  }
+  return (size_t)n;
+}
+
+/* cols:fits({x...}, {y...} [, sel]) -> {[y] = {[x] = fit}}: every y against
+ * every x, reading each column once */
+static int cols_fits(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  int xi[256], yi[256];
+  size_t nx = read_cols(L, c, 2, xi, 256), ny = read_cols(L, c, 3, yi, 256);
+  size_t nsel;
+  const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
+  size_t xc[256], yc[256], kx = 0, ky = 0;
+  for (size_t a = 0; a < nx; a++)
+    if (xi[a] >= 0)
+      xc[kx++] = (size_t)xi[a];
+  for (size_t b = 0; b < ny; b++)
+    if (yi[b] >= 0)
+      yc[ky++] = (size_t)yi[b];
+  size_t nf = kx * ky > 0 ? kx * ky : 1;
+  pp_fit *f = lua_newuserdatauv(L, nf * sizeof *f, 0);
+  memset(f, 0, nf * sizeof *f);
+  if (kx && ky && pp_cols_fit_many(c, xc, kx, yc, ky, sel, nsel, f) != 0)
+    return luaL_error(L, "phaseprobe.columns: out of memory");
+  pp_fit empty;
+  memset(&empty, 0, sizeof empty);
+  lua_createtable(L, 0, (int)ny);
+  for (size_t b = 0, jb = 0; b < ny; b++) {
+    lua_createtable(L, 0, (int)nx);
+    for (size_t a = 0, ja = 0; a < nx; a++) {
+      if (yi[b] >= 0 && xi[a] >= 0)
+        pp_lua_push_fit(L, &f[jb * kx + ja]);
+      else
+        pp_lua_push_fit(L, &empty);
+      lua_rawgeti(L, 2, (lua_Integer)a + 1);
+      lua_insert(L, -2);
+      lua_rawset(L, -3);
+      if (xi[a] >= 0)
+        ja++;
+    }
+    lua_rawgeti(L, 3, (lua_Integer)b + 1);
+    lua_insert(L, -2);
+    lua_rawset(L, -3);
+    if (yi[b] >= 0)
+      jb++;
+  }
+  return 1;
+}
+
+/* cols:lincomb({{name, coef}, ...} [, sel [, floor]]) -> summary of the
+ * per-record sums (records lacking a term are left out; with floor, sums
+ * below it count as floor) */
+static int cols_lincomb(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t nsel;
+  const uint32_t *sel = opt_sel(L, 3, 1, &nsel);
+  int clamp = !lua_isnoneornil(L, 4);
+  double floor = clamp ? luaL_checknumber(L, 4) : 0;
+  lua_Integer nt = (lua_Integer)lua_rawlen(L, 2);
+  luaL_argcheck(L, nt >= 1 && nt <= 256, 2, "1 to 256 terms");
+  size_t cols[256];
+  double coef[256];
+  int missing = 0;
+  for (lua_Integer i = 1; i <= nt; i++) {
+    lua_rawgeti(L, 2, i);
+    luaL_argcheck(L, lua_istable(L, -1), 2, "each term is {name, coefficient}");
+    lua_rawgeti(L, -1, 1);
+    lua_rawgeti(L, -2, 2);
+    int col = pp_cols_find(c, pp_lua_checkcstr(L, -2));
+    coef[i - 1] = luaL_checknumber(L, -1);
+    if (col < 0)
+      missing = 1;
+    else
+      cols[i - 1] = (size_t)col;
+    lua_pop(L, 3);
+  }
+  pp_summary s;
+  memset(&s, 0, sizeof s);
+  if (!missing) {
+    size_t n = nrows(c, sel, nsel);
+    double *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out)
+      return luaL_error(L, "phaseprobe.columns: out of memory");
+    size_t m = pp_cols_lincomb(c, cols, coef, (size_t)nt, sel, nsel, clamp,
+                               floor, out);
+    pp_summarize(out, m, &s);
+    free(out);
+  }
+  pp_lua_push_summary(L, &s, 0);
+  return 1;
+}
+
+static void check_value(lua_State *L, int arg, pp_value *v) {
+  memset(v, 0, sizeof *v);
+  switch (lua_type(L, arg)) {
+  case LUA_TNIL:
+  case LUA_TNONE:
+    v->kind = PP_VAL_NONE;
+    break;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, arg)) {
+      v->kind = PP_VAL_INT;
+      v->i = (int64_t)lua_tointeger(L, arg);
+    } else {
+      v->kind = PP_VAL_NUM;
+      v->d = lua_tonumber(L, arg);
+    }
+    break;
+  case LUA_TSTRING:
+    v->kind = PP_VAL_STR;
+    v->s = lua_tolstring(L, arg, &v->len);
+    break;
+  default:
+    luaL_argerror(L, arg, lua_pushfstring(L, "a value is a number, a string or "
+                                             "nil, not %s",
+                                          luaL_typename(L, arg)));
+  }
+}
+
+/* cols:where(name, value [, sel]) -> selection (value nil: records lacking
+ * the field) */
+static int cols_where(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  int col = col_of(L, c, 2);
+  pp_value v;
+  check_value(L, 3, &v);
+  size_t nsel;
+  const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
+  size_t n = nrows(c, sel, nsel);
+  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
+  size_t m = 0;
+  if (col >= 0) {
+    m = pp_cols_where_eq(c, (size_t)col, &v, sel, nsel, out);
+  } else if (v.kind == PP_VAL_NONE) {
+    for (size_t i = 0; i < n; i++)
+      out[m++] = (uint32_t)(sel ? sel[i] : i);
+  }
+  push_sel(L, 1, out, m);
+  return 1;
+}
+
+/* cols:range(name, lo, hi [, sel]) -> selection of lo <= value <= hi */
+static int cols_range(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  int col = col_of(L, c, 2);
+  double lo = luaL_optnumber(L, 3, -HUGE_VAL), hi = luaL_optnumber(L, 4, HUGE_VAL);
+  size_t nsel;
+  const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
+  size_t n = nrows(c, sel, nsel);
+  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
+  size_t m = col >= 0 ? pp_cols_where_range(c, (size_t)col, lo, hi, sel, nsel, out) : 0;
+  push_sel(L, 1, out, m);
+  return 1;
+}
+
+/* cols:select({row, ...}) -> selection of those rows (1-based; sorted,
+ * duplicates removed) */
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int cols_select(lua_State *L) {
+  pp_cols *c = check_cols(L, 1);
+  if (lua_isnoneornil(L, 2)) { /* every record */
+    size_t n = pp_cols_count(c);
+    sel_ud *s = lua_newuserdatauv(L, sizeof *s + n * sizeof(uint32_t), 1);
+    s->n = n;
+    for (size_t i = 0; i < n; i++)
+      s->rows[i] = (uint32_t)i;
+    luaL_setmetatable(L, SEL_MT);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    return 1;
+  }
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer m = (lua_Integer)lua_rawlen(L, 2);
+  uint32_t *rows = lua_newuserdatauv(L, (size_t)(m ? m : 1) * sizeof *rows, 0);
+  size_t k = 0;
+  for (lua_Integer i = 1; i <= m; i++) {
+    lua_rawgeti(L, 2, i);
+    lua_Integer r = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (r < 1 || (size_t)r > pp_cols_count(c))
+      return luaL_argerror(L, 2,
+                           lua_pushfstring(L,
+                                           "row %I out of range "
+                                           "(1..%I)",
+                                           r, (lua_Integer)pp_cols_count(c)));
+    rows[k++] = (uint32_t)(r - 1);
+  }
+  qsort(rows, k, sizeof *rows, cmp_u32);
+  size_t u = 0;
+  for (size_t i = 0; i < k; i++)
+    if (u == 0 || rows[u - 1] != rows[i])
+      rows[u++] = rows[i];
+  push_sel(L, 1, rows, u);
+  return 1;
+}
+
+#define GROUPS_MT "phaseprobe.groups_guard"
+typedef struct {
+  pp_group *g;
+  size_t n;
+} groups_guard;
+
+static int groups_gc(lua_State *L) {
+  groups_guard *gg = luaL_checkudata(L, 1, GROUPS_MT);
+  pp_groups_free(gg->g, gg->n);
+  gg->g = NULL;
+  gg->n = 0;
+  return 0;
+}
+
+/* With the group's selection on top and the list of groups below it: sets
+ * list[i] = {key = key | missing = true, n = n, sel = <the selection>}
+ * (key NULL or of kind PP_VAL_NONE: records lacking the field). */
+static void add_group(lua_State *L, const pp_value *key, int uns, size_t n,
+                      lua_Integer i) {
+  lua_createtable(L, 0, 4);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "sel");
+  if (!key || key->kind == PP_VAL_NONE) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "missing");
+  } else {
+    pp_lua_push_value(L, key, uns);
+    lua_setfield(L, -2, "key");
+  }
+  pp_lua_set_int(L, "n", n);
+  lua_rawseti(L, -2, i);
+}
+
+/* cols:group(name [, sel]) -> { {key=, n=, sel=}, ... } in order of first
+ * appearance; records lacking the field form a group with key nil and
+ * missing = true */
+static int cols_group(lua_State *L) {
+  query q = query_args(L);
+  if (q.col < 0) {
+    size_t n = nrows(q.c, q.sel, q.nsel);
+    lua_createtable(L, 1, 0);
+    if (n == 0)
+      return 1;
+    if (q.sel) {
+      push_sel(L, 1, q.sel, q.nsel);
+    } else {
+      lua_pushcfunction(L, cols_select);
+      lua_pushvalue(L, 1);
+      lua_call(L, 1, 1);
+    }
+    add_group(L, NULL, 0, n, 1);
+    return 1;
+  }
+  /* the groups are freed by their guard's __gc if building the tables
+   * raises (out of memory), else right here */
+  groups_guard *gg = lua_newuserdatauv(L, sizeof *gg, 0);
+  gg->g = NULL;
+  gg->n = 0;
+  luaL_setmetatable(L, GROUPS_MT);
+  if (pp_cols_group(q.c, (size_t)q.col, q.sel, q.nsel, &gg->g, &gg->n) != 0)
+    return luaL_error(L, "phaseprobe.columns: out of memory");
+  pp_group *g = gg->g;
+  size_t ng = gg->n;
+  int uns = pp_cols_unsigned(q.c, (size_t)q.col);
+  lua_createtable(L, (int)ng, 0);
+  for (size_t i = 0; i < ng; i++) {
+    push_sel(L, 1, g[i].rows, g[i].n);
+    add_group(L, &g[i].key, uns, g[i].n, (lua_Integer)i + 1);
+  }
+  pp_groups_free(g, ng);
+  gg->g = NULL;
+  gg->n = 0;
+  return 1;
+}
+
+/* cols:distinct(name [, sel [, limit]]) -> count (up to limit, default 1000) */
+static int cols_distinct(lua_State *L) {
+  query q = query_args(L);
+  lua_Integer limit = luaL_optinteger(L, 4, 1000);
+  luaL_argcheck(L, limit >= 1, 4, "limit must be positive");
+  lua_pushinteger(
+      L, q.col < 0 ? 0
+                   : (lua_Integer)pp_cols_distinct(q.c, (size_t)q.col, q.sel,
+                                                   q.nsel, (size_t)limit));
+  return 1;
+}
+
+/* cols:prefixes([sel]) -> { {prefix=, n=}, ... } */
+static int cols_prefixes(lua_State *L) {
+  query q = records_args(L);
+  size_t nl = pp_cols_nlayouts(q.c), n = nrows(q.c, q.sel, q.nsel);
+  size_t *per = lua_newuserdatauv(L, (nl ? nl : 1) * sizeof *per, 0);
+  memset(per, 0, (nl ? nl : 1) * sizeof *per);
+  for (size_t i = 0; i < n; i++)
+    per[pp_cols_layout(q.c, q.sel ? q.sel[i] : i)]++;
+  lua_newtable(L); /* prefix -> position in the result */
+  lua_newtable(L); /* result */
+  lua_Integer k = 0;
+  for (size_t l = 0; l < nl; l++) {
+    if (!per[l])
+      continue;
+    const char *pre = pp_cols_layout_prefix(q.c, l);
+    if (lua_getfield(L, -2, pre) == LUA_TNIL) {
+      lua_pop(L, 1);
+      lua_createtable(L, 0, 2);
+      lua_pushstring(L, pre);
+      lua_setfield(L, -2, "prefix");
+      lua_pushinteger(L, 0);
+      lua_setfield(L, -2, "n");
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, -3, ++k);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, -4, pre);
+    }
+    lua_getfield(L, -1, "n");
+    lua_Integer cur = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_pushinteger(L, cur + (lua_Integer)per[l]);
+    lua_setfield(L, -2, "n");
+    lua_pop(L, 1);
+  }
+  lua_remove(L, -2);
+  return 1;
+}
+
+/* cols:order([sel]) -> field names in line order, merged over the
+ * layouts of the selected records (first layout first) */
+static int cols_order(lua_State *L) {
+  query q = records_args(L);
+  size_t nl = pp_cols_nlayouts(q.c), n = nrows(q.c, q.sel, q.nsel);
+  unsigned char *used = lua_newuserdatauv(L, nl ? nl : 1, 0);
+  memset(used, 0, nl ? nl : 1);
+  if (!q.sel) /* every layout belongs to some record */
+    memset(used, 1, nl);
+  for (size_t i = 0; q.sel && i < n; i++)
+    used[pp_cols_layout(q.c, q.sel[i])] = 1;
+  lua_newtable(L); /* seen */
+  lua_newtable(L); /* result */
+  lua_Integer k = 0;
+  for (size_t l = 0; l < nl; l++) {
+    if (!used[l])
+      continue;
+    for (size_t i = 0; i < pp_cols_layout_nfields(q.c, l); i++) {
+      const char *name = pp_cols_name(q.c, pp_cols_layout_column(q.c, l, i));
+      if (lua_getfield(L, -2, name) == LUA_TNIL) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -4, name);
+        lua_pushstring(L, name);
+        lua_rawseti(L, -3, ++k);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_remove(L, -2);
+  return 1;
+}
+
+static int cols_bytes(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)pp_cols_bytes(check_cols(L, 1)));
+  return 1;
+}
+
+static void cols_free(cols_ud *u) {
+  pp_cols_free(u->c);
+  u->c = NULL;
+}
+
+/* close() and __close: the store goes now, or, when a method of this
+ * handle is running (a finalizer called close during one of its
+ * allocations), when that method returns. */
+static int cols_close(lua_State *L) {
+  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  u->closed = 1;
+  if (u->busy == 0)
+    cols_free(u);
+  return 0;
+}
+
+/* __gc: no method of an unreachable handle runs, whatever busy says. */
+static int cols_gc(lua_State *L) {
+  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  u->closed = 1;
+  cols_free(u);
+  return 0;
+}
+
+/* Every method that reads the store across an allocation runs through
+ * guard: any allocation may run pending finalizers, and one of them may
+ * close this very handle; the store then stays until the method is done.
+ * A method that raises (a bad argument, no memory) leaves busy set: the
+ * store then goes when the handle is collected rather than at close(). */
+static int guard(lua_State *L, lua_CFunction method) {
+  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  PP_CHECK_OPEN(L, !u->closed, "columns");
+  u->busy++;
+  int n = method(L);
+  if (--u->busy == 0 && u->closed)
+    cols_free(u);
+  return n;
+}
+
+#define GUARDED(f)                                                             \
+  static int f##_guarded(lua_State *L) { return guard(L, f); }
+GUARDED(cols_fields)
+GUARDED(cols_kind)
+GUARDED(cols_row)
+GUARDED(cols_get)
+GUARDED(cols_line)
+GUARDED(cols_values)
+GUARDED(cols_summary)
+GUARDED(cols_fit)
+GUARDED(cols_fits)
+GUARDED(cols_lincomb)
+GUARDED(cols_where)
+GUARDED(cols_range)
+GUARDED(cols_select)
+GUARDED(cols_group)
+GUARDED(cols_distinct)
+GUARDED(cols_prefixes)
+GUARDED(cols_order)
+
+static int cols_tostring(lua_State *L) {
+  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  if (u->closed)
+    lua_pushliteral(L, "phaseprobe.columns (closed)");
+  else
+    lua_pushfstring(L, "phaseprobe.columns (%I records, %I fields)",
+                    (lua_Integer)pp_cols_count(u->c),
+                    (lua_Integer)pp_cols_nfields(u->c));
+  return 1;
+}
+
+/* ---- registration -------------------------------------------------------- */
+/* count, bytes and close read nothing across an allocation: unguarded. */
+static const luaL_Reg cols_methods[] = {
+    {"count", cols_count},
+    {"fields", cols_fields_guarded},
+    {"kind", cols_kind_guarded},
+    {"row", cols_row_guarded},
+    {"get", cols_get_guarded},
+    {"line", cols_line_guarded},
+    {"values", cols_values_guarded},
+    {"summary", cols_summary_guarded},
+    {"fit", cols_fit_guarded},
+    {"fits", cols_fits_guarded},
+    {"lincomb", cols_lincomb_guarded},
+    {"where", cols_where_guarded},
+    {"range", cols_range_guarded},
+    {"select", cols_select_guarded},
+    {"group", cols_group_guarded},
+    {"distinct", cols_distinct_guarded},
+    {"prefixes", cols_prefixes_guarded},
+    {"order", cols_order_guarded},
+    {"bytes", cols_bytes},
+    {"close", cols_close},
+    {NULL, NULL}};
+
+static const luaL_Reg sel_methods[] = {
+    {"indices", sel_indices}, {"get", sel_get}, {NULL, NULL}};
+
+void pp_lua_open_cols(lua_State *L) {
+  pp_lua_class_new(L, &(pp_lua_class){.name = GROUPS_MT, .gc = groups_gc});
+  pp_lua_class_new(L, &(pp_lua_class){
+      .name = COLS_MT, .methods = cols_methods, .gc = cols_gc,
+      .close = cols_close, .tostring = cols_tostring, .len = cols_count});
+  pp_lua_class_new(L, &(pp_lua_class){.name = SEL_MT, .methods = sel_methods,
+                                      .tostring = sel_tostring,
+                                      .len = sel_len});
+}

@@ -1,0 +1,50 @@
+/*
+ * pp_lua_class.h: the one helper that makes the bindings' userdata classes
+ * (lua_class.c); included by pp_lua.h, not installed.
+ *
+ * A class is a metatable in the registry under its name (luaL_newmetatable
+ * also sets __name, which error messages and tostring fall back on). Its
+ * __index finds the methods first, then asks a getter for the fields of
+ * the object (a context's `name`, a window's `kernel_ns`); a class with
+ * only one of the two gets that one directly.
+ *
+ * Handles follow LuaFileSystem's directory objects: the userdata keeps a
+ * `closed` flag; close(), __close and __gc release through one idempotent
+ * function (the same function, or functions that share the release); any
+ * other method on a closed handle fails with PP_CHECK_OPEN:
+ * "bad argument #1 to 'method' (closed <kind>)".
+ */
+#ifndef PP_LUA_CLASS_H
+#define PP_LUA_CLASS_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+typedef struct pp_lua_class {
+  const char *name;        /* registry key and __name ("phaseprobe.columns") */
+  const luaL_Reg *methods; /* found first by __index; NULL: none           */
+  lua_CFunction get;       /* get(obj, key) for other string keys; NULL    */
+  lua_CFunction gc;        /* __gc; NULL: none                             */
+  lua_CFunction close;     /* __close; NULL: none                          */
+  lua_CFunction tostring;  /* __tostring; NULL: Lua's "<name>: 0x..."      */
+  lua_CFunction len;       /* __len; NULL: none                            */
+  lua_CFunction eq;        /* __eq; NULL: none                             */
+  lua_CFunction call;      /* __call; NULL: none                           */
+  lua_CFunction newindex;  /* __newindex; NULL: none                       */
+  lua_CFunction pairs;     /* __pairs; NULL: none                          */
+} pp_lua_class;
+
+/* Creates the class's metatable, or fills the one already registered under
+ * that name again (the module loaded twice into one state), and leaves the
+ * stack as it was. */
+void pp_lua_class_new(lua_State *L, const pp_lua_class *c);
+
+/* Pushes the class's metatable, made on first use: returns 1 when it was
+ * made now (the caller may add fields to it), 0 when it was there (left as
+ * it is). For classes made on demand (lua_show.c). */
+int pp_lua_class_push(lua_State *L, const pp_lua_class *c);
+
+/* Raises "bad argument #1 (closed KIND)" unless cond holds. */
+#define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)
+
+#endif

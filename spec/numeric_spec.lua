@@ -1,0 +1,101 @@
+-- pp.numeric: the Lua binding of the one statistics implementation
+-- (csrc/stats/numeric.c), over plain sequences of numbers.
+local pp = require "phaseprobe"
+
+local function near(a, b) return math.abs(a - b) <= 1e-9 * math.max(1, math.abs(a), math.abs(b)) end
+
+describe("pp.numeric", function()
+  it("is a table of its own, beside pp.stats() (the emission counters)", function()
+    assert.are.equal("table", type(pp.numeric))
+    assert.are.equal("function", type(pp.stats))
+    assert.are.equal("number", type(pp.stats().emitted))
+  end)
+
+  it("summarises a sequence: type-7 quantiles, mean, extremes, sum", function()
+    local s = pp.numeric.summary({ 50, 10, 40, 20, 30, 60 })
+    assert.are.equal(6, s.count)
+    assert.are.equal(35, s.median) -- the mean of the middle two
+    assert.are.equal(35, s.mean)
+    assert.are.equal(10, s.min)
+    assert.are.equal(60, s.max)
+    assert.are.equal(210, s.sum)
+    assert.is_true(near(s.p90, 55))
+    assert.is_true(near(s.p99, 59.5))
+  end)
+
+  it("gives the column store's summary of the same values", function()
+    local vals, lines = {}, {}
+    for i = 1, 37 do
+      vals[i] = (i * 7919) % 101 + i / 8
+      lines[i] = ("p x=%.17g"):format(vals[i])
+    end
+    local a = pp.numeric.summary(vals)
+    local b = pp.parse.string(table.concat(lines, "\n") .. "\n"):summary("x")
+    for _, k in ipairs { "count", "min", "max", "sum", "mean", "median", "p90", "p99" } do
+      assert.is_true(near(a[k], b[k]), k .. ": " .. tostring(a[k]) .. " vs " .. tostring(b[k]))
+    end
+  end)
+
+  it("summarises nothing as count 0 and no other field", function()
+    local s = pp.numeric.summary({})
+    assert.are.equal(0, s.count)
+    assert.is_nil(s.median)
+  end)
+
+  it("fits a line: least squares beside Theil-Sen", function()
+    local f = pp.numeric.fit({ 1, 2, 3, 4 }, { 12, 14, 16, 18 })
+    assert.is_true(f.ok)
+    assert.are.equal(4, f.n)
+    assert.are.equal(4, f.distinct_x)
+    assert.is_true(near(f.ls.slope, 2) and near(f.ls.intercept, 10) and near(f.ls.r2, 1))
+    assert.is_true(near(f.ts.slope, 2) and near(f.ts.intercept, 10))
+    assert.are.equal(1, f.ts.quality)
+    assert.are.equal(6, f.ts.pairs)
+    assert.is_false(f.ts.sampled)
+    assert.are.equal(1, f.xmin)
+    assert.are.equal(4, f.xmax)
+    assert.are.equal(15, f.ymedian)
+  end)
+
+  it("lets one outlier move least squares but not Theil-Sen", function()
+    local xs, ys = {}, {}
+    for i = 1, 20 do xs[i], ys[i] = i, 100 + 3 * i end
+    ys[20] = 10000
+    local f = pp.numeric.fit(xs, ys)
+    assert.is_true(near(f.ts.slope, 3))
+    assert.is_true(f.ls.slope > 30)
+  end)
+
+  it("tells no slope from one distinct x, and keeps the level", function()
+    local f = pp.numeric.fit({ 5, 5, 5 }, { 1, 2, 6 })
+    assert.is_false(f.ok)
+    assert.are.equal(0, f.ts.slope)
+    assert.are.equal(0, f.ls.slope)
+    assert.are.equal(3, f.ls.intercept) -- the mean
+    assert.are.equal(2, f.ts.intercept) -- the median
+    local e = pp.numeric.fit({}, {})
+    assert.are.equal(0, e.n)
+    assert.is_false(e.ok)
+    assert.is_nil(e.ls)
+  end)
+
+  it("raises on misuse, naming the argument and the element", function()
+    local ok, err = pcall(pp.numeric.summary, "12")
+    assert.is_false(ok)
+    assert.truthy(err:find("bad argument #1", 1, true), err)
+    ok, err = pcall(pp.numeric.summary, { 1, 2, "x" })
+    assert.is_false(ok)
+    assert.truthy(err:find("element 3 is string, not a number", 1, true), err)
+    ok, err = pcall(pp.numeric.fit, { 1, 2 }, { 1 })
+    assert.is_false(ok)
+    assert.truthy(err:find("bad argument #2", 1, true) and err:find("differ in length", 1, true), err)
+    ok, err = pcall(pp.numeric.fit, { 1 }, { true })
+    assert.is_false(ok)
+    assert.truthy(err:find("element 1 is boolean", 1, true), err)
+  end)
+
+  it("replaces pp.parse.summarize and pp.parse.fit_line", function()
+    assert.is_nil(rawget(pp.parse, "summarize"))
+    assert.is_nil(rawget(pp.parse, "fit_line"))
+  end)
+end)

@@ -1,0 +1,314 @@
+-- Every probe entry point's arguments: what a record could silently get
+-- wrong from a bad argument (a tag that shadows a field, a name cut at a
+-- NUL, a float taken for a path, a clock switched under an open dispatch)
+-- is refused with an error that names the argument, or has a documented
+-- meaning that the spec pins down.
+local pp = require "phaseprobe"
+
+local function fresh()
+  pp.use(pp.default_schema())
+  pp.enable()
+  pp.sink("none")
+  pp.store.enable(true)
+  pp.store.clear()
+  for _, k in ipairs { "shape", "knob", "k" } do pp.tag(k, nil) end
+  if pp.is_open() then pp.emit { wall_ns = 0 } end
+end
+
+local function raises(pattern, f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "accepted: expected an error matching " .. pattern)
+  assert.truthy(tostring(err):find(pattern, 1, true), tostring(err))
+  return err
+end
+
+describe("tags", function()
+  before_each(fresh)
+
+  it("refuse every field name of the default schema as a key", function()
+    for _, f in ipairs(pp.default_schema().fields) do
+      raises("'" .. f .. "' is a field of", pp.tag, f, "x")
+    end
+  end)
+
+  it("refuse keys starting with '_' (the record's own names)", function()
+    for _, k in ipairs { "_fields", "_prefix", "_x" } do
+      raises("starts with '_'", pp.tag, k, "x")
+    end
+  end)
+
+  it("refuse the fields of any schema declared in the process", function()
+    pp.schema { prefix = "tagtest", phases = { "encode" }, counts = { "ops" }, caches = { "plan" }, use = false }
+    for _, k in ipairs { "ops", "encode_ns", "plan_cache_hits", "plan_cache_disk_hits" } do
+      raises("is a field of", pp.tag, k, "x")
+    end
+  end)
+
+  it("a schema whose field is a tag of this thread is refused, naming the tag", function()
+    pp.tag("widgets", "3")
+    raises("tag 'widgets'", pp.schema, { prefix = "tagclash", phases = { "a" }, counts = { "widgets" }, use = false })
+    pp.tag("widgets", nil)
+    assert.truthy(pp.schema { prefix = "tagclash", phases = { "a" }, counts = { "widgets" }, use = false })
+  end)
+
+  it("the lines of tagged records all read back", function()
+    pp.tag("shape", "cjk")
+    for i = 1, 4 do pp.begin(); pp.add_ns("ptx", i); pp.emit { seq = i } end
+    local lines = {}
+    for _, r in ipairs(pp.store.records()) do lines[#lines + 1] = tostring(r) end
+    local set = pp.records.from_string(table.concat(lines, "\n") .. "\n")
+    assert.are.equal(4, #set)
+  end)
+
+  it("take strings only: keys and values of other types are refused", function()
+    raises("bad argument #1", pp.tag, 1, "2")
+    raises("bad argument #2", pp.tag, "k", 2)
+    raises("bad argument #2", pp.tag, "k", true)
+    raises("bad argument #1", pp.tag, {}, "x")
+    pp.tag("k", "v")
+    pp.tag("k", nil) -- nil removes
+    pp.begin()
+    assert.is_nil(tostring(pp.emit()):find(" k=", 1, true))
+  end)
+end)
+
+describe("embedded NULs", function()
+  before_each(fresh)
+
+  local cases = {
+    { "a tag key", function() pp.tag("sh\0ape", "x") end },
+    { "a tag value", function() pp.tag("shape", "cjk\0x") end },
+    { "a schema prefix", function() pp.schema { prefix = "ab\0c", phases = { "a" }, use = false } end },
+    { "a schema phase", function() pp.schema { phases = { "a\0b" }, use = false } end },
+    { "a schema nested region", function() pp.schema { phases = { "a" }, nested = { "n\0m" }, use = false } end },
+    { "a schema count", function() pp.schema { phases = { "a" }, counts = { "c\0d" }, use = false } end },
+    { "a schema cache", function() pp.schema { phases = { "a" }, caches = { "c\0d" }, use = false } end },
+    { "a phase name", function() pp.begin(); pp.add_ns("ptx\0x", 1) end },
+    { "a count name", function() pp.begin(); pp.counts { ["nodes\0x"] = 1 } end },
+    { "a count name (count)", function() pp.begin(); pp.count("nodes\0x", 1) end },
+    { "a cache name", function() pp.begin(); pp.cache("ptx\0x", "hit") end },
+    { "a cache outcome", function() pp.begin(); pp.cache("ptx", "hit\0x") end },
+    { "a kernel source", function() pp.begin(); pp.kernel_ns(5, "user\0x") end },
+    { "a clock name", function() pp.select_clock("tsc\0x") end },
+    { "a store mode", function() pp.store.keep("last\0x") end },
+    { "a sink path", function() pp.sink("/tmp/pp\0x") end },
+    { "a sink target", function() pp.sink("none\0x") end },
+    { "a sink write option", function() pp.sink("none", { write = "record\0x" }) end },
+    { "a sink option name", function() pp.sink("none", { ["write\0x"] = "record" }) end },
+    { "an emit field name", function() pp.begin(); pp.emit { ["seq\0x"] = 1 } end },
+    { "a schema field name", function() pp.schema { ["phases\0x"] = { "a" }, phases = { "a" }, use = false } end },
+  }
+  for _, c in ipairs(cases) do
+    it("in " .. c[1] .. " are refused", function()
+      raises("NUL", c[2])
+    end)
+  end
+end)
+
+describe("the clock", function()
+  before_each(fresh)
+  after_each(function()
+    if pp.is_open() then pp.emit { wall_ns = 0 } end
+    pp.select_clock(pp.clock().tsc_ghz > 0 and "tsc" or "monotonic")
+  end)
+
+  it("is not switched while a dispatch is open on this thread", function()
+    local home = pp.clock().name
+    pp.begin()
+    raises("dispatch is open", pp.select_clock, "monotonic")
+    assert.are.equal(home, pp.clock().name)
+    pp.emit()
+    assert.is_true(pp.select_clock("monotonic"))
+    assert.are.equal("monotonic", pp.clock().name)
+  end)
+
+  it("is not switched while a scope is open on this thread", function()
+    local s = pp.phase("ptx")
+    raises("scope is open", pp.select_clock, "monotonic")
+    getmetatable(s).__close(s)
+    pp.emit { wall_ns = 0 }
+  end)
+end)
+
+describe("the sink", function()
+  before_each(fresh)
+
+  it("takes an integer descriptor: a float is an error, never a file name", function()
+    raises("descriptor must be an integer", pp.sink, 2 ^ 40)
+    raises("descriptor must be an integer", pp.sink, 3.0)
+    raises("descriptor must be an integer", pp.sink, 0 / 0)
+    assert.is_nil(io.open("1099511627776.0"))
+    assert.is_nil(io.open("3.0"))
+  end)
+
+  it("a descriptor that names nothing open returns nil and says so", function()
+    local ok, msg = pp.sink(987)
+    assert.is_nil(ok)
+    assert.truthy(msg:find("descriptor 987", 1, true), msg)
+    raises("descriptor out of range", pp.sink, -2)
+    raises("descriptor out of range", pp.sink, math.maxinteger)
+  end)
+
+  it("takes a string or a number, nothing else", function()
+    raises("bad argument #1", pp.sink, {})
+    raises("bad argument #1", pp.sink, true)
+  end)
+end)
+
+describe("a dispatch", function()
+  before_each(fresh)
+
+  it("begun again before its emit is dropped, counted, never merged", function()
+    local before = pp.stats().abandoned
+    pp.begin()
+    pp.add_ns("ptx", 500)
+    pp.counts { nodes = 7 }
+    pp.begin()
+    pp.add_ns("stage", 3)
+    local r = pp.emit { wall_ns = 100 }
+    assert.are.equal(0, r.ptx_ns)
+    assert.are.equal(0, r.nodes)
+    assert.are.equal(3, r.stage_ns)
+    assert.are.equal(before + 1, pp.stats().abandoned)
+  end)
+
+  it("a begin after an emit drops nothing", function()
+    local before = pp.stats().abandoned
+    pp.begin(); pp.emit()
+    pp.begin(); pp.emit()
+    assert.are.equal(before, pp.stats().abandoned)
+  end)
+end)
+
+describe("marks and laps", function()
+  before_each(fresh)
+  after_each(function() if pp.is_open() then pp.emit { wall_ns = 0 } end end)
+
+  it("lap and charge without a start argument are refused", function()
+    pp.begin()
+    raises("bad argument #2", pp.lap, "ptx")
+    raises("bad argument #2", pp.charge, "ptx")
+    raises("bad argument #2", pp.charge_nested, "ptx_digest")
+    raises("bad argument #2", pp.charge_remainder, "ptx")
+  end)
+
+  it("a nil start (pp.mark() while disabled) charges nothing; lap returns a new start", function()
+    pp.begin()
+    local t = pp.lap("ptx", nil)
+    assert.is_true(math.type(t) == "integer" and t > 0)
+    pp.charge("stage", nil)
+    t = pp.lap("prepare", t)
+    local r = pp.emit()
+    assert.are.equal(0, r.ptx_ns)
+    assert.are.equal(0, r.stage_ns)
+    assert.is_true(r.prepare_ns > 0)
+  end)
+
+  it("a start of the wrong type is refused", function()
+    pp.begin()
+    raises("bad argument #2", pp.lap, "ptx", 1.5)
+    raises("bad argument #2", pp.lap, "ptx", "12")
+    raises("bad argument #2", pp.charge, "ptx", {})
+  end)
+end)
+
+describe("switches", function()
+  before_each(fresh)
+  after_each(function() pp.enable(); pp.store.enable(true) end)
+
+  it("enable and store.enable take a boolean, never a number that reads as true", function()
+    raises("bad argument #1", pp.enable, 0)
+    raises("bad argument #1", pp.enable, "no")
+    raises("bad argument #1", pp.store.enable, 0)
+    pp.enable(false)
+    assert.is_false(pp.enabled())
+    pp.enable(true)
+    assert.is_true(pp.enabled())
+    pp.enable()
+    assert.is_true(pp.enabled())
+  end)
+end)
+
+describe("names and switches everywhere", function()
+  before_each(fresh)
+
+  it("phase_ns checks its name whether or not a dispatch is open", function()
+    raises("unknown phase 'bogus'", pp.phase_ns, "bogus")
+    assert.are.equal(0, pp.phase_ns("ptx"))
+  end)
+
+  it("schema{use=} takes a boolean", function()
+    raises("field 'use' must be a boolean", pp.schema, { prefix = "usetest", phases = { "a" }, use = 0 })
+  end)
+end)
+
+describe("option tables", function()
+  before_each(fresh)
+
+  it("a schema definition with an unknown field is refused, naming it", function()
+    raises("unknown field 'nestd'", pp.schema, { phases = { "a" }, nestd = { "b" }, use = false })
+  end)
+
+  it("counts take string names", function()
+    pp.begin()
+    raises("count names are strings", pp.counts, { 5 })
+    pp.emit()
+  end)
+end)
+
+describe("embedded NULs in pp.cuda names, paths and options (fake driver)", function()
+  local sub = require "helpers.cuda_sub"
+  if not sub.fake_ready() then
+    pending("needs the CUDA headers at build time and build/libfakecuda.so")
+    return
+  end
+
+  it("are refused, never cut", function()
+    local r = sub.run({ PHASEPROBE_LIBCUDA = sub.fake, PHASEPROBE_FAKE_FAULTS = false }, [[
+      local ctx = assert(cu.context(0))
+      local mod = ctx:load_file("examples/kernels/saxpy.ptx")
+      try("func", function() return mod:func("saxpy\0x") end)
+      try("global", function() return mod:global("counter\0x") end)
+      try("load_file", function() return ctx:load_file("examples/kernels/saxpy.ptx\0x") end)
+      try("load_option", function() return ctx:load_file("examples/kernels/saxpy.ptx", { ["max_bytes\0x"] = 1 }) end)
+      try("download_type", function()
+        local b = ctx:alloc(16)
+        return b:download("u32\0x", 4)
+      end)
+      try("kernel_source", function() return ctx:kernel_source("cupti\0x") end)
+      local fn = mod:func("saxpy")
+      try("launch_option", function()
+        return fn:launch { grid = 1, block = 1, args = { 1, 2.0, ctx:alloc(8), ctx:alloc(8) }, ["fence\0x"] = true }
+      end)
+    ]])
+    assert(r._status, r._output)
+    for _, k in ipairs { "func", "global", "load_file", "load_option", "download_type", "kernel_source", "launch_option" } do
+      assert.truthy(r[k] and r[k]:find("NUL", 1, true), k .. ": " .. tostring(r[k]) .. "\n" .. r._output)
+    end
+  end)
+end)
+
+describe("embedded NULs in pp.ptx and pp.parse names, paths and options", function()
+  local function nul(f, ...)
+    local ok, err = pcall(f, ...)
+    assert.is_false(ok, "accepted")
+    assert.truthy(tostring(err):find("NUL", 1, true), tostring(err))
+  end
+  local LINE = "vyre-cuda-dispatch-phase seq=1 nodes=3 wall_ns=10 ptx_ns=4\n"
+
+  it("a PTX file path, and a scan option name", function()
+    nul(pp.ptx.scan_file, "examples/kernels/saxpy.ptx\0x")
+    nul(pp.ptx.scan, ".version 8.0\n", { ["max_line\0x"] = 1 })
+    nul(pp.ptx.scan_file, "examples/kernels/saxpy.ptx", { ["max_bytes\0x"] = 1 })
+  end)
+
+  it("a log path, and a column name", function()
+    nul(pp.parse.file, "examples/data/demo-h200.log\0x")
+    local cols = pp.parse.string(LINE)
+    nul(cols.values, cols, "nodes\0x")
+    nul(cols.summary, cols, "ptx_ns\0x")
+    local p = pp.parse.new()
+    nul(p.file, p, "examples/data/demo-h200.log\0x")
+    nul(p.string, p, LINE, "run\0.log")
+  end)
+end)
