@@ -3,6 +3,7 @@
 #   make            phaseprobe.so and build/libphaseprobe.a, in parallel, quietly
 #                   (V=1 shows every command)
 #   make demo       the demo (GPU if present, else the recorded log)
+#   make repl       the Lua REPL with the module loaded as `pp` (tools/repl)
 #   make test       non-GPU specs (installs Debian packages first when root)
 #   make test-gpu   GPU specs (tag #gpu), on a machine with a driver
 #   make asan       the non-GPU specs under AddressSanitizer + UBSan
@@ -108,7 +109,7 @@ BENCH_BINS := $(BUILD)/bench_probe_cost $(BUILD)/bench_emit_cost
 BUSTED   ?= $(LUA) spec/run.lua
 
 .PHONY: all module test-build clean test test-gpu test-gpu-memcheck test-deps demo-deps asan tsan \
-        valgrind bench demo install install-lua install-c uninstall ptx fuzz rock
+        valgrind bench demo repl install install-lua install-c uninstall ptx fuzz rock
 
 # The default: what the module, the command and a C runtime need.
 all: $(MODULE) $(STATIC)
@@ -253,6 +254,10 @@ bench: $(MODULE) $(BENCH_BINS)
 demo: demo-deps
 	@$(MAKE) --no-print-directory module
 	@$(LUA) bin/phaseprobe demo
+
+# The Lua REPL with the module loaded as `pp`, from this checkout (tools/repl).
+repl: $(MODULE)
+	@LUA=$(LUA) tools/repl
 
 # ---- install ------------------------------------------------------------------
 # install-lua: what `luarocks make` installs (the rockspec's install target):

@@ -543,19 +543,6 @@ describe("the C API example", function()
   end)
 end)
 
-describe("running from the checkout", function()
-  it("finds the Lua side beside the module without LUA_PATH", function()
-    local root = io.popen("pwd"):read("l")
-    local p = io.popen("cd /tmp && env -u LUA_PATH -u LUA_PATH_5_4 " .. LUA .. " -e 'package.cpath=\""
-      .. root .. "/?.so;\"..package.cpath; local pp = require(\"phaseprobe\");"
-      .. " print(type(pp.records), type(require(\"phaseprobe.analysis.analyze\")),"
-      .. " type(require(\"phaseprobe.cli\")))' 2>&1")
-    local out = p:read("a")
-    p:close()
-    assert.are.equal("table\ttable\ttable\n", out)
-  end)
-end)
-
 describe("examples/phases.lua", function()
   it("prints the reference's fields in order and a partition that adds up to wall_ns", function()
     local p = io.popen(LUA .. " examples/phases.lua 2>&1")

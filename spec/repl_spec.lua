@@ -5,15 +5,20 @@ local ROOT = os.getenv("PWD") or "."
 
 local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
--- Runs lines in `lua5.4 -i -l pp=phaseprobe` from the checkout, as a user
--- would: the REPL's output, one chunk per input line.
-local function repl(lines)
+-- No path from the caller's environment: tools/repl alone finds the
+-- checkout's module and Lua side.
+local NO_PATHS = "env -u LUA_PATH -u LUA_PATH_5_4 -u LUA_CPATH -u LUA_CPATH_5_4 "
+
+-- Runs lines in tools/repl (`lua5.4 -i -l pp=phaseprobe` with the
+-- checkout's paths) from the checkout, as a user would: the REPL's output,
+-- one chunk per input line.
+local function repl(lines, dir, args)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write(table.concat(lines, "\n"), "\n")
   f:close()
-  local p = io.popen("cd " .. q(ROOT) .. " && LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' "
-    .. "LUA_CPATH='./?.so;;' lua5.4 -i -l pp=phaseprobe < " .. q(path) .. " 2>&1")
+  local p = io.popen("cd " .. q(dir or ROOT) .. " && " .. NO_PATHS .. q(ROOT .. "/tools/repl")
+    .. " " .. (args or "") .. " < " .. q(path) .. " 2>&1")
   local out = p:read("a")
   p:close()
   os.remove(path)
@@ -70,6 +75,16 @@ describe("the REPL", function()
     for l in out:gmatch("[^\n]+") do
       assert.is_true((utf8.len(l) or #l) <= 100, l)
     end
+  end)
+
+  it("runs from any directory: tools/repl finds the module and its Lua side", function()
+    local out, chunks = repl({ 'print(type(pp.records), type(require("phaseprobe.analysis.analyze")),'
+      .. ' type(require("phaseprobe.cli")), package.path:find(' .. ("%q"):format(ROOT .. "/lua/?.lua;")
+      .. ', 1, true) == 1)' }, "/tmp")
+    assert.truthy((chunks[1] or ""):find("table\ttable\ttable\ttrue\n", 1, true), out)
+    -- arguments go to the interpreter after the module is loaded
+    out = repl({}, "/tmp", "-e " .. q("print(pp.version)"))
+    assert.truthy(out:find("\n" .. require("phaseprobe").version .. "\n", 1, true), out)
   end)
 
   it("names the argument of a bad call and lists the valid choices", function()

@@ -100,3 +100,25 @@ describe("phaseprobe --help", function()
     end
   end)
 end)
+
+describe("require 'phaseprobe'", function()
+  -- The Lua side is found through the caller's package.path like any
+  -- module's; the C module never edits it (run from a checkout: bin/phaseprobe,
+  -- tools/repl or LUA_PATH set it).
+  it("leaves package.path as it was and reaches pp.records through it", function()
+    assert.are.equal("same table", run([[
+      local before = package.path
+      local pp = require "phaseprobe"
+      io.write(package.path == before and "same" or "changed: " .. package.path, " ",
+        type(pp.records))]]))
+  end)
+
+  it("without the Lua side on package.path: the C module works, pp.records is nil", function()
+    assert.are.equal("/nonexistent/?.lua nil 1 1", run([[
+      package.path = "/nonexistent/?.lua"
+      local pp = require "phaseprobe"
+      local set = pp.parse.list({ { wall_ns = 5 } })
+      io.write(package.path, " ", tostring(pp.records), " ", set:count(), " ",
+        pp.numeric.summary({ 1 }).count)]]))
+  end)
+end)

@@ -78,3 +78,10 @@ int pp_lua_hasnul(lua_State *L, int idx) {
   const char *s = lua_tolstring(L, idx, &len);
   return strlen(s) != len;
 }
+
+int pp_lua_optswitch(lua_State *L, int arg) {
+  if (lua_isnone(L, arg))
+    return 1;
+  luaL_checktype(L, arg, LUA_TBOOLEAN);
+  return lua_toboolean(L, arg);
+}

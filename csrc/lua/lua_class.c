@@ -1,7 +1,7 @@
 /*
  * lua_class.c: pp_lua_class_new, how every binding file (lua_parse.c,
- * lua_ptx.c, lua_phaseprobe.c, lua_cuda*.c) makes its userdata classes;
- * the conventions are in pp_lua_class.h.
+ * lua_ptx.c, lua_phaseprobe.c, lua_schema.c, lua_cuda*.c) makes its
+ * userdata classes; the conventions are in pp_lua_class.h.
  */
 #include "pp_lua.h"
 

@@ -12,18 +12,21 @@
  * Disabled, every entry point returns after one load of the enable flag
  * (pp.phase returns nil, which a <close> variable accepts; pp.measure makes
  * the unmodified call).
+ *
+ * Here: the probe's entry points (enable, scopes, charges, counts, tags,
+ * the dispatch's lifetime and its emit, the clock) over csrc/probe/, and
+ * luaopen_phaseprobe, which builds the module from every binding file:
+ * schemas (lua_schema.c), the store, sinks and notices (lua_sink.c),
+ * records (lua_record.c), pp.ptx, pp.cuda, pp.parse, pp.numeric. The Lua
+ * side (pp.records, ...) is reached lazily through package.path.
  */
 #include "pp_lua.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #define STATE_MT "phaseprobe.state"
 #define SCOPE_MT "phaseprobe.scope"
-#define SCHEMA_MT "phaseprobe.schema"
 
 /* Per-Lua-state data: name tables for the schema they were built for (user
  * values 1: phase names, 2: nested names, each name -> index) and a small
@@ -149,15 +152,6 @@ static int lookup(lua_State *L, int arg, int nested, const char *what) {
 }
 
 /* ---- enable ------------------------------------------------------------- */
-/* An optional boolean switch: none is true; anything but a boolean is
- * refused (0 and "no" are true in Lua). */
-static int opt_switch(lua_State *L, int arg) {
-  if (lua_isnone(L, arg))
-    return 1;
-  luaL_checktype(L, arg, LUA_TBOOLEAN);
-  return lua_toboolean(L, arg);
-}
-
 static uint64_t calibrate_scope_cost(lua_State *L);
 
 /* The state's scope cost is measured the first time the probe is on for it
@@ -169,7 +163,7 @@ static void ensure_scope_cost(lua_State *L, lstate *st) {
 }
 
 static int l_enable(lua_State *L) {
-  pp_set_enabled(opt_switch(L, 1));
+  pp_set_enabled(pp_lua_optswitch(L, 1));
   ensure_scope_cost(L, get_state(L));
   return 0;
 }
@@ -678,411 +672,6 @@ static int l_emit(lua_State *L) {
   return 1;
 }
 
-/* ---- schemas ------------------------------------------------------------- */
-typedef struct {
-  const pp_schema *s;
-} schema_ud;
-
-/* SCHEMA_MT's one owner: other binding files reach schema handles through
- * pp_lua_push_schema and pp_lua_test_schema (pp_lua.h). */
-void pp_lua_push_schema(lua_State *L, const pp_schema *s) {
-  schema_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->s = s;
-  luaL_setmetatable(L, SCHEMA_MT);
-}
-
-const pp_schema *pp_lua_test_schema(lua_State *L, int idx) {
-  schema_ud *u = luaL_testudata(L, idx, SCHEMA_MT);
-  return u ? u->s : NULL;
-}
-
-static const pp_schema *check_schema(lua_State *L, int i) {
-  return ((schema_ud *)luaL_checkudata(L, i, SCHEMA_MT))->s;
-}
-
-static void push_names(lua_State *L, size_t n, const char *(*get)(const pp_schema *, size_t),
-                       const pp_schema *s) {
-  lua_createtable(L, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    lua_pushstring(L, get(s, i));
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-}
-
-static int schema_index(lua_State *L) {
-  const pp_schema *s = check_schema(L, 1);
-  const char *k = luaL_checkstring(L, 2);
-  if (strcmp(k, "prefix") == 0)
-    lua_pushstring(L, s->prefix);
-  else if (strcmp(k, "phases") == 0)
-    push_names(L, s->nphases, pp_schema_phase_name, s);
-  else if (strcmp(k, "phase_labels") == 0)
-    push_names(L, s->nphases, pp_schema_phase_label, s);
-  else if (strcmp(k, "nested") == 0)
-    push_names(L, s->nnested, pp_schema_nested_name, s);
-  else if (strcmp(k, "nested_labels") == 0)
-    push_names(L, s->nnested, pp_schema_nested_label, s);
-  else if (strcmp(k, "counts") == 0)
-    push_names(L, s->ncounts, pp_schema_count_name, s);
-  else if (strcmp(k, "caches") == 0)
-    push_names(L, s->ncaches, pp_schema_cache_name, s);
-  else if (strcmp(k, "fields") == 0)
-    push_names(L, s->nfields, pp_schema_field_name, s);
-  else if (strcmp(k, "id") == 0)
-    lua_pushinteger(L, s->id);
-  else
-    lua_pushnil(L);
-  return 1;
-}
-
-static int schema_tostring(lua_State *L) {
-  const pp_schema *s = check_schema(L, 1);
-  lua_pushfstring(L, "phaseprobe.schema '%s' (%d phases, %d nested, %d counts)",
-                  s->prefix, (int)s->nphases, (int)s->nnested, (int)s->ncounts);
-  return 1;
-}
-
-static int schema_eq(lua_State *L) {
-  lua_pushboolean(L, check_schema(L, 1) == check_schema(L, 2));
-  return 1;
-}
-
-/* Reads list field `name` of the definition table into names[] (by its
- * raw length). The list stays on the stack, keeping its strings alive until
- * the schema is declared (a later field's __index may drop it from the
- * definition): call with room for it. */
-static size_t read_list(lua_State *L, int def, const char *name,
-                        const char **out, size_t max) {
-  lua_getfield(L, def, name);
-  size_t n = 0;
-  if (lua_isnil(L, -1))
-    return 0;
-  if (!lua_istable(L, -1))
-    luaL_error(L, "phaseprobe.schema: field '%s' must be a list of names", name);
-  lua_Integer len = (lua_Integer)lua_rawlen(L, -1);
-  if (len > (lua_Integer)max)
-    luaL_error(L, "phaseprobe.schema: %s: %I given, at most %d", name, len,
-               (int)max);
-  for (lua_Integer i = 1; i <= len; i++) {
-    lua_rawgeti(L, -1, i);
-    if (lua_type(L, -1) != LUA_TSTRING)
-      luaL_error(L, "phaseprobe.schema: %s[%d] must be a string, got %s", name,
-                 (int)i, luaL_typename(L, -1));
-    if (pp_lua_hasnul(L, -1))
-      luaL_error(L, "phaseprobe.schema: %s[%d] contains a NUL byte", name,
-                 (int)i);
-    out[n++] = lua_tostring(L, -1); /* kept alive by the list, on the stack */
-    lua_pop(L, 1);
-  }
-  return n;
-}
-
-/* schema() -> current; schema{prefix=, phases=, nested=, counts=, caches=} ->
- * a new (validated) schema, made current unless use=false. */
-static int l_schema(lua_State *L) {
-  if (lua_isnoneornil(L, 1)) {
-    pp_lua_push_schema(L, pp_schema_current());
-    return 1;
-  }
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  /* A misspelt field would otherwise be left out silently. */
-  static const char *const known[] = {"prefix", "phases", "nested", "counts",
-                                      "caches", "use", NULL};
-  lua_pushnil(L);
-  while (lua_next(L, 1)) {
-    lua_pop(L, 1);
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING && !pp_lua_hasnul(L, -1))
-      for (int i = 0; known[i]; i++)
-        ok |= strcmp(lua_tostring(L, -1), known[i]) == 0;
-    if (!ok) {
-      int nul = pp_lua_hasnul(L, -1);
-      luaL_error(L, "phaseprobe.schema: unknown field '%s'%s (valid: prefix, "
-                    "phases, nested, counts, caches, use)",
-                 luaL_tolstring(L, -1, NULL),
-                 nul ? " (it contains a NUL byte)" : "");
-    }
-  }
-  const char *phases[PP_MAX_PHASES + 1], *nested[PP_MAX_NESTED + 1],
-      *counts[PP_MAX_COUNTS + 1], *caches[PP_MAX_CACHES + 1];
-  pp_schema_def d;
-  /* Every value read stays on the stack until the schema is declared. */
-  lua_getfield(L, 1, "prefix");
-  if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
-    luaL_error(L, "phaseprobe.schema: field 'prefix' must be a string, got %s",
-               luaL_typename(L, -1));
-  if (pp_lua_hasnul(L, -1))
-    luaL_error(L, "phaseprobe.schema: field 'prefix' contains a NUL byte");
-  d.prefix = lua_tostring(L, -1);
-  if (!d.prefix)
-    d.prefix = "phaseprobe";
-  d.phases = phases;
-  d.nphases = read_list(L, 1, "phases", phases, PP_MAX_PHASES + 1);
-  d.nested = nested;
-  d.nnested = read_list(L, 1, "nested", nested, PP_MAX_NESTED + 1);
-  d.counts = counts;
-  d.ncounts = read_list(L, 1, "counts", counts, PP_MAX_COUNTS + 1);
-  d.caches = caches;
-  d.ncaches = read_list(L, 1, "caches", caches, PP_MAX_CACHES + 1);
-  if (lua_isnil(L, -1)) {
-    caches[0] = "ptx";
-    d.ncaches = 1;
-  }
-  char err[256];
-  const pp_schema *s = pp_schema_declare(&d, err, sizeof err);
-  if (!s)
-    return luaL_error(L, "phaseprobe.schema: %s", err);
-  lua_getfield(L, 1, "use");
-  if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
-    luaL_error(L, "phaseprobe.schema: field 'use' must be a boolean, got %s",
-               luaL_typename(L, -1));
-  int use = lua_isnil(L, -1) || lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  if (use)
-    pp_schema_use(s);
-  pp_lua_push_schema(L, s);
-  return 1;
-}
-
-static int l_use(lua_State *L) {
-  pp_schema_use(check_schema(L, 1));
-  return 0;
-}
-
-static int l_default_schema(lua_State *L) {
-  pp_lua_push_schema(L, pp_schema_default());
-  return 1;
-}
-
-/* ---- store and sinks ----------------------------------------------------- */
-static int l_store_records(lua_State *L) {
-  lua_Integer from = luaL_optinteger(L, 1, 1);
-  luaL_argcheck(L, from >= 1, 1, "index starts at 1");
-  size_t n = pp_store_count();
-  lua_createtable(L, n >= (size_t)from ? (int)(n - (size_t)from + 1) : 0, 0);
-  pp_record r;
-  lua_Integer out = 1;
-  for (size_t i = (size_t)from - 1; pp_store_get(i, &r) == 0; i++) {
-    pp_lua_push_record(L, &r);
-    lua_rawseti(L, -2, out++);
-  }
-  return 1;
-}
-
-static int l_store_get(lua_State *L) {
-  lua_Integer i = luaL_checkinteger(L, 1);
-  pp_record r;
-  if (i < 1 || pp_store_get((size_t)i - 1, &r) != 0)
-    return 0;
-  pp_lua_push_record(L, &r);
-  return 1;
-}
-
-static int l_store_count(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)pp_store_count());
-  return 1;
-}
-
-static int l_store_clear(lua_State *L) {
-  (void)L;
-  pp_store_clear();
-  return 0;
-}
-
-static int l_store_dropped(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)pp_store_dropped());
-  return 1;
-}
-
-static int l_store_capacity(lua_State *L) {
-  if (!lua_isnoneornil(L, 1)) {
-    lua_Integer n = luaL_checkinteger(L, 1);
-    luaL_argcheck(L, n >= 0, 1, "capacity must not be negative");
-    pp_store_set_capacity((size_t)n);
-  }
-  lua_pushinteger(L, (lua_Integer)pp_store_capacity());
-  return 1;
-}
-
-static int l_store_enable(lua_State *L) {
-  pp_store_enable(opt_switch(L, 1));
-  return 0;
-}
-
-/* store.keep(["first" | "last"]) -> the mode in use */
-static int l_store_keep(lua_State *L) {
-  static const char *const modes[] = {"first", "last", NULL};
-  if (!lua_isnoneornil(L, 1))
-    pp_store_set_keep(pp_lua_checkoption(L, 1, NULL, modes) ? PP_KEEP_LAST
-                                                          : PP_KEEP_FIRST);
-  lua_pushstring(L, modes[pp_store_get_keep() == PP_KEEP_LAST]);
-  return 1;
-}
-
-/* The options table of pp.sink: {buffer = bytes, interval_ms = ms,
- * write = "batch" | "record"}; anything else is refused by name. */
-static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
-  memset(o, 0, sizeof *o);
-  if (lua_isnoneornil(L, arg))
-    return;
-  luaL_checktype(L, arg, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, arg)) {
-    if (pp_lua_hasnul(L, -2))
-      luaL_argerror(L, arg, "an option name contains a NUL byte");
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    if (k && strcmp(k, "buffer") == 0) {
-      lua_Integer v = lua_tointeger(L, -1);
-      if (!lua_isinteger(L, -1) || v < 32768 || v > (1 << 30))
-        luaL_argerror(L, arg, "buffer must be an integer number of bytes "
-                              "from 32768 to 1073741824");
-      o->buffer = (size_t)v;
-    } else if (k && strcmp(k, "interval_ms") == 0) {
-      lua_Integer v = lua_tointeger(L, -1);
-      if (!lua_isinteger(L, -1) || v < 1 || v > 60000)
-        luaL_argerror(L, arg, "interval_ms must be an integer from 1 to 60000");
-      o->interval_ms = (unsigned)v;
-    } else if (k && strcmp(k, "write") == 0) {
-      const char *w = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
-      if (pp_lua_hasnul(L, -1))
-        luaL_argerror(L, arg, "write contains a NUL byte");
-      if (strcmp(w, "record") == 0)
-        o->per_record = 1;
-      else if (strcmp(w, "batch") != 0)
-        luaL_argerror(L, arg, "write must be 'batch' or 'record'");
-    } else {
-      luaL_argerror(L, arg,
-                    lua_pushfstring(L, "unknown option '%s' (valid: buffer, "
-                                       "interval_ms, write)",
-                                    luaL_tolstring(L, -2, NULL)));
-    }
-    lua_pop(L, 1);
-  }
-}
-
-/* sink("stderr" | "stdout" | "none" | path | fd [, opts]) -> true, or nil,
- * message */
-static int l_sink(lua_State *L) {
-  pp_sink_opts o;
-  sink_opts(L, 2, &o);
-  if (lua_type(L, 1) == LUA_TNUMBER) {
-    if (!lua_isinteger(L, 1))
-      return luaL_argerror(L, 1, "descriptor must be an integer");
-    lua_Integer fd = lua_tointeger(L, 1);
-    if (fd < -1 || fd > INT_MAX)
-      return luaL_argerror(L, 1, "descriptor out of range");
-    if (pp_sink_fd_with((int)fd, &o) != 0) {
-      luaL_pushfail(L);
-      lua_pushfstring(L, "phaseprobe.sink: descriptor %d: %s", (int)fd,
-                      strerror(errno));
-      return 2;
-    }
-  } else {
-    const char *what = pp_lua_checkname(L, 1);
-    int rc;
-    if (strcmp(what, "stderr") == 0)
-      rc = pp_sink_fd_with(2, &o);
-    else if (strcmp(what, "stdout") == 0)
-      rc = pp_sink_fd_with(1, &o);
-    else if (strcmp(what, "none") == 0)
-      rc = pp_sink_fd(-1);
-    else
-      rc = pp_sink_file_with(what, &o);
-    if (rc != 0) {
-      int e = errno;
-      luaL_pushfail(L);
-      lua_pushfstring(
-          L, "phaseprobe.sink: cannot open '%s': %s", what,
-          e == ENXIO ? "no reader (a FIFO opens for writing only while a "
-                       "reader has it open)"
-          : e == ETIMEDOUT ? "open() did not return within 2 s (a stalled "
-                             "file system?)"
-                           : strerror(e));
-      return 2;
-    }
-  }
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
-/* notices("stderr" | "none" | path | fd) -> true, or nil, message: where the
- * module's notices go (a sink that fails or falls behind, the store full). */
-static int l_notices(lua_State *L) {
-  int rc;
-  const char *what = NULL;
-  if (lua_isinteger(L, 1)) {
-    lua_Integer fd = lua_tointeger(L, 1);
-    if (fd < -1 || fd > INT_MAX)
-      return luaL_argerror(L, 1, "descriptor out of range");
-    rc = pp_notices_fd((int)fd);
-  } else {
-    what = luaL_checkstring(L, 1);
-    if (strcmp(what, "stderr") == 0)
-      rc = pp_notices_fd(2);
-    else if (strcmp(what, "none") == 0)
-      rc = pp_notices_fd(-1);
-    else if (*what == 0)
-      return luaL_argerror(L, 1, "\"stderr\", \"none\", a path or a descriptor expected");
-    else
-      rc = pp_notices_file(what);
-  }
-  if (rc != 0) {
-    int e = errno;
-    luaL_pushfail(L);
-    if (what)
-      lua_pushfstring(L, "phaseprobe.notices: cannot open '%s': %s", what,
-                      e == ETIMEDOUT ? "open() did not return within 2 s" : strerror(e));
-    else
-      lua_pushfstring(L, "phaseprobe.notices: descriptor %d: %s",
-                      (int)lua_tointeger(L, 1), strerror(e));
-    return 2;
-  }
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
-/* flush([timeout_ms = 1000]) -> true, or nil, message */
-static int l_flush(lua_State *L) {
-  lua_Integer ms = luaL_optinteger(L, 1, 1000);
-  luaL_argcheck(L, ms >= 0 && ms <= 3600000, 1,
-                "timeout_ms must be from 0 to 3600000");
-  if (pp_flush((unsigned)ms) == 0) {
-    lua_pushboolean(L, 1);
-    return 1;
-  }
-  pp_stats_t s;
-  pp_stats(&s);
-  luaL_pushfail(L);
-  lua_pushfstring(L,
-                  "phaseprobe.flush: %d record lines to %s not written "
-                  "within %d ms (the target is not taking them)",
-                  (int)s.lines_pending, s.sink, (int)ms);
-  return 2;
-}
-
-static int l_stats(lua_State *L) {
-  pp_stats_t s;
-  pp_stats(&s);
-  lua_createtable(L, 0, 10);
-  pp_lua_set_int(L, "emitted", s.emitted);
-  pp_lua_set_int(L, "stored", s.stored);
-  pp_lua_set_int(L, "dropped", s.dropped);
-  pp_lua_set_int(L, "line_failures", s.line_failures);
-  pp_lua_set_int(L, "lines_written", s.lines_written);
-  pp_lua_set_int(L, "lines_dropped", s.lines_dropped);
-  pp_lua_set_int(L, "lines_pending", s.lines_pending);
-  pp_lua_set_int(L, "abandoned", s.abandoned);
-  lua_pushstring(L, s.sink);
-  lua_setfield(L, -2, "sink");
-  if (s.line_failures) {
-    lua_pushstring(L, strerror(s.last_errno));
-    lua_setfield(L, -2, "last_error");
-  }
-  pp_lua_show(L, -1, "stats");
-  return 1;
-}
-
 /* ---- clock --------------------------------------------------------------- */
 static int l_clock(lua_State *L) {
   const pp_clock_info *c = pp_clock();
@@ -1153,55 +742,51 @@ static int l_thread_id(lua_State *L) {
   return 1;
 }
 
-/* pp.isatty(fd | file) -> boolean: whether a descriptor (or a Lua file
- * handle's) is a terminal. The command line draws its progress line only
- * then, so files and pipes never receive one. */
-static int l_isatty(lua_State *L) {
-  int fd;
-  luaL_Stream *s = luaL_testudata(L, 1, LUA_FILEHANDLE);
-  if (s) {
-    luaL_argcheck(L, s->closef != NULL && s->f != NULL, 1, "closed file");
-    fd = fileno(s->f);
-  } else {
-    lua_Integer n = luaL_checkinteger(L, 1);
-    luaL_argcheck(L, n >= 0 && n <= INT_MAX, 1, "a file descriptor is >= 0");
-    fd = (int)n;
-  }
-  lua_pushboolean(L, fd >= 0 && isatty(fd) == 1);
-  return 1;
-}
-
-/* ---- lazily loaded Lua submodules ------------------------------------------ */
-/* pp.records -> require "phaseprobe.records", when such a file exists. */
+/* ---- the Lua side, reached lazily ----------------------------------------- */
+/* pp.records -> require "phaseprobe.records": a Lua submodule reached from
+ * the main table on first use, and kept there. It is found the way any
+ * module is, through package.preload or the caller's package.path, which
+ * the module never edits (from a checkout, bin/phaseprobe and tools/repl
+ * put lua/ on it); where it is not found, the field is nil. An error
+ * inside the submodule itself is raised, not hidden. */
 static int lazy_index(lua_State *L) {
   const char *k = lua_tostring(L, 2);
-  if (!k || strlen(k) > 64)
+  if (lua_type(L, 2) != LUA_TSTRING || !*k || strlen(k) > 64)
     return 0;
   for (const char *p = k; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || *p == '_'))
       return 0;
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "searchpath");
-  lua_pushfstring(L, "phaseprobe.%s", k);
-  lua_getfield(L, -3, "path");
-  lua_call(L, 2, 1);
-  if (lua_isnil(L, -1))
+  const char *name = lua_pushfstring(L, "phaseprobe.%s", k); /* 3 */
+  lua_getglobal(L, "package");                               /* 4 */
+  if (!lua_istable(L, 4))
+    return 0;
+  int found = 0;
+  if (lua_getfield(L, 4, "loaded") == LUA_TTABLE &&
+      lua_getfield(L, -1, name) != LUA_TNIL && lua_toboolean(L, -1))
+    found = 1;
+  lua_settop(L, 4);
+  if (!found && lua_getfield(L, 4, "preload") == LUA_TTABLE &&
+      lua_getfield(L, -1, name) != LUA_TNIL)
+    found = 1;
+  lua_settop(L, 4);
+  if (!found && lua_getfield(L, 4, "searchpath") == LUA_TFUNCTION) {
+    lua_pushvalue(L, 3);
+    lua_getfield(L, 4, "path");
+    if (lua_isstring(L, -1)) {
+      lua_call(L, 2, 1);
+      found = !lua_isnil(L, -1);
+    }
+  }
+  if (!found)
     return 0;
   lua_getglobal(L, "require");
-  lua_pushfstring(L, "phaseprobe.%s", k);
+  lua_pushvalue(L, 3);
   lua_call(L, 1, 1);
   lua_pushvalue(L, 2);
   lua_pushvalue(L, -2);
   lua_rawset(L, 1);
   return 1;
 }
-
-static const luaL_Reg store_fns[] = {
-    {"records", l_store_records}, {"get", l_store_get},
-    {"count", l_store_count},     {"clear", l_store_clear},
-    {"dropped", l_store_dropped}, {"capacity", l_store_capacity},
-    {"enable", l_store_enable},   {"keep", l_store_keep},
-    {NULL, NULL}};
 
 /* functions that need the per-state upvalue */
 static const luaL_Reg state_fns[] = {
@@ -1235,19 +820,11 @@ static const luaL_Reg plain_fns[] = {
     {"finish", l_finish},
     {"is_open", l_is_open},
     {"emit", l_emit},
-    {"schema", l_schema},
-    {"use", l_use},
-    {"default_schema", l_default_schema},
-    {"sink", l_sink},
-    {"flush", l_flush},
-    {"notices", l_notices},
-    {"stats", l_stats},
     {"clock", l_clock},
     {"select_clock", l_select_clock},
     {"now", l_now},
     {"ticks_to_ns", l_ticks_to_ns},
     {"thread_id", l_thread_id},
-    {"isatty", l_isatty},
     {NULL, NULL}};
 
 static int nothing(lua_State *L) {
@@ -1275,38 +852,6 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
   const pp_clock_info *c = pp_clock();
   uint64_t ns = (uint64_t)(2.0 * (double)best / N + 2.0 * c->read_ns[c->kind] + 0.5);
   return ns ? ns : 1; /* 0 means "not measured yet" */
-}
-
-/* Run from a checkout (./phaseprobe.so beside lua/), the Lua side is found
- * without setting LUA_PATH: <dir>/lua/?.lua and <dir>/lua/?/init.lua are
- * appended to package.path
- * when that directory holds our Lua modules. An installed module, whose Lua
- * side is on package.path already, is not affected (appended, not
- * prepended). */
-static void add_checkout_path(lua_State *L, const char *sofile) {
-  if (!sofile)
-    return;
-  const char *slash = strrchr(sofile, '/');
-  size_t dirlen = slash ? (size_t)(slash - sofile) : 1;
-  const char *dir = slash ? sofile : ".";
-  char probe[4096];
-  if (dirlen + 40 >= sizeof probe)
-    return;
-  snprintf(probe, sizeof probe, "%.*s/lua/phaseprobe/cli/init.lua", (int)dirlen, dir);
-  FILE *f = fopen(probe, "r");
-  if (!f)
-    return;
-  fclose(f);
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "path");
-  const char *path = lua_tostring(L, -1);
-  snprintf(probe, sizeof probe, "%.*s/lua/?.lua", (int)dirlen, dir);
-  lua_pushfstring(L, "%s;%s", path ? path : "", probe);
-  snprintf(probe, sizeof probe, "%.*s/lua/?/init.lua", (int)dirlen, dir);
-  lua_pushfstring(L, ";%s", probe);
-  lua_concat(L, 2);
-  lua_setfield(L, -3, "path");
-  lua_pop(L, 2);
 }
 
 /* The state's sentinel: collected when the state closes, before the
@@ -1343,12 +888,7 @@ static void add_sentinel(lua_State *L) {
 
 PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   pp_schema_default();
-  add_checkout_path(L, lua_tostring(L, 2));
   add_sentinel(L);
-
-  pp_lua_class_new(L, &(pp_lua_class){.name = SCHEMA_MT, .get = schema_index,
-                                      .tostring = schema_tostring,
-                                      .eq = schema_eq});
 
   lua_newtable(L); /* the module */
 
@@ -1386,10 +926,8 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   luaL_setfuncs(L, state_fns, 3); /* pops all three: upvalues now */
   luaL_setfuncs(L, plain_fns, 0);
 
-  lua_newtable(L);
-  luaL_setfuncs(L, store_fns, 0);
-  lua_setfield(L, -2, "store");
-
+  pp_lua_open_schema(L); /* pp.schema, pp.use, pp.default_schema */
+  pp_lua_open_sink(L);   /* pp.store, pp.sink, pp.flush, pp.notices, ... */
   pp_lua_open_record(L);
   pp_lua_open_ptx(L);
   lua_setfield(L, -2, "ptx");

@@ -1,7 +1,8 @@
 /*
  * pp_lua.h: shared by the Lua binding files (csrc/lua/lua_*.c); not
  * installed. phaseprobe.so is these files over the C core: one binding file
- * per core area (the probe: lua_phaseprobe.c; records: lua_record.c; the
+ * per core area (the probe: lua_phaseprobe.c; schemas: lua_schema.c; the
+ * store, sinks and notices: lua_sink.c; records: lua_record.c; the
  * parser and the column store: lua_parse.c, lua_cols.c; statistics:
  * lua_stats.c; PTX: lua_ptx.c; CUDA: lua_cuda*.c, lua_cupti.c), their
  * classes made by one helper (lua_class.c), files read by one (lua_file.c).
@@ -19,6 +20,11 @@
 
 int luaopen_phaseprobe(lua_State *L);
 
+/* With the module table on top, each adds its functions to it: schema
+ * handles, pp.schema, pp.use, pp.default_schema (lua_schema.c); pp.store,
+ * pp.sink, pp.flush, pp.notices, pp.stats, pp.isatty (lua_sink.c). */
+void pp_lua_open_schema(lua_State *L);
+void pp_lua_open_sink(lua_State *L);
 /* Each binding area pushes its table; luaopen_phaseprobe stores it under
  * the name given in the comment. */
 int pp_lua_open_ptx(lua_State *L);   /* pp.ptx     (lua_ptx.c)    */
@@ -69,7 +75,7 @@ static inline void pp_lua_set_num(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
-/* Schema handles (phaseprobe.schema, owned by lua_phaseprobe.c): pushes one
+/* Schema handles (phaseprobe.schema, owned by lua_schema.c): pushes one
  * for s; the schema of the handle at idx, or NULL when it is none. */
 void pp_lua_push_schema(lua_State *L, const pp_schema *s);
 const pp_schema *pp_lua_test_schema(lua_State *L, int idx);
@@ -103,6 +109,9 @@ int pp_lua_checkoption(lua_State *L, int arg, const char *def,
                        const char *const lst[]);
 const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
 int pp_lua_hasnul(lua_State *L, int idx);
+/* An optional boolean switch (pp.enable(on), pp.store.enable(on)): none is
+ * true; anything but a boolean is refused (0 and "no" are true in Lua). */
+int pp_lua_optswitch(lua_State *L, int arg);
 
 /* Gives the plain result table at idx a metatable that prints it as
  * "key  value" lines under `title` (lua_show.c), for the REPL. */
