@@ -223,6 +223,22 @@ describe("pp.parse line rules", function()
     assert.matches("reserved name", rep.errors[5].what)
   end)
 
+  it("reserves the names a record itself answers to, as the record builder does", function()
+    -- r._prefix, r._fields, r:_table(), r:_text(): a field of one of these
+    -- names could not be read from the record, from a line or from a list
+    for _, name in ipairs { "_prefix", "_fields", "_table", "_text" } do
+      local _, rep = parse("p " .. name .. "=1 a=2", { prefix = "p" })
+      assert.are.equal(0, rep.parsed, name)
+      assert.are.equal("field '" .. name .. "': reserved name", rep.errors[1].what)
+      local ok, err = pcall(pp.parse.list, { { [name] = 1 } })
+      assert.is_false(ok, name)
+      assert.matches("field '" .. name .. "': a reserved name", err)
+    end
+    -- names that only begin like them are fields like any other
+    local set = parse("p _tablex=1 _text2=2 _x=3", { prefix = "p" })
+    assert.are.equal(1, set:count())
+  end)
+
   it("rejects a line with more fields than the limit", function()
     local parts = { "p" }
     for i = 1, pp.parse.max_fields + 1 do parts[#parts + 1] = "f" .. i .. "=1" end

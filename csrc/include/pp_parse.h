@@ -26,7 +26,8 @@
  *   A record line is parsed, or rejected with the first problem found:
  *     - a token without '=' (a truncated or garbled field);
  *     - an empty or bad name (names are 1..63 bytes of [A-Za-z0-9_];
- *       "_prefix" and "_fields" are reserved);
+ *       "_prefix", "_fields", "_table" and "_text", which a record answers
+ *       to itself, are reserved);
  *     - an empty value, a value holding '=' or a control character;
  *     - a duplicate field name;
  *     - a bad number in a numeric field: names ending in _ns,

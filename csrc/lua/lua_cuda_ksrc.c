@@ -29,8 +29,6 @@
 
 #include <string.h>
 
-static const char *ksrc_name(pp_kernel_src s) { return pp_kernel_src_name(s); }
-
 pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
                            pp_kernel_src def) {
   if (lua_isnoneornil(L, idx))
@@ -69,7 +67,7 @@ int lcu_ctx_kernel_source(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
   PP_CHECK_OPEN(L, !c->closed, "context");
   if (lua_isnoneornil(L, 2)) {
-    lua_pushstring(L, ksrc_name(c->ksrc ? c->ksrc : PP_KSRC_EVENT));
+    lua_pushstring(L, pp_kernel_src_name(c->ksrc ? c->ksrc : PP_KSRC_EVENT));
     return 1;
   }
   static const char *const names[] = {"event", "cupti", NULL};
@@ -87,7 +85,7 @@ int lcu_ctx_kernel_source(lua_State *L) {
     c->cupti_held = 1;
     c->ksrc = PP_KSRC_CUPTI;
   }
-  lua_pushstring(L, ksrc_name(c->ksrc ? c->ksrc : PP_KSRC_EVENT));
+  lua_pushstring(L, pp_kernel_src_name(c->ksrc ? c->ksrc : PP_KSRC_EVENT));
   return 1;
 }
 
@@ -227,10 +225,10 @@ int lcu_window_ksrc_field(lua_State *L, const lcu_window *lw, const char *k) {
   const pp_cuda_window *w = &lw->w;
   int done = lw->collected;
   if (strcmp(k, "source") == 0) {
-    lua_pushstring(L, ksrc_name(w->source ? w->source : PP_KSRC_EVENT));
+    lua_pushstring(L, pp_kernel_src_name(w->source ? w->source : PP_KSRC_EVENT));
   } else if (strcmp(k, "kernel_src") == 0) {
     if (done && w->looped)
-      lua_pushstring(L, ksrc_name(w->kernel_src));
+      lua_pushstring(L, pp_kernel_src_name(w->kernel_src));
     else
       lua_pushnil(L);
   } else if (strcmp(k, "event_kernel_ns") == 0) {

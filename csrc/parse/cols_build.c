@@ -19,21 +19,10 @@
  * character), so the record prints as a line that reads back.
  */
 #include "pp_cols_internal.h"
+#include "pp_internal.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 static int name_byte(unsigned char ch) {
   return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
@@ -133,34 +122,34 @@ int pp_cols_append(pp_cols *c, const char *prefix, size_t plen,
                    const pp_cols_field *f, size_t n, const char *source,
                    uint64_t line, int line_mode, char *err, size_t errlen) {
   if (!pp_cols_check_prefix(prefix, plen))
-    return fail(err, errlen,
+    return pp_fail(err, errlen,
                 "prefix '%.*s' is not a prefix word (1 to %d bytes of "
                 "[A-Za-z0-9_.:/-], starting with a letter)",
                 (int)(plen < 80 ? plen : 80), prefix, PP_PREFIX_MAX - 1);
   if (n == 0)
-    return fail(err, errlen, "a record with no fields");
+    return pp_fail(err, errlen, "a record with no fields");
   if (n > PP_PARSE_MAX_TOKENS)
-    return fail(err, errlen, "more than %d fields", PP_PARSE_MAX_TOKENS);
+    return pp_fail(err, errlen, "more than %d fields", PP_PARSE_MAX_TOKENS);
   /* pass 1: everything checked before the store changes */
   size_t fresh = 0;
   for (size_t i = 0; i < n; i++) {
     const char *why = name_problem(f[i].name, f[i].nlen);
     if (why)
-      return fail(err, errlen, "field '%.*s': %s",
+      return pp_fail(err, errlen, "field '%.*s': %s",
                   (int)(f[i].nlen < 80 ? f[i].nlen : 80), f[i].name, why);
     for (size_t j = 0; j < i; j++)
       if (f[j].nlen == f[i].nlen && memcmp(f[j].name, f[i].name, f[i].nlen) == 0)
-        return fail(err, errlen, "field '%.*s' given twice", (int)f[i].nlen,
+        return pp_fail(err, errlen, "field '%.*s' given twice", (int)f[i].nlen,
                     f[i].name);
     why = value_problem(&f[i], line_mode);
     if (why)
-      return fail(err, errlen, "field '%.*s': %s", (int)f[i].nlen, f[i].name,
+      return pp_fail(err, errlen, "field '%.*s': %s", (int)f[i].nlen, f[i].name,
                   why);
     if (pp_cols_lookup(c, f[i].name, f[i].nlen) < 0)
       fresh++;
   }
   if (c->nvis + fresh > PP_PARSE_MAX_COLUMNS)
-    return fail(err, errlen, "more than %d distinct field names",
+    return pp_fail(err, errlen, "more than %d distinct field names",
                 PP_PARSE_MAX_COLUMNS);
   /* pass 2: into the store */
   size_t row = c->n;

@@ -645,8 +645,7 @@ static int tokenize(pp_parser *p, const char *line, size_t len, size_t i) {
       k->tokpos = (uint32_t)nt;
       t->strict = k->strict;
     } else {
-      if ((nlen == 7 && memcmp(t->name, "_prefix", 7) == 0) ||
-          (nlen == 7 && memcmp(t->name, "_fields", 7) == 0)) {
+      if (pp_cols_reserved_name(t->name, nlen)) {
         QNAME();
         reject(p, start + 1, "field '%s': reserved name", q);
         return -1;

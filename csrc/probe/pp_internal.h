@@ -10,6 +10,9 @@
 
 #include "phaseprobe.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 /* __rdtsc alone: <x86gprintrin.h>, not <x86intrin.h> (64,000 lines of
  * vector intrinsics a file, half the time of a build). */
@@ -21,6 +24,22 @@
 #endif
 
 #define PP_EXPORT __attribute__((visibility("default")))
+
+/* ---- refusals ------------------------------------------------------------ */
+/* The core's functions that refuse an input say why in a caller's buffer:
+ * `return pp_fail(err, errlen, "phases: '%s' twice", name);` formats the
+ * message (cut to errlen bytes; none with a NULL err or errlen 0) and
+ * returns -1. */
+static inline __attribute__((format(printf, 3, 4))) int
+pp_fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
 
 /* ---- clock --------------------------------------------------------------- */
 /* kind is a pp_clock_kind once the clock is chosen, PP_CLOCK_UNCHOSEN before:

@@ -9,7 +9,6 @@
 
 #include <ctype.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,16 +30,6 @@ static const char *const default_nested[] = {"ptx_digest", "ptx_vsa"};
 static const char *const default_counts[] = {
     "nodes", "ptx_bytes", "buffers", "bindings", "fixpoint", "grid_blocks"};
 static const char *const default_caches[] = {"ptx"};
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 /* Lower-case identifier: [a-z][a-z0-9_]*. */
 static int good_name(const char *s) {
@@ -72,10 +61,10 @@ static int ends_with(const char *s, const char *suffix) {
 static int take_name(char *dst, const char *src, int nested, const char *what,
                      size_t i, char *err, size_t errlen) {
   if (!src)
-    return fail(err, errlen, "%s %zu: missing name", what, i + 1);
+    return pp_fail(err, errlen, "%s %zu: missing name", what, i + 1);
   char tmp[PP_LABEL_MAX + 8];
   if (strlen(src) >= sizeof tmp)
-    return fail(err, errlen, "%s %zu ('%.20s...'): name longer than %d bytes",
+    return pp_fail(err, errlen, "%s %zu ('%.20s...'): name longer than %d bytes",
                 what, i + 1, src, PP_NAME_MAX);
   strcpy(tmp, src);
   char *p = tmp;
@@ -86,12 +75,12 @@ static int take_name(char *dst, const char *src, int nested, const char *what,
       p[strlen(p) - 3] = 0;
   }
   if (!good_name(p))
-    return fail(err, errlen,
+    return pp_fail(err, errlen,
                 "%s %zu ('%s'): a name is a lower-case identifier "
                 "([a-z][a-z0-9_]*)",
                 what, i + 1, src);
   if (strlen(p) > PP_NAME_MAX)
-    return fail(err, errlen, "%s %zu ('%s'): name longer than %d bytes", what,
+    return pp_fail(err, errlen, "%s %zu ('%s'): name longer than %d bytes", what,
                 i + 1, src, PP_NAME_MAX);
   strcpy(dst, p);
   return 0;
@@ -178,25 +167,25 @@ static void build_fields(pp_schema *s) {
 static int fill(pp_schema *s, const pp_schema_def *d, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   if (!d)
-    return fail(err, errlen, "no schema definition");
+    return pp_fail(err, errlen, "no schema definition");
   if (!good_prefix(d->prefix))
-    return fail(err, errlen,
+    return pp_fail(err, errlen,
                 "prefix '%s': 1 to %d characters of letters, digits and _-.:/",
                 d->prefix ? d->prefix : "(null)", PP_PREFIX_MAX - 1);
   snprintf(s->prefix, sizeof s->prefix, "%s", d->prefix);
   if (d->nphases == 0)
-    return fail(err, errlen, "phases: a schema needs at least one phase");
+    return pp_fail(err, errlen, "phases: a schema needs at least one phase");
   if (d->nphases > PP_MAX_PHASES)
-    return fail(err, errlen, "phases: %zu given, at most %d", d->nphases,
+    return pp_fail(err, errlen, "phases: %zu given, at most %d", d->nphases,
                 PP_MAX_PHASES);
   if (d->nnested > PP_MAX_NESTED)
-    return fail(err, errlen, "nested: %zu given, at most %d", d->nnested,
+    return pp_fail(err, errlen, "nested: %zu given, at most %d", d->nnested,
                 PP_MAX_NESTED);
   if (d->ncounts > PP_MAX_COUNTS)
-    return fail(err, errlen, "counts: %zu given, at most %d", d->ncounts,
+    return pp_fail(err, errlen, "counts: %zu given, at most %d", d->ncounts,
                 PP_MAX_COUNTS);
   if (d->ncaches > PP_MAX_CACHES)
-    return fail(err, errlen, "caches: %zu given, at most %d", d->ncaches,
+    return pp_fail(err, errlen, "caches: %zu given, at most %d", d->ncaches,
                 PP_MAX_CACHES);
   s->nphases = d->nphases;
   s->nnested = d->nnested;
@@ -223,7 +212,7 @@ static int fill(pp_schema *s, const pp_schema_def *d, char *err, size_t errlen) 
   for (size_t i = 0; i < s->nphases; i++)
     for (size_t j = 0; j < s->nnested; j++)
       if (strcmp(s->phase[i], s->nested[j]) == 0)
-        return fail(err, errlen,
+        return pp_fail(err, errlen,
                     "nested region '%s' clashes with phase '%s': a nested "
                     "region is measured inside a phase and must not share "
                     "its name",
@@ -232,7 +221,7 @@ static int fill(pp_schema *s, const pp_schema_def *d, char *err, size_t errlen) 
   for (size_t i = 0; i < s->nfields; i++)
     for (size_t j = i + 1; j < s->nfields; j++)
       if (strcmp(s->field[i], s->field[j]) == 0)
-        return fail(err, errlen,
+        return pp_fail(err, errlen,
                     "label '%s' appears twice in the record (fields %zu and "
                     "%zu): two entries printing one name would be merged by "
                     "every reader",
@@ -268,7 +257,7 @@ PP_EXPORT const pp_schema *pp_schema_declare(const pp_schema_def *def,
     return NULL;
   for (size_t i = 0; i < tmp.nfields; i++)
     if (pp_tag_has_key(tmp.field[i])) {
-      fail(err, errlen,
+      pp_fail(err, errlen,
            "field '%s' is the tag '%s' of this thread: a record would carry "
            "the name twice (remove the tag first)",
            tmp.field[i], tmp.field[i]);
@@ -285,7 +274,7 @@ PP_EXPORT const pp_schema *pp_schema_declare(const pp_schema_def *def,
   }
   if (nschemas >= PP_MAX_SCHEMAS) {
     pthread_mutex_unlock(&schema_lock);
-    fail(err, errlen, "too many schemas: at most %d per process",
+    pp_fail(err, errlen, "too many schemas: at most %d per process",
          PP_MAX_SCHEMAS);
     return NULL;
   }
