@@ -642,6 +642,159 @@ describe("pp.cuda with the fake driver", function()
     end)
   end)
 
+  describe("a handle closed by a finalizer while its own call runs", function()
+    -- Any allocation may run pending finalizers, and one of them may close
+    -- the handle whose method is running, or the context, module, buffer
+    -- or stream that method uses. The method must then refuse ("closed
+    -- ...") or finish on what it had: never hand the driver a released
+    -- context, a function of an unloaded module, a freed buffer or a
+    -- destroyed stream. The fake refuses those as a driver would, so they
+    -- show here as driver errors (and a freed event pool as a crash).
+    local HARNESS = [=[
+      -- The close is armed to come at a varying allocation inside the call:
+      -- a finalizer that re-arms itself once runs at the end of the second
+      -- GC cycle, which (with the collector stepping at every allocation)
+      -- takes about as many allocations as cycle() measures just before;
+      -- a round makes about that many first, less k (k = 0..27), so the
+      -- close comes before the call or around its k-th small allocation.
+      local function arm(fin)
+        setmetatable({}, { __gc = function() setmetatable({}, { __gc = fin }) end })
+      end
+      local keep = {}
+      local function churn(n) for i = 1, n do keep[i % 8 + 1] = { i } end end
+      local function cycle()
+        local done, n = false, 0
+        collectgarbage()
+        arm(function() done = true end)
+        collectgarbage("incremental", 0, 1000, 0)
+        while not done and n < 100000 do n = n + 1; churn(1) end
+        collectgarbage("incremental", 200, 100, 13)
+        return n
+      end
+      -- closing(name, make, call [, close]): 200 rounds of make() -> target,
+      -- args; a close of the target armed as above; call(target, args...).
+      -- Reports name: bad, fine (done, or refused as closed), whether a
+      -- close ever came inside the call.
+      function closing(name, make, call, close)
+        close = close or function(t) t:close() end
+        local fine, bad, inside = 0, 0, 0
+        for round = 1, 200 do
+          local target, a, b = make()
+          local closed = false
+          local n = cycle()
+          collectgarbage()
+          arm(function() close(target); closed = true end)
+          collectgarbage("incremental", 0, 1000, 0)
+          churn(math.max(0, n + 2 - round % 28))
+          local before = closed
+          local ok, res = pcall(call, target, a, b)
+          if closed and not before then inside = inside + 1 end
+          collectgarbage("incremental", 200, 100, 13)
+          local msg = tostring(res)
+          if (ok and res ~= false) or (not ok and msg:find("closed") and not msg:find("CUDA_ERROR")) then
+            fine = fine + 1
+          else
+            bad = bad + 1
+            if bad <= 2 then report(name .. "_bad" .. bad, msg) end
+          end
+          close(target)
+        end
+        collectgarbage()
+        report(name, bad, fine, inside > 0)
+      end
+    ]=]
+
+    local function closing_run(body)
+      local r = sub.run(fake_env(), ("PTX = %q\n"):format(KINDS_PTX) .. HARNESS .. body)
+      return r
+    end
+
+    -- every round fine; the close came inside the call in some rounds,
+    -- except for the calls that allocate nothing (those named in quiet)
+    local function all_fine(r, names, quiet)
+      local calm = {}
+      for _, name in ipairs(quiet or {}) do calm[name] = true end
+      for _, name in ipairs(names) do
+        assert.are.equal("0 | 200", (r[name] or ""):match("^%d+ | %d+"), name .. ":\n" .. r._output)
+        if not calm[name] then
+          assert.are.equal("true", r[name]:match("| (%a+)$"), name .. ":\n" .. r._output)
+        end
+      end
+    end
+
+    it("context methods: alloc, load, stream, window, event_costs, calibrate_events", function()
+      all_fine(closing_run([[
+        local function ctx() return assert(cu.context(0)) end
+        closing("alloc", ctx, function(c) return c:alloc(64).size == 64 end)
+        closing("load", ctx, function(c) return c:load(PTX):func("noargs") ~= nil end)
+        closing("stream", ctx, function(c) return not c:stream().closed end)
+        closing("window", ctx, function(c) local w = c.stream:window(); w:close(); return true end)
+        closing("event_costs", ctx, function(c) return #c:event_costs(4).pair == 4 end)
+        closing("calibrate", ctx, function(c) return c:calibrate_events{ samples = 4, source = "event" } > 0 end)
+      ]]), { "alloc", "load", "stream", "window", "event_costs", "calibrate" })
+    end)
+
+    it("module methods and what runs on its functions and globals", function()
+      all_fine(closing_run([[
+        local c = assert(cu.context(0))
+        -- a global larger than luaL_Buffer's own room, so reading it allocates
+        local BIG = PTX:gsub("%.visible %.global %.align 8 %.b8 blob%[24%];", "%0\n.visible .global .align 8 .b8 big[4096];")
+        local function mod() return c:load(BIG) end
+        closing("func", mod, function(m) return m:func("kinds").registers == 32 end)
+        closing("global", mod, function(m) return m:global("blob").size == 24 end)
+        closing("global_read", function() local m = mod(); return m, m:global("big") end,
+          function(_, g) return #g:read() == 4096 end)
+        closing("global_write", function() local m = mod(); return m, m:global("counter") end,
+          function(_, g) g:write(7); return true end)
+        closing("launch", function() local m = mod(); return m, m:func("noargs") end,
+          function(_, fn) fn:launch { grid = 1, block = 1 }; return true end)
+        closing("blocks", function() local m = mod(); return m, m:func("noargs") end,
+          function(_, fn) return fn:max_active_blocks(32) > 0 end)
+      ]]), { "func", "global", "global_read", "global_write", "launch", "blocks" }, { "blocks" })
+    end)
+
+    it("buffer methods and launches that take a buffer", function()
+      all_fine(closing_run([[
+        local c = assert(cu.context(0))
+        local kinds = c:load(PTX):func("kinds")
+        local function buf() return c:alloc(64) end
+        closing("upload", buf, function(b) b:upload({ 1, 2, 3, 4 }, "u32"); return true end)
+        closing("upload_bytes", buf, function(b) b:upload("12345678", 8); return true end)
+        closing("download", buf, function(b) return #b:download("u32") == 16 end)
+        closing("download_bytes", buf, function(b) return #b:download() == 64 end)
+        closing("memset", buf, function(b) b:memset(1); return true end)
+        closing("launch_arg", buf, function(b)
+          kinds:launch { grid = 1, block = 1, args = { 1, -2, 2.5, 7, ("z"):rep(12), b } }
+          return true
+        end)
+      ]]), { "upload", "upload_bytes", "download", "download_bytes", "memset", "launch_arg" },
+        { "upload_bytes", "memset" })
+    end)
+
+    it("stream methods, launches on a stream and the window's steps", function()
+      all_fine(closing_run([[
+        local c = assert(cu.context(0))
+        local noargs = c:load(PTX):func("noargs")
+        local function stream() return c:stream() end
+        closing("window", stream, function(s) local w = s:window(); w:close(); return true end)
+        closing("timed", stream, function(s) return s:timed { fn = noargs, grid = 1, block = 1 } >= 0 end)
+        closing("launch", stream, function(s) noargs:launch { grid = 1, block = 1, stream = s }; return true end)
+        closing("launch_costs", stream, function(s)
+          return #noargs:launch_costs { grid = 1, block = 1, stream = s, samples = 2 } == 2
+        end)
+        closing("sync", stream, function(s) s:synchronize(); return true end)
+        local function window() local s = c:stream(); return s:window(), s end
+        local function discard(w) w:discard() end
+        closing("launch_loop", window, function(w)
+          return w:launch_loop { fn = noargs, grid = 1, block = 1 } >= 0
+        end, discard)
+        closing("collect", function() local w = window(); w:close(); return w end,
+          function(w) return w:collect() ~= nil end, discard)
+      ]]), { "window", "timed", "launch", "launch_costs", "sync", "launch_loop", "collect" },
+        { "sync", "collect" })
+    end)
+  end)
+
   describe("the C API (pp_cuda.h)", function()
     it("runs the window from C and records into the dispatch", function()
       local log, rep = os.tmpname(), os.tmpname()

@@ -167,10 +167,12 @@ static int count_error(lua_State *L, const char *what, const lcu_fn *fn,
  * parameters; anything far past that is a driver's answer gone wrong. */
 #define PACK_MAX (1 << 20)
 
-/* Packs the list at args_idx (or none) into a userdata left on the stack:
- * kernelParams pointers followed by the parameter bytes. */
-static void **pack_args(lua_State *L, const char *what, int fn_idx,
-                        const lcu_fn *fn, int args_idx) {
+/* The block the list at args_idx (or none) is packed into, a userdata left
+ * on the stack: kernelParams pointers followed by the parameter bytes.
+ * Allocated before the handles are checked for the last time (pp_lua_cuda.h);
+ * pack_args then fills it without allocating. */
+static unsigned char *args_block(lua_State *L, const char *what, int fn_idx,
+                                 const lcu_fn *fn, int args_idx) {
   if (fn->nparams < 0) {
     lua_getiuservalue(L, fn_idx, 2);
     luaL_error(L, "%s: %s", what, lua_tostring(L, -1));
@@ -189,7 +191,15 @@ static void **pack_args(lua_State *L, const char *what, int fn_idx,
     luaL_error(L, "%s: '%s' has a parameter block of %I bytes (at most %d)",
                what, fn->name, (lua_Integer)fn->param_bytes, PACK_MAX);
   size_t head = (np * sizeof(void *) + 15) & ~(size_t)15;
-  unsigned char *mem = lua_newuserdatauv(L, head + fn->param_bytes + 16, 0);
+  return lua_newuserdatauv(L, head + fn->param_bytes + 16, 0);
+}
+
+/* Packs the list at args_idx into mem (from args_block); a value that does
+ * not fit its parameter raises. */
+static void **pack_args(lua_State *L, const char *what, const lcu_fn *fn,
+                        int args_idx, unsigned char *mem) {
+  size_t np = (size_t)fn->nparams;
+  size_t head = (np * sizeof(void *) + 15) & ~(size_t)15;
   void **ptrs = (void **)mem;
   unsigned char *bytes = mem + head;
   memset(bytes, 0, fn->param_bytes);
@@ -435,12 +445,14 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   }
   lua_getfield(L, t, "args");
   int args_idx = lua_gettop(L);
-  /* from here on no Lua code runs (raw reads only) */
+  /* from here on no Lua code runs (raw reads only), and after the block's
+   * allocation nothing allocates: no finalizer closes what is checked */
+  unsigned char *mem = args_block(L, what, fn_idx, d->fn, args_idx);
   recheck_launch(L, what, fn_idx, stream_idx, target_idx, d);
   lcu_use(L, d->c, what);
   if (d->cfg.cooperative)
     check_coop(L, what, d);
-  d->cfg.params = pack_args(L, what, fn_idx, d->fn, args_idx);
+  d->cfg.params = pack_args(L, what, d->fn, args_idx, mem);
   lua_remove(L, args_idx);
 }
 
@@ -476,10 +488,10 @@ int lcu_fn_launch_costs(lua_State *L) {
     n = luaL_checkinteger(L, -1);
   lua_pop(L, 1);
   luaL_argcheck(L, n >= 1 && n <= 1000000, 2, "samples must be 1..1000000");
+  uint64_t *t = lua_newuserdatauv(L, (size_t)n * sizeof *t, 0);
   launch_desc d;
   parse_launch(L, 2, 1, "fn:launch_costs", F_STREAM | F_SAMPLES, &d);
   CUstream s = d.s ? d.s->s : NULL;
-  uint64_t *t = lua_newuserdatauv(L, (size_t)n * sizeof *t, 0);
   const char *failed = NULL;
   for (lua_Integer i = 0; i < n; i++) {
     CUresult sr = i % 256 ? CUDA_SUCCESS : pp_cuda()->StreamSynchronize(s);
@@ -545,9 +557,9 @@ int lcu_ctx_stream(lua_State *L) {
     if (opt_bool_field(L, 2, "non_blocking"))
       flags = CU_STREAM_NON_BLOCKING;
   }
-  lcu_use(L, c, "ctx:stream");
   lcu_stream *s = new_stream(L, 1, c);
   s->closed = 1;
+  lcu_use(L, c, "ctx:stream"); /* after the allocation (pp_lua_cuda.h) */
   CUresult rc = pp_cuda()->StreamCreate(&s->s, flags);
   if (rc != CUDA_SUCCESS)
     return lcu_raise(L, c, "cuStreamCreate", rc, NULL);
@@ -659,9 +671,21 @@ static lcu_window *check_live_window(lua_State *L, const char *what) {
   return w;
 }
 
-/* s:window() -> w: records the outer start event */
+/* s:window([{source = "event" | "cupti"}]) -> w: records the outer start
+ * event. The options are read and the handle made before the stream and
+ * its context are checked and used (pp_lua_cuda.h). */
 static int stream_window(lua_State *L) {
-  lcu_stream *s = check_open_stream(L, 1, "stream:window");
+  lcu_stream *s = check_stream(L, 1);
+  PP_CHECK_OPEN(L, !s->closed, "stream");
+  /* With CUPTI as the context's source the window records no events: its
+   * device side is CUPTI's timeline (s:window{source = "event"} keeps the
+   * event pairs, and a loop may still ask CUPTI for its kernels). */
+  pp_kernel_src src = PP_KSRC_NONE;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "source");
+    src = lcu_opt_ksrc(L, -1, "stream:window", PP_KSRC_NONE);
+    lua_pop(L, 1);
+  }
   lcu_window *w = lua_newuserdatauv(L, sizeof *w, 1);
   memset(w, 0, sizeof *w);
   w->c = s->c;
@@ -669,17 +693,11 @@ static int stream_window(lua_State *L) {
   luaL_setmetatable(L, LCU_WINDOW_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
+  check_open_stream(L, 1, "stream:window");
   w->holds = 1;
   lcu_hold(w->c);
-  /* With CUPTI as the context's source the window records no events: its
-   * device side is CUPTI's timeline (s:window{source = "event"} keeps the
-   * event pairs, and a loop may still ask CUPTI for its kernels). */
-  pp_kernel_src src = w->c->ksrc;
-  if (lua_istable(L, 2)) {
-    lua_getfield(L, 2, "source");
-    src = lcu_opt_ksrc(L, -1, "stream:window", src);
-    lua_pop(L, 1);
-  }
+  if (src == PP_KSRC_NONE)
+    src = w->c->ksrc;
   lcu_check_ksrc(L, src, "stream:window");
   CUresult rc = src == PP_KSRC_CUPTI
                     ? pp_cuda_window_open_timeline(&w->w, w->c->pool, s->s)
@@ -950,8 +968,10 @@ int lcu_ctx_event_costs(lua_State *L) {
   PP_CHECK_OPEN(L, !c->closed, "context");
   lua_Integer n = luaL_optinteger(L, 2, 1000);
   luaL_argcheck(L, n >= 1 && n <= 1000000, 2, "samples must be 1..1000000");
+  /* both series measured before any result is made (pp_lua_cuda.h) */
+  uint64_t *t = lua_newuserdatauv(L, 2 * (size_t)n * sizeof *t, 0);
+  uint64_t *pair = t + n;
   lcu_use(L, c, "ctx:event_costs");
-  uint64_t *t = lua_newuserdatauv(L, (size_t)n * sizeof *t, 0);
   CUevent ev = NULL;
   CUresult rc = pp_cuda_event_get(c->pool, &ev);
   if (rc != CUDA_SUCCESS)
@@ -967,23 +987,21 @@ int lcu_ctx_event_costs(lua_State *L) {
   pp_cuda_event_put(c->pool, ev);
   if (rc != CUDA_SUCCESS)
     return lcu_raise(L, c, "cuEventRecord", rc, NULL);
-  lua_createtable(L, 0, 2);
-  lua_createtable(L, (int)n, 0);
-  for (lua_Integer i = 0; i < n; i++) {
-    lua_pushinteger(L, (lua_Integer)t[i]);
-    lua_rawseti(L, -2, i + 1);
-  }
-  lua_setfield(L, -2, "record");
   const char *failed = NULL;
-  rc = pp_cuda_event_pairs(c->pool, NULL, t, (size_t)n, &failed);
+  rc = pp_cuda_event_pairs(c->pool, NULL, pair, (size_t)n, &failed);
   if (rc != CUDA_SUCCESS)
     return lcu_raise(L, c, failed, rc, NULL);
-  lua_createtable(L, (int)n, 0);
-  for (lua_Integer i = 0; i < n; i++) {
-    lua_pushinteger(L, (lua_Integer)t[i]);
-    lua_rawseti(L, -2, i + 1);
+  lua_createtable(L, 0, 2);
+  const uint64_t *series[2] = {t, pair};
+  static const char *const names[2] = {"record", "pair"};
+  for (int k = 0; k < 2; k++) {
+    lua_createtable(L, (int)n, 0);
+    for (lua_Integer i = 0; i < n; i++) {
+      lua_pushinteger(L, (lua_Integer)series[k][i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, names[k]);
   }
-  lua_setfield(L, -2, "pair");
   return 1;
 }
 

@@ -26,10 +26,13 @@ static lcu_buf *check_buf(lua_State *L, int idx) {
   return luaL_checkudata(L, idx, LCU_BUF_MT);
 }
 
+/* The open buffer at 1; with `what`, its context made current (last, after
+ * the method's allocations: pp_lua_cuda.h). */
 static lcu_buf *check_open_buf(lua_State *L, const char *what) {
   lcu_buf *b = check_buf(L, 1);
   PP_CHECK_OPEN(L, !b->closed, "buffer");
-  lcu_use(L, b->c, what);
+  if (what)
+    lcu_use(L, b->c, what);
   return b;
 }
 
@@ -61,7 +64,6 @@ int lcu_ctx_alloc(lua_State *L) {
   PP_CHECK_OPEN(L, !c->closed, "context");
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n > 0, 2, "byte count must be positive");
-  lcu_use(L, c, "ctx:alloc");
   lcu_buf *b = lua_newuserdatauv(L, sizeof *b, 1);
   memset(b, 0, sizeof *b);
   b->c = c;
@@ -69,6 +71,7 @@ int lcu_ctx_alloc(lua_State *L) {
   luaL_setmetatable(L, LCU_BUF_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
+  lcu_use(L, c, "ctx:alloc"); /* after the allocation (pp_lua_cuda.h) */
   CUresult rc = pp_cuda()->MemAlloc(&b->ptr, (size_t)n);
   if (rc != CUDA_SUCCESS) {
     lua_pushfstring(L, "%I bytes", n);
@@ -219,12 +222,13 @@ static void push_elem(lua_State *L, int t, const unsigned char *src) {
 
 /* buf:upload(bytes [, offset]) or buf:upload(array, type [, offset]) */
 static int buf_upload(lua_State *L) {
-  lcu_buf *b = check_open_buf(L, "buffer:upload");
+  lcu_buf *b = check_open_buf(L, NULL);
   CUresult rc = CUDA_SUCCESS;
   if (lua_type(L, 2) == LUA_TSTRING) {
     size_t n;
     const char *s = lua_tolstring(L, 2, &n);
     size_t off = check_offset(L, 3, n, b->size, "buffer:upload");
+    check_open_buf(L, "buffer:upload");
     if (n)
       rc = pp_cuda()->MemcpyHtoD(b->ptr + off, s, n);
   } else {
@@ -246,6 +250,7 @@ static int buf_upload(lua_State *L) {
       put_elem(L, (lua_Integer)i + 1, t, tmp + i * elem_size[t]);
       lua_pop(L, 1);
     }
+    check_open_buf(L, "buffer:upload"); /* after the allocation */
     if (n)
       rc = pp_cuda()->MemcpyHtoD(b->ptr + off, tmp, n);
   }
@@ -257,7 +262,7 @@ static int buf_upload(lua_State *L) {
 /* buf:download([type [, n [, offset]]]) -> bytes (no type: n is in bytes)
  * or an array of n elements (default: as many as fit after offset). */
 static int buf_download(lua_State *L) {
-  lcu_buf *b = check_open_buf(L, "buffer:download");
+  lcu_buf *b = check_open_buf(L, NULL);
   int t = lua_isnoneornil(L, 2) ? -1 : pp_lua_checkoption(L, 2, NULL, elem_names);
   size_t es = t < 0 ? 1 : elem_size[t];
   lua_Integer off0 = luaL_optinteger(L, 4, 0);
@@ -273,6 +278,7 @@ static int buf_download(lua_State *L) {
   size_t bytes = (size_t)n * es;
   size_t off = check_offset(L, 4, bytes, b->size, "buffer:download");
   unsigned char *tmp = lua_newuserdatauv(L, bytes ? bytes : 1, 0);
+  check_open_buf(L, "buffer:download"); /* after the allocation */
   CUresult rc = bytes ? pp_cuda()->MemcpyDtoH(tmp, b->ptr + off, bytes)
                       : CUDA_SUCCESS;
   if (rc != CUDA_SUCCESS)

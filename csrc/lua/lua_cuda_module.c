@@ -140,7 +140,6 @@ static int load_ptx(lua_State *L, int ptx_idx, int opt_idx, const char *what) {
   const char *ptx = luaL_checklstring(L, ptx_idx, &len);
   jit_opts j;
   jit_parse(L, opt_idx, &j);
-  lcu_use(L, c, what);
   lcu_mod *m = lua_newuserdatauv(L, sizeof *m, 3);
   memset(m, 0, sizeof *m);
   m->c = c;
@@ -150,6 +149,7 @@ static int load_ptx(lua_State *L, int ptx_idx, int opt_idx, const char *what) {
   lua_setiuservalue(L, -2, 1);
   lua_pushvalue(L, ptx_idx);
   lua_setiuservalue(L, -2, 2);
+  lcu_use(L, c, what); /* after the allocations (pp_lua_cuda.h) */
   pp_ticks t0 = pp_now();
   CUresult rc =
       pp_cuda()->ModuleLoadDataEx(&m->mod, ptx, j.n, j.opt, j.val);
@@ -377,20 +377,30 @@ static void find_layout(lua_State *L, CUfunction f,
   }
 }
 
-/* mod:func(name) -> fn */
+/* mod:func(name) -> fn. Everything asked of the driver is asked between
+ * the scratch block's allocation and the handle's (pp_lua_cuda.h). */
 static int mod_func(lua_State *L) {
-  lcu_mod *m = check_open_mod(L, 1, "mod:func");
+  lcu_mod *m = check_mod(L, 1);
+  PP_CHECK_OPEN(L, !m->closed, "module");
   const char *name = pp_lua_checkname(L, 2);
+  pp_cuda_param *scratch =
+      lua_newuserdatauv(L, 2 * MAX_PTX_PARAMS * sizeof *scratch, 0);
+  m = check_open_mod(L, 1, "mod:func");
   CUfunction f = NULL;
   CUresult rc = pp_cuda()->ModuleGetFunction(&f, m->mod, name);
   if (rc != CUDA_SUCCESS) {
     lua_pushfstring(L, "function '%s'", name);
     return lcu_raise(L, m->c, "cuModuleGetFunction", rc, lua_tostring(L, -1));
   }
-  pp_cuda_param *scratch =
-      lua_newuserdatauv(L, 2 * MAX_PTX_PARAMS * sizeof *scratch, 0);
   layout lay;
   find_layout(L, f, name, scratch, scratch + MAX_PTX_PARAMS, &lay);
+  static const CUfunction_attribute attr[] = {
+      CU_FUNC_ATTRIBUTE_NUM_REGS, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+      CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+      CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES};
+  int av[5];
+  for (int i = 0; i < 5; i++)
+    av[i] = fn_attr(L, m, f, attr[i]);
   size_t np = lay.n > 0 ? (size_t)lay.n : 0, nlen = strlen(name);
   lcu_fn *fn =
       lua_newuserdatauv(L, sizeof *fn + np * sizeof(pp_cuda_param) + nlen + 1,
@@ -411,15 +421,15 @@ static int mod_func(lua_State *L) {
   luaL_setmetatable(L, LCU_FN_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
+  fn->registers = av[0];
+  fn->shared_bytes = av[1];
+  fn->max_threads = av[2];
+  fn->local_bytes = av[3];
+  fn->const_bytes = av[4];
   if (lay.n < 0) {
     lua_pushstring(L, lay.why);
     lua_setiuservalue(L, -2, 2);
   }
-  fn->registers = fn_attr(L, m, f, CU_FUNC_ATTRIBUTE_NUM_REGS);
-  fn->shared_bytes = fn_attr(L, m, f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
-  fn->max_threads = fn_attr(L, m, f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  fn->local_bytes = fn_attr(L, m, f, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
-  fn->const_bytes = fn_attr(L, m, f, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES);
   return 1;
 }
 
@@ -562,12 +572,13 @@ static size_t check_range(lua_State *L, int off_arg, size_t len, size_t size,
 
 /* g:read([n [, offset]]) -> string */
 static int global_read(lua_State *L) {
-  lcu_global *g = check_global(L, 1, "global:read");
+  lcu_global *g = check_global(L, 1, NULL);
   lua_Integer n = luaL_optinteger(L, 2, (lua_Integer)g->size);
   luaL_argcheck(L, n >= 0, 2, "byte count must not be negative");
   size_t off = check_range(L, 3, (size_t)n, g->size, "global:read");
   luaL_Buffer b;
   char *p = luaL_buffinitsize(L, &b, (size_t)n);
+  check_global(L, 1, "global:read"); /* after the allocation */
   CUresult rc = n ? pp_cuda()->MemcpyDtoH(p, g->ptr + off, (size_t)n)
                   : CUDA_SUCCESS;
   if (rc != CUDA_SUCCESS)
@@ -578,10 +589,11 @@ static int global_read(lua_State *L) {
 
 /* g:write(bytes [, offset]) */
 static int global_write(lua_State *L) {
-  lcu_global *g = check_global(L, 1, "global:write");
+  lcu_global *g = check_global(L, 1, NULL);
   size_t n;
-  const char *s = luaL_checklstring(L, 2, &n);
+  const char *s = luaL_checklstring(L, 2, &n); /* a number becomes text */
   size_t off = check_range(L, 3, n, g->size, "global:write");
+  check_global(L, 1, "global:write");
   CUresult rc = n ? pp_cuda()->MemcpyHtoD(g->ptr + off, s, n) : CUDA_SUCCESS;
   if (rc != CUDA_SUCCESS)
     return lcu_raise(L, g->m->c, "cuMemcpyHtoD", rc, g->name);

@@ -16,7 +16,19 @@
 #define LCU_STREAM_MT "phaseprobe.cuda.stream"
 #define LCU_WINDOW_MT "phaseprobe.cuda.window"
 
-/* Ownership: every child userdata holds its parent in user value 1, so a
+/* Finalizers: any allocation (a userdata, a table, a string, a number
+ * turned into text) may run pending finalizers, and a finalizer may close
+ * any handle: the one whose method is running, or the context, module,
+ * buffer or stream that method uses (and make another context current).
+ * So a method makes its allocations first, then checks every handle it
+ * uses open (lcu_use for the context, which also makes it current) and
+ * calls the driver with no allocation in between; what it allocates after
+ * its last driver call (the results) no longer matters. A close that comes
+ * before the check is refused as "closed ...", as if it came before the
+ * call (spec/cuda_fake_spec.lua arms such closes at every point of each
+ * method).
+ *
+ * Ownership: every child userdata holds its parent in user value 1, so a
  * parent's memory outlives its children, and children point at it directly.
  * A context's driver resources (primary context retain, event pool) are
  * released when it is closed AND no child still holds driver resources of

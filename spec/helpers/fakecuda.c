@@ -28,6 +28,13 @@
  * CUDA_ERROR_ILLEGAL_ADDRESS; allocations past 256 MiB in total fail with
  * CUDA_ERROR_OUT_OF_MEMORY. One device, "phaseprobe fake device", sm_90,
  * 4 SMs, at most 2048 resident threads (and 32 blocks) per SM.
+ *
+ * Handles used after their end are refused, as a driver would refuse them,
+ * instead of reading freed memory: a function of an unloaded module, an
+ * unloaded module, a destroyed stream or event give
+ * CUDA_ERROR_INVALID_HANDLE (the last 4096 ends are remembered), and calls
+ * that need the context fail with CUDA_ERROR_INVALID_CONTEXT once its
+ * primary context was released as often as it was retained.
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -84,6 +91,42 @@ static struct {
 
 #define MOD_MAGIC 0x6d6f64
 #define EV_MAGIC 0x657674
+
+/* Handles that ended (freed modules, functions, streams, events): a ring of
+ * the last DEAD_MAX addresses, checked before a handle is read, so a stale
+ * handle is refused rather than read after free. An address handed out
+ * again leaves the ring. */
+#define DEAD_MAX 4096
+static const void *dead[DEAD_MAX];
+static unsigned dead_next;
+
+static void mark_dead(const void *p) {
+  dead[dead_next++ % DEAD_MAX] = p;
+}
+
+static int is_dead(const void *p) {
+  for (unsigned i = 0; i < DEAD_MAX; i++)
+    if (dead[i] == p)
+      return 1;
+  return 0;
+}
+
+static void revive(const void *p) {
+  for (unsigned i = 0; i < DEAD_MAX; i++)
+    if (dead[i] == p)
+      dead[i] = NULL;
+}
+
+/* NULL, the default stream, is always there. */
+static int stream_ended(CUstream s) { return s && is_dead(s); }
+
+/* Calls that need a live context: after the primary context was released
+ * as often as it was retained, it is gone. */
+#define NEED_CTX()                                                             \
+  do {                                                                         \
+    if (st.retains == 0)                                                       \
+      return CUDA_ERROR_INVALID_CONTEXT;                                       \
+  } while (0)
 
 static int fault(const char *name) {
   const char *f = getenv("PHASEPROBE_FAKE_FAULTS");
@@ -299,6 +342,7 @@ static alloc *find_range(CUdeviceptr ptr, size_t n) {
 
 static CUresult f_MemAlloc(CUdeviceptr *p, size_t size) {
   GUARD();
+  NEED_CTX();
   if (size == 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (fault("oom") || size > FAKE_MEM_TOTAL - st.used)
@@ -331,6 +375,7 @@ static CUresult f_MemGetInfo(size_t *free_b, size_t *total) {
 
 static CUresult f_MemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
   GUARD();
+  NEED_CTX();
   CUresult rc = sync_point();
   if (rc)
     return rc;
@@ -342,6 +387,7 @@ static CUresult f_MemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
 
 static CUresult f_MemcpyDtoH(void *dst, CUdeviceptr src, size_t n) {
   GUARD();
+  NEED_CTX();
   CUresult rc = sync_point();
   if (rc)
     return rc;
@@ -361,8 +407,9 @@ static CUresult f_MemsetD8(CUdeviceptr dst, unsigned char v, size_t n) {
 
 static CUresult f_MemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n,
                                 CUstream s) {
-  (void)s;
   GUARD();
+  if (stream_ended(s))
+    return CUDA_ERROR_INVALID_HANDLE;
   if (!find_range(dst, n))
     return CUDA_ERROR_INVALID_VALUE;
   memset((void *)(uintptr_t)dst, v, n);
@@ -372,35 +419,41 @@ static CUresult f_MemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n,
 /* ---- streams and events -------------------------------------------------- */
 static CUresult f_StreamCreate(CUstream *s, unsigned flags) {
   GUARD();
+  NEED_CTX();
   if (flags > 1)
     return CUDA_ERROR_INVALID_VALUE;
   *s = (CUstream)malloc(16);
   if (!*s)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  revive(*s);
   st.streams++;
   return CUDA_SUCCESS;
 }
 
 static CUresult f_StreamDestroy(CUstream s) {
-  if (!s)
+  if (!s || is_dead(s))
     return CUDA_ERROR_INVALID_HANDLE;
+  mark_dead(s);
   free(s);
   st.streams--;
   return CUDA_SUCCESS;
 }
 
 static CUresult f_StreamSynchronize(CUstream s) {
-  (void)s;
   GUARD();
+  if (stream_ended(s))
+    return CUDA_ERROR_INVALID_HANDLE;
   return sync_point();
 }
 
 static CUresult f_EventCreate(CUevent *e, unsigned flags) {
   (void)flags;
   GUARD();
+  NEED_CTX();
   fake_event *ev = calloc(1, sizeof *ev);
   if (!ev)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  revive(ev);
   ev->magic = EV_MAGIC;
   *e = (CUevent)ev;
   st.events++;
@@ -409,19 +462,19 @@ static CUresult f_EventCreate(CUevent *e, unsigned flags) {
 
 static CUresult f_EventDestroy(CUevent e) {
   fake_event *ev = (fake_event *)e;
-  if (!ev || ev->magic != EV_MAGIC)
+  if (!ev || is_dead(ev) || ev->magic != EV_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
   ev->magic = 0;
+  mark_dead(ev);
   free(ev);
   st.events--;
   return CUDA_SUCCESS;
 }
 
 static CUresult f_EventRecord(CUevent e, CUstream s) {
-  (void)s;
   GUARD();
   fake_event *ev = (fake_event *)e;
-  if (!ev || ev->magic != EV_MAGIC)
+  if (!ev || is_dead(ev) || stream_ended(s) || ev->magic != EV_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
   ev->t = now_ns();
   ev->recorded = 1;
@@ -443,7 +496,8 @@ static CUresult f_EventSynchronize(CUevent e) {
 static CUresult f_EventElapsedTime(float *ms, CUevent a, CUevent b) {
   GUARD();
   fake_event *x = (fake_event *)a, *y = (fake_event *)b;
-  if (!x || !y || x->magic != EV_MAGIC || y->magic != EV_MAGIC)
+  if (!x || !y || is_dead(x) || is_dead(y) || x->magic != EV_MAGIC ||
+      y->magic != EV_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
   if (!x->recorded || !y->recorded)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -557,9 +611,11 @@ static CUresult f_ModuleLoadDataEx(CUmodule *out, const void *image,
               ".version directive at start of file");
     return CUDA_ERROR_INVALID_PTX;
   }
+  NEED_CTX();
   fake_mod *m = calloc(1, sizeof *m);
   if (!m)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  revive(m);
   m->magic = MOD_MAGIC;
   m->ptx = strdup(ptx);
   scan_globals(m);
@@ -580,17 +636,19 @@ static CUresult f_ModuleLoadDataEx(CUmodule *out, const void *image,
 
 static CUresult f_ModuleUnload(CUmodule mod) {
   fake_mod *m = (fake_mod *)mod;
-  if (!m || m->magic != MOD_MAGIC)
+  if (!m || is_dead(m) || m->magic != MOD_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
   for (int i = 0; i < m->nglobals; i++)
     drop_alloc(m->globals[i]);
   while (m->fns) {
     fake_fn *f = m->fns;
     m->fns = f->next;
+    mark_dead(f);
     free(f);
   }
   m->magic = 0;
   free(m->ptx);
+  mark_dead(m);
   free(m);
   st.modules--;
   return CUDA_SUCCESS;
@@ -599,8 +657,9 @@ static CUresult f_ModuleUnload(CUmodule mod) {
 static CUresult f_ModuleGetFunction(CUfunction *out, CUmodule mod,
                                     const char *name) {
   GUARD();
+  NEED_CTX();
   fake_mod *m = (fake_mod *)mod;
-  if (!m || m->magic != MOD_MAGIC)
+  if (!m || is_dead(m) || m->magic != MOD_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
   size_t nl = strlen(name);
   for (const char *p = m->ptx; (p = strstr(p, ".entry ")); p += 7) {
@@ -613,6 +672,7 @@ static CUresult f_ModuleGetFunction(CUfunction *out, CUmodule mod,
     fake_fn *f = calloc(1, sizeof *f);
     if (!f)
       return CUDA_ERROR_OUT_OF_MEMORY;
+    revive(f);
     snprintf(f->name, sizeof f->name, "%s", name);
     f->nparams = scan_params(q + nl, f->sizes, 128);
     f->next = m->fns;
@@ -626,8 +686,9 @@ static CUresult f_ModuleGetFunction(CUfunction *out, CUmodule mod,
 static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *size, CUmodule mod,
                                   const char *name) {
   GUARD();
+  NEED_CTX();
   fake_mod *m = (fake_mod *)mod;
-  if (!m || m->magic != MOD_MAGIC)
+  if (!m || is_dead(m) || m->magic != MOD_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
   for (int i = 0; i < m->nglobals; i++)
     if (strcmp(m->gnames[i], name) == 0) {
@@ -643,7 +704,7 @@ static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *size, CUmodule mod,
 static CUresult f_FuncGetAttribute(int *v, CUfunction_attribute a,
                                    CUfunction f) {
   GUARD();
-  if (!f)
+  if (!f || is_dead(f))
     return CUDA_ERROR_INVALID_HANDLE;
   switch (a) {
   case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; break;
@@ -657,6 +718,8 @@ static CUresult f_FuncGetParamInfo(CUfunction func, size_t i, size_t *off,
                                    size_t *size) {
   GUARD();
   fake_fn *f = (fake_fn *)func;
+  if (f && is_dead(f))
+    return CUDA_ERROR_INVALID_HANDLE;
   if (!f || i >= (size_t)f->nparams)
     return CUDA_ERROR_INVALID_VALUE;
   size_t o = 0;
@@ -704,10 +767,11 @@ static void log_launch(const fake_fn *f, const unsigned g[3],
 
 static CUresult launch(CUfunction func, unsigned gx, unsigned gy, unsigned gz,
                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
-                       void **params, int coop) {
+                       CUstream s, void **params, int coop) {
   GUARD();
+  NEED_CTX();
   fake_fn *f = (fake_fn *)func;
-  if (!f)
+  if (!f || is_dead(f) || stream_ended(s))
     return CUDA_ERROR_INVALID_HANDLE;
   unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
   uint64_t threads = (uint64_t)bx * by * bz;
@@ -729,10 +793,9 @@ static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared, CUstream s,
                                void **params, void **extra) {
-  (void)s;
   if (extra)
     return CUDA_ERROR_INVALID_VALUE;
-  return launch(f, gx, gy, gz, bx, by, bz, shared, params, 0);
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, 0);
 }
 
 static CUresult f_LaunchCooperativeKernel(CUfunction f, unsigned gx,
@@ -740,12 +803,13 @@ static CUresult f_LaunchCooperativeKernel(CUfunction f, unsigned gx,
                                           unsigned bx, unsigned by,
                                           unsigned bz, unsigned shared,
                                           CUstream s, void **params) {
-  (void)s;
-  return launch(f, gx, gy, gz, bx, by, bz, shared, params, 1);
+  return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, 1);
 }
 
 static CUresult f_Occupancy(int *n, CUfunction f, int block, size_t shared) {
   GUARD();
+  if (f && is_dead(f))
+    return CUDA_ERROR_INVALID_HANDLE;
   if (!f || block <= 0)
     return CUDA_ERROR_INVALID_VALUE;
   *n = shared > 48 * 1024 ? 0 : occupancy((unsigned)block);
