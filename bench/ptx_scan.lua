@@ -19,12 +19,7 @@ local MB = tonumber(arg[1]) or 4
 local MARKER = pp.ptx.default_marker
 local TARGET = MB * 1024 * 1024
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = require("helpers.files").slurp
 
 -- The entry definitions of a PTX file, each as {name=, text=}.
 local function entries(text)

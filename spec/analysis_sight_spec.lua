@@ -4,7 +4,6 @@
 -- variants behaving differently.
 local records = require "phaseprobe.records"
 local analyze = require "phaseprobe.analysis.analyze"
-local cli = require "phaseprobe.cli"
 
 -- A deterministic noise source in [-1, 1).
 local function noise(seed)
@@ -42,24 +41,8 @@ local function set_of(lines)
   return (records.from_string(table.concat(lines, "\n")))
 end
 
-local function run(...)
-  local out, err = io.tmpfile(), io.tmpfile()
-  local rc = cli.main({ ... }, out, err)
-  out:seek("set")
-  err:seek("set")
-  local o, e = out:read("a"), err:read("a")
-  out:close()
-  err:close()
-  return rc, o, e
-end
-
-local function tmpfile(lines)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-  return path
-end
+local run = require "helpers.cli_run"
+local tmpfile = require("helpers.files").tmpfile
 
 local function verdict_of(s, name)
   for _, list in ipairs { s.phases, s.nested } do

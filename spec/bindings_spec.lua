@@ -4,18 +4,10 @@
 -- handle refuses other methods).
 local pp = require "phaseprobe"
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = require("helpers.files").slurp
 
 local function binding_files()
-  local out = {}
-  local p = assert(io.popen("ls csrc/lua/*.c csrc/lua/*.h"))
-  for path in p:lines() do out[#out + 1] = path end
-  p:close()
+  local out = require("helpers.shell").ls("csrc/lua/*.c csrc/lua/*.h")
   assert(#out > 5, "csrc/lua/ not found (run from the checkout)")
   return out
 end

@@ -2,40 +2,15 @@
 -- lines; by extension and, on standard input, by content), with --where, a
 -- damaged line (named on stderr, left out, exit 0), and output within 100
 -- columns.
-local cli = require "phaseprobe.cli"
 local tc = require "helpers.trace_check"
 
+local files = require "helpers.files"
+local run = require "helpers.cli_run"
+
 local DEMO = "examples/data/demo-h200.log"
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p '" .. dir .. "'")
-
-local function tmp(name) return dir .. "/" .. name end
-
-local function spit(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local t = f:read("a")
-  f:close()
-  return t
-end
-
-local function run(...)
-  local out, err = io.tmpfile(), io.tmpfile()
-  local rc = cli.main({ ... }, out, err)
-  out:seek("set")
-  err:seek("set")
-  local o, e = out:read("a"), err:read("a")
-  out:close()
-  err:close()
-  return rc, o, e
-end
+local dir = files.tmpdir()
+local function tmp(name) return dir:file(name) end
+local spit, slurp = files.spit, files.read
 
 -- The first 301 lines of the demo log (its header and 300 records), one
 -- input per format, each with its 40th line cut in half.
@@ -67,7 +42,7 @@ setup(function()
   end
 end)
 
-teardown(function() os.execute("rm -rf '" .. dir .. "'") end)
+teardown(function() dir:remove() end)
 
 local function widest(text)
   local w, at = 0, nil

@@ -1,22 +1,11 @@
 -- What the commands print: tables within 100 columns, one number style,
 -- signs as a person writes them, one error prefix, nothing printed before
 -- a usage error, and the README's what-if example on the demo log.
-local cli = require "phaseprobe.cli"
 local report = require "phaseprobe.output.report"
 
 local DEMO = "examples/data/demo-h200.log"
 
-local function run(...)
-  local out, err = io.tmpfile(), io.tmpfile()
-  local rc = cli.main({ ... }, out, err)
-  out:seek("set")
-  err:seek("set")
-  local o, e = out:read("a"), err:read("a")
-  out:close()
-  err:close()
-  report.raw, report.wide = false, false
-  return rc, o, e
-end
+local run = require "helpers.cli_run"
 
 local function widest(text)
   local w, at = 0, nil

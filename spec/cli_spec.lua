@@ -6,15 +6,8 @@ local cli = require "phaseprobe.cli"
 local FIXTURE = "spec/fixtures/logs/mixed.log"
 local ROOT = os.getenv("PWD") or "."
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  local body, rc = out:match("^(.*)rc=(%d+)\n$")
-  return tonumber(rc), body
-end
-
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local shell = require "helpers.shell"
+local sh, q = shell.status, shell.q
 
 local function capture()
   local buf = {}
@@ -30,23 +23,10 @@ local function run(...)
   return rc, out.text(), err.text()
 end
 
-local function tmpfile(content)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "wb"))
-  f:write(content)
-  f:close()
-  return path
-end
+local tmpfile = require("helpers.files").tmpfile
 
-local function clean_log()
-  local keep = {}
-  local n = 0
-  for l in io.lines(FIXTURE) do
-    n = n + 1
-    if n == 1 or n == 4 or n == 8 or n == 14 then keep[#keep + 1] = l end
-  end
-  return tmpfile(table.concat(keep, "\n") .. "\n")
-end
+-- the fixture's clean record lines and one other line
+local function clean_log() return require("helpers.files").excerpt(FIXTURE, { 1, 4, 8, 14 }) end
 
 describe("phaseprobe exit status", function()
   it("is 0 on a clean log, with the report on stdout", function()

@@ -5,12 +5,7 @@ local pp = require "phaseprobe"
 local sub = require "helpers.cuda_sub"
 local cu = pp.cuda
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = require("helpers.files").slurp
 
 local function median(t)
   local s = {}

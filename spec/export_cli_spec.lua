@@ -5,38 +5,14 @@ local cli = require "phaseprobe.cli"
 
 local FIXTURE = "spec/fixtures/logs/mixed.log"
 
--- Real streams (temporary files), read back after the command.
-local function text_of(f)
-  f:seek("set")
-  local t = f:read("a")
-  f:close()
-  return t
-end
+local files = require "helpers.files"
+local run = require "helpers.cli_run"
+local text_of = files.text_of
 
-local function run(...)
-  local out, err = io.tmpfile(), io.tmpfile()
-  local rc = cli.main({ ... }, out, err)
-  return rc, text_of(out), text_of(err)
-end
+-- the fixture's clean record lines and one other line
+local function clean_log() return files.excerpt(FIXTURE, { 1, 4, 8, 14 }) end
 
-local function clean_log()
-  local keep, n = {}, 0
-  for l in io.lines(FIXTURE) do
-    n = n + 1
-    if n == 1 or n == 4 or n == 8 or n == 14 then keep[#keep + 1] = l end
-  end
-  local path = os.tmpname()
-  local f = assert(io.open(path, "wb"))
-  f:write(table.concat(keep, "\n") .. "\n")
-  f:close()
-  return path
-end
-
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
+local exists = require("helpers.files").exists
 
 describe("the export subcommands in the command framework", function()
   it("write to the ctx's stream, one record per line of a clean log", function()

@@ -6,19 +6,9 @@ local CC = os.getenv("CC") or "cc"
 local CUDA_HOME = os.getenv("CUDA_HOME") or "/usr/local/cuda"
 local LUA_INCDIR = os.getenv("LUA_INCDIR") or "/usr/include/lua5.4"
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
+local exists = require("helpers.files").exists
 
-local function headers()
-  local out = {}
-  local p = assert(io.popen("ls csrc/include/*.h"))
-  for path in p:lines() do out[#out + 1] = path end
-  p:close()
-  return out
-end
+local function headers() return require("helpers.shell").ls("csrc/include/*.h") end
 
 -- Compiles path alone; returns whether it compiled, and the compiler's words.
 local function compile(path, cuda)
@@ -30,12 +20,7 @@ local function compile(path, cuda)
   return ok == true, out
 end
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = require("helpers.files").slurp
 
 local function needs_cuda(path)
   return slurp(path):find("#include <cuda.h>", 1, true) ~= nil

@@ -13,21 +13,8 @@ local PREFIX = "/usr/local"
 -- make that runs them (its descriptors are not passed on).
 local MAKE = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory"
 
-local function sh(cmd)
-  local p = io.popen("(" .. cmd .. ") 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return ok == true, out, code
-end
-
-local function lines_of(cmd)
-  local ok, out = sh(cmd)
-  assert.is_true(ok, out)
-  local t = {}
-  for l in out:gmatch("[^\n]+") do t[#t + 1] = l end
-  table.sort(t)
-  return t
-end
+local shell = require "helpers.shell"
+local sh, lines_of = shell.run, shell.lines
 
 local function have(tool)
   return (sh("command -v " .. tool))

@@ -11,21 +11,8 @@
 local CLEAN_ENV = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "
 local LUAROCKS = CLEAN_ENV .. "luarocks --lua-version=5.4 "
 
-local function sh(cmd)
-  local p = io.popen("(" .. cmd .. ") 2>&1")
-  local out = p:read("a")
-  local ok = p:close()
-  return ok == true, out
-end
-
-local function lines_of(cmd)
-  local ok, out = sh(cmd)
-  assert.is_true(ok, out)
-  local t = {}
-  for l in out:gmatch("[^\n]+") do t[#t + 1] = l end
-  table.sort(t)
-  return t
-end
+local shell = require "helpers.shell"
+local sh, lines_of = shell.run, shell.lines
 
 local function rockspec()
   local name = lines_of("ls phaseprobe-*.rockspec")[1]

@@ -15,13 +15,7 @@ local function parse(s, opts)
   return cols, rep
 end
 
-local function tmpfile(content)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "wb"))
-  f:write(content)
-  f:close()
-  return path
-end
+local tmpfile = require("helpers.files").tmpfile
 
 describe("pp.parse on the mixed fixture log", function()
   it("counts every line: 4 records, 8 rejected, 7 other, in auto mode", function()

@@ -4,23 +4,8 @@
 -- is refused with an error that names the argument, or has a documented
 -- meaning that the spec pins down.
 local pp = require "phaseprobe"
-
-local function fresh()
-  pp.use(pp.default_schema())
-  pp.enable()
-  pp.sink("none")
-  pp.store.enable(true)
-  pp.store.clear()
-  for _, k in ipairs { "shape", "knob", "k" } do pp.tag(k, nil) end
-  if pp.is_open() then pp.emit { wall_ns = 0 } end
-end
-
-local function raises(pattern, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "accepted: expected an error matching " .. pattern)
-  assert.truthy(tostring(err):find(pattern, 1, true), tostring(err))
-  return err
-end
+local probe = require "helpers.probe"
+local fresh, raises = probe.fresh, probe.raises
 
 describe("tags", function()
   before_each(fresh)

@@ -1,5 +1,7 @@
 -- The probe core through the Lua module: the reference's invariants and ours.
 local pp = require "phaseprobe"
+local probe = require "helpers.probe"
+local fresh = probe.fresh
 -- the interpreter for child processes (make tsan runs them in its own)
 local LUA = os.getenv("PHASEPROBE_LUA") or "lua5.4"
 
@@ -17,17 +19,6 @@ local function spin(n)
   local x = 0
   for i = 1, n do x = x + i end
   return x
-end
-
-local function fresh()
-  pp.use(pp.default_schema())
-  pp.enable()
-  pp.sink("none")
-  pp.store.enable(true)
-  pp.store.capacity(100000)
-  pp.store.keep("first")
-  pp.store.clear()
-  pp.tag("shape", nil)
 end
 
 describe("the default schema", function()
@@ -278,12 +269,7 @@ describe("disabled", function()
   end)
 
   it("reads PHASEPROBE and the reference's variable from the environment", function()
-    local function run(env)
-      local p = io.popen(env .. " " .. LUA .. " -e 'package.cpath=\"./?.so;\"..package.cpath; print(require(\"phaseprobe\").enabled())'")
-      local out = p:read("a")
-      p:close()
-      return out:match("%a+")
-    end
+    local run = probe.enabled_with
     assert.are.equal("false", run("env -u PHASEPROBE -u VYRE_CUDA_DISPATCH_PHASE_PROBE"))
     assert.are.equal("true", run("env -u VYRE_CUDA_DISPATCH_PHASE_PROBE PHASEPROBE=1"))
     assert.are.equal("true", run("env -u PHASEPROBE VYRE_CUDA_DISPATCH_PHASE_PROBE=1"))

@@ -3,6 +3,8 @@
 -- and what it leaves alone. Times are checked from below only (a spin of
 -- known length on the probe clock); no figure is assumed of the machine.
 local pp = require "phaseprobe"
+local probe = require "helpers.probe"
+local fresh = probe.fresh
 
 local SPIN_NS = 200000
 
@@ -10,12 +12,6 @@ local SPIN_NS = 200000
 local function spin()
   local t0 = pp.now()
   while pp.now() - t0 < SPIN_NS do end
-end
-
-local function fresh()
-  pp.use(pp.default_schema())
-  pp.enable()
-  pp.sink("none")
 end
 
 local function named_others(rec, except)

@@ -3,22 +3,9 @@
 -- time, then emit with its own wall and cache values, no begin) gets the
 -- reference's behaviour and line; pp.begin/pp.finish are our addition.
 local pp = require "phaseprobe"
+local probe = require "helpers.probe"
+local fresh, raises = probe.fresh, probe.raises
 local LUA = os.getenv("PHASEPROBE_LUA") or "lua5.4"
-
-local function fresh()
-  pp.use(pp.default_schema())
-  pp.enable()
-  pp.sink("none")
-  pp.store.enable(true)
-  pp.store.clear()
-  if pp.is_open() then pp.emit { wall_ns = 0 } end
-end
-
-local function raises(pattern, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "accepted: expected an error matching " .. pattern)
-  assert.truthy(tostring(err):find(pattern, 1, true), tostring(err))
-end
 
 describe("the reference's calls alone", function()
   before_each(fresh)
@@ -140,12 +127,7 @@ describe("from C", function()
 end)
 
 describe("the environment", function()
-  local function run(env)
-    local p = io.popen(env .. " " .. LUA .. " -e 'package.cpath=\"./?.so;\"..package.cpath; print(require(\"phaseprobe\").enabled())'")
-    local out = p:read("a")
-    p:close()
-    return out:match("%a+")
-  end
+  local run = probe.enabled_with
 
   it("the reference's variable enables on its presence, whatever its value", function()
     assert.are.equal("true", run("env -u PHASEPROBE VYRE_CUDA_DISPATCH_PHASE_PROBE=0"))

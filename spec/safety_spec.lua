@@ -10,7 +10,7 @@ local files = require "helpers.files"
 
 local ROOT = os.getenv("PWD") or "."
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local q = require("helpers.shell").q
 
 -- Runs a Lua chunk in a fresh interpreter (with a time limit); returns the
 -- lines it reported as key<TAB>value, its whole output and whether it
@@ -465,13 +465,7 @@ describe("record metatables are not kept forever (#12 defect 13)", function()
 end)
 
 describe("the ptx command (#12 defect 14)", function()
-  local function sh(cmd)
-    local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-    local out = p:read("a")
-    p:close()
-    local body, rc = out:match("^(.*)rc=(%d+)\n$")
-    return tonumber(rc), body
-  end
+  local sh = require("helpers.shell").status
 
   it("a missing file or a directory is a clean error, exit 1, no traceback", function()
     local rc, out = sh(q(ROOT .. "/bin/phaseprobe") .. " ptx /nonexistent/x.ptx")

@@ -4,16 +4,8 @@
 -- nothing. Each scope below spins a known time (measured with pp.now() around
 -- the spin), so every phase's charge is checked against what it ran.
 local pp = require "phaseprobe"
-
-local function fresh()
-  pp.use(pp.default_schema())
-  pp.enable()
-  pp.sink("none")
-  pp.store.enable(true)
-  pp.store.capacity(100000)
-  pp.store.keep("first")
-  pp.store.clear()
-end
+local probe = require "helpers.probe"
+local fresh = probe.fresh
 
 -- Spins ns on the probe clock; returns what it took, on the probe clock.
 local now = pp.now

@@ -1,20 +1,10 @@
 -- The trace of a log larger than its limit: the first, last and slowest
 -- dispatches drawn in full, every dispatch in the counter tracks, and what
 -- was left out said on stderr and in the metadata; --all and --limit.
-local cli = require "phaseprobe.cli"
 local tc = require "helpers.trace_check"
 local gen = dofile("bench/gen_log.lua")
 
-local function run(...)
-  local out, err = io.tmpfile(), io.tmpfile()
-  local rc = cli.main({ ... }, out, err)
-  out:seek("set")
-  err:seek("set")
-  local o, e = out:read("a"), err:read("a")
-  out:close()
-  err:close()
-  return rc, o, e
-end
+local run = require "helpers.cli_run"
 
 local LOG = os.tmpname()
 local N = 1200

@@ -10,11 +10,7 @@ local cu = pp.cuda
 
 local FAKE = "build/libfakecuda.so"
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
+local exists = require("helpers.files").exists
 
 -- Runs `code` in a fresh interpreter (libraries load once per process) with
 -- `env` ("NAME=value ..."); returns its stdout and whether it exited 0.
@@ -104,6 +100,7 @@ describe("the CUPTI source without a GPU", function()
     assert.are.equal(0, info.starts)
     assert.are.equal(0, info.spans)
     -- the probe records as before
+    pp.use(pp.default_schema())
     pp.enable()
     pp.sink("none")
     pp.begin()

@@ -4,12 +4,7 @@
 -- a '}' alone at the start of a line.
 local M = {}
 
-function M.read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+M.read = require("helpers.files").slurp
 
 function M.strip_comments(s)
   s = s:gsub("/%*.-%*/", function(c) return (c:gsub("[^\n]", " ")) end)

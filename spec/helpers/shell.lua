@@ -1,0 +1,35 @@
+-- shell.lua: commands the specs start, with their output and exit status.
+local M = {}
+
+-- s quoted for the shell.
+function M.q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- Runs cmd (a shell command line): whether it exited 0, its standard output
+-- and error together, and its exit code.
+function M.run(cmd)
+  local p = assert(io.popen("(" .. cmd .. ") 2>&1"))
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  return ok == true, out, code
+end
+
+-- The exit code and the output of cmd.
+function M.status(cmd)
+  local _, out, code = M.run(cmd)
+  return code, out
+end
+
+-- The lines cmd prints, sorted; cmd must succeed.
+function M.lines(cmd)
+  local ok, out = M.run(cmd)
+  assert(ok, out)
+  local t = {}
+  for l in out:gmatch("[^\n]+") do t[#t + 1] = l end
+  table.sort(t)
+  return t
+end
+
+-- The paths a shell pattern names, sorted ("csrc/lua/*.c").
+function M.ls(pattern) return M.lines("ls " .. pattern) end
+
+return M
