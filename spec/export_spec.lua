@@ -7,18 +7,14 @@ local gen = require "helpers.records"
 local tc = require "helpers.trace_check"
 local cjson = require("cjson").new()
 
-local tmpdir
-local function tmp(name) return tmpdir .. "/" .. name end
 local files = require "helpers.files"
 local slurp, spit = files.slurp, files.spit
 
-setup(function()
-  local p = io.popen("mktemp -d")
-  tmpdir = p:read("l")
-  p:close()
-end)
+local dir
+local function tmp(name) return dir:file(name) end
+setup(function() dir = files.tmpdir() end)
 teardown(function()
-  if tmpdir and tmpdir:match("^/tmp/tmp%.") then os.execute("rm -rf '" .. tmpdir .. "'") end
+  dir:remove()
   pp.use(pp.default_schema())
 end)
 
@@ -302,7 +298,7 @@ describe("export.trace", function()
     assert.has_error(function() export.trace(records[1], tmp("x.json")) end)
     assert.has_error(function() export.trace(records, tmp("x.json")) end) -- a list, not a set
     assert.has_error(function() export.trace(gen.set(records)) end)
-    local ok, err = export.trace(gen.set(records), tmpdir .. "/no/such/dir/t.json")
+    local ok, err = export.trace(gen.set(records), tmp("no/such/dir/t.json"))
     assert.is_nil(ok)
     assert.matches("cannot write", err)
   end)

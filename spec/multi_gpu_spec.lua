@@ -3,6 +3,7 @@
 -- dispatching at the same time; every record tagged with its device and
 -- thread, none mixed or lost, every output checked.
 local pp = require "phaseprobe"
+local shell = require "helpers.shell"
 
 describe("two GPUs at once #gpu", function()
   it("keeps each thread's records and outputs apart", function()
@@ -11,9 +12,7 @@ describe("two GPUs at once #gpu", function()
       pending("needs 2 GPUs, this machine has " .. tostring(n))
       return
     end
-    local p = io.popen("MULTI_GPU_DISPATCHES=200 build/multi_state 2 spec/fixtures/scripts/multi_gpu_dispatch.lua 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
+    local ok, out = shell.run("MULTI_GPU_DISPATCHES=200 build/multi_state 2 spec/fixtures/scripts/multi_gpu_dispatch.lua 2>&1")
     print(out)
     assert.is_true(ok, out)
     for t = 0, 1 do

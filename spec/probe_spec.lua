@@ -1,5 +1,6 @@
 -- The probe core through the Lua module: the reference's invariants and ours.
 local pp = require "phaseprobe"
+local shell = require "helpers.shell"
 local probe = require "helpers.probe"
 local fresh = probe.fresh
 -- the interpreter for child processes (make tsan runs them in its own)
@@ -502,9 +503,7 @@ end)
 
 describe("threads", function()
   it("keeps each C thread's accumulator separate: every record is exactly its thread's", function()
-    local p = io.popen("build/threads_helper 8 20000 2>/dev/null")
-    local out = p:read("a")
-    local ok = p:close()
+    local ok, out = shell.run("build/threads_helper 8 20000 2>/dev/null")
     assert.truthy(out:find("^ok threads=8 records=160000 stored=100000 dropped=60000 emitted=160000 bad=0"), out)
     assert.is_true(ok)
   end)

@@ -3,6 +3,7 @@
 -- time, then emit with its own wall and cache values, no begin) gets the
 -- reference's behaviour and line; pp.begin/pp.finish are our addition.
 local pp = require "phaseprobe"
+local shell = require "helpers.shell"
 local probe = require "helpers.probe"
 local fresh, raises = probe.fresh, probe.raises
 local LUA = os.getenv("PHASEPROBE_LUA") or "lua5.4"
@@ -106,9 +107,7 @@ end)
 
 describe("from C", function()
   it("the reference's calls, the emit mask, cache values, the older form, tags and the environment", function()
-    local p = io.popen("env -u PHASEPROBE -u VYRE_CUDA_DISPATCH_PHASE_PROBE build/record_helper 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
+    local ok, out = shell.run("env -u PHASEPROBE -u VYRE_CUDA_DISPATCH_PHASE_PROBE build/record_helper 2>&1")
     assert.is_nil(out:find("FAIL", 1, true), out)
     for _, case in ipairs {
       "charges then emit, no pp_begin", "an emit with nothing charged prints zeros",
@@ -153,12 +152,7 @@ end)
 local REF_DIR = "build/reference"
 local U64_MAX = "18446744073709551615"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local ok = p:close()
-  return ok, out
-end
+local sh = shell.run
 
 local function readable(path)
   local f = path and io.open(path, "rb")

@@ -3,38 +3,46 @@
 local pp = require "phaseprobe"
 -- the interpreter for child processes (make tsan runs them in its own)
 local LUA = os.getenv("PHASEPROBE_LUA") or "lua5.4"
-local files = require "spec.helpers.files"
+local files = require "helpers.files"
+
+local shell = require "helpers.shell"
 
 local function run(cmd)
-  local p = io.popen(cmd)
-  local out = p:read("a")
-  local ok, _, code = p:close()
+  local ok, out, code = shell.run(cmd)
   return out, ok, code
+end
+
+-- Runs build/threads_helper ARGS: its summary line must begin with
+-- "ok " .. summary (the first line when nothing is said), and the notice
+-- (a pattern), when given, must be said exactly once.
+local function threads(args, summary, notice)
+  local out, ok = run("build/threads_helper " .. args .. " 2>&1")
+  local at = out:find("ok " .. summary, 1, true)
+  assert.truthy(at, out)
+  if notice then
+    local _, n = out:gsub(notice, "")
+    assert.are.equal(1, n, out)
+  else
+    assert.are.equal(1, at, out)
+  end
+  assert.is_true(ok)
 end
 
 describe("threads", function()
   it("8 C threads x 100k dispatches: every record is exactly its thread's, nothing lost", function()
-    local out, ok = run("build/threads_helper 8 100000 1000000 2>&1")
-    assert.truthy(out:find("^ok threads=8 records=800000 stored=800000 dropped=0 emitted=800000 bad=0"), out)
-    assert.is_true(ok)
+    threads("8 100000 1000000", "threads=8 records=800000 stored=800000 dropped=0 emitted=800000 bad=0")
   end)
 
   it("with a store too small, stored + dropped == emitted and the drop is said once", function()
-    local out, ok = run("build/threads_helper 8 100000 50000 2>&1")
-    assert.truthy(out:find("ok threads=8 records=800000 stored=50000 dropped=750000 emitted=800000 bad=0", 1, true), out)
-    local _, n = out:gsub("record store full", "")
-    assert.are.equal(1, n)
-    assert.is_true(ok)
+    threads("8 100000 50000", "threads=8 records=800000 stored=50000 dropped=750000 emitted=800000 bad=0",
+      "record store full")
   end)
 end)
 
 describe("the store keeping the last records, 8 threads", function()
   it("holds each thread's last records, contiguous; stored + dropped == emitted", function()
-    local out, ok = run("build/threads_helper 8 20000 50000 last 2>&1")
-    assert.truthy(out:find("ok threads=8 records=160000 stored=50000 dropped=110000 emitted=160000 bad=0", 1, true), out)
-    local _, n = out:gsub("record store full %(50000 records%): keeping the last 50000", "")
-    assert.are.equal(1, n)
-    assert.is_true(ok)
+    threads("8 20000 50000 last", "threads=8 records=160000 stored=50000 dropped=110000 emitted=160000 bad=0",
+      "record store full %(50000 records%): keeping the last 50000")
   end)
 end)
 

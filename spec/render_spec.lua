@@ -10,26 +10,16 @@ local svg = require "phaseprobe.output.svg"
 local gen = require "helpers.records"
 local png = require "helpers.png"
 
-local tmpdir
-local function tmp(name) return tmpdir .. "/" .. name end
 local files = require "helpers.files"
 local slurp, spit = files.slurp, files.spit
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.shell").q
 
+local dir
+local function tmp(name) return dir:file(name) end
 setup(function()
-  local keep = os.getenv("PHASEPROBE_RENDER_DIR")
-  if keep and keep ~= "" then
-    os.execute("mkdir -p " .. sh_quote(keep))
-    tmpdir = keep
-  else
-    local p = io.popen("mktemp -d")
-    tmpdir = p:read("l")
-    p:close()
-  end
+  dir = files.tmpdir(os.getenv("PHASEPROBE_RENDER_DIR"))
 end)
-teardown(function()
-  if tmpdir and tmpdir:match("^/tmp/tmp%.") then os.execute("rm -rf " .. sh_quote(tmpdir)) end
-end)
+teardown(function() dir:remove() end)
 
 describe("the HTML report", function()
   local records, page, desc

@@ -6,6 +6,7 @@
 -- a crash fails the case instead of the whole run; under `make asan` that
 -- interpreter is sanitized too (LD_PRELOAD is inherited).
 local pp = require "phaseprobe"
+local shell = require "helpers.shell"
 local files = require "helpers.files"
 
 local ROOT = os.getenv("PWD") or "."
@@ -416,17 +417,13 @@ end)
 
 describe("the current schema is per thread (#12 defect 12)", function()
   it("C threads: each dispatch opens under its own thread's schema; a new thread starts with the default", function()
-    local p = io.popen("build/schema_threads 20000 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
+    local ok, out = shell.run("build/schema_threads 20000 2>&1")
     assert.truthy(out:find("^ok dispatches=60000 wrong=0"), out)
     assert.is_true(ok)
   end)
 
   it("Lua states in threads: pp.use in one never reaches another's dispatches", function()
-    local p = io.popen("build/multi_state 3 spec/fixtures/scripts/multi_state_schema.lua 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
+    local ok, out = shell.run("build/multi_state 3 spec/fixtures/scripts/multi_state_schema.lua 2>&1")
     assert.is_true(ok, out)
     for t = 0, 2 do
       assert.truthy(out:find(("thread %d: dispatches=20000 wrong=0"):format(t), 1, true), out)

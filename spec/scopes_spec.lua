@@ -4,6 +4,7 @@
 -- nothing. Each scope below spins a known time (measured with pp.now() around
 -- the spin), so every phase's charge is checked against what it ran.
 local pp = require "phaseprobe"
+local shell = require "helpers.shell"
 local probe = require "helpers.probe"
 local fresh = probe.fresh
 
@@ -292,9 +293,7 @@ end)
 
 describe("scopes from C (PP_MEASURE, pp_scope_open/close)", function()
   it("nest, close out of order, close at pp_end/pp_emit, and stay per thread", function()
-    local p = io.popen("build/scopes_helper 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
+    local ok, out = shell.run("build/scopes_helper 2>&1")
     assert.is_nil(out:find("FAIL", 1, true), out)
     for _, case in ipairs { "nested PP_MEASURE", "out-of-order close", "another thread's scope",
                             "pp_end closes open scopes", "pp_emit closes open scopes",

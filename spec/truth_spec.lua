@@ -6,6 +6,7 @@
 -- binding's logic only, never that anything works on a GPU
 -- (spec/truth_gpu_spec.lua does, on one).
 local pp = require "phaseprobe"
+local shell = require "helpers.shell"
 local cu = pp.cuda
 
 local FAKE = "build/libfakecuda.so"
@@ -19,9 +20,7 @@ local function run(env, code)
   local f = assert(io.open(path, "w"))
   f:write('package.cpath = "./?.so;" .. package.cpath\n', code)
   f:close()
-  local p = io.popen(env .. " lua5.4 " .. path .. " 2>&1")
-  local out = p:read("a")
-  local ok = p:close()
+  local ok, out = shell.run(env .. " lua5.4 " .. path .. " 2>&1")
   os.remove(path)
   return out, ok
 end
@@ -127,9 +126,7 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
 
   it("times, splits, completes records, gives up and counts as specified", function()
     if not need_helper() then return end
-    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
+    local ok, out = shell.run(HELPER .. " " .. FAKE_CUPTI .. " 2>&1")
     assert.is_true(ok, out)
     local n = 0
     for line in out:gmatch("[^\n]+") do
