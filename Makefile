@@ -372,7 +372,7 @@ endif
 # needs the CUDA headers; without them the spec reports itself pending.
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 FAKECUDA := $(BUILD)/libfakecuda.so
-$(FAKECUDA): spec/helpers/fakecuda.c | $(BUILD)
+$(FAKECUDA): spec/helpers/fakecuda.c csrc/include/pp_cuda.h | $(BUILD)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default -shared -o $@ $< $(LDFLAGS)
 test-build: $(FAKECUDA)

@@ -80,19 +80,10 @@ local t_start = os.time()
 local clock0 = os.clock()
 
 -- ---- files the calls may read and write ----------------------------------
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+-- (the specs' file helpers: slurp gives nil for a file that is not there)
+package.path = ROOT .. "/spec/?.lua;" .. package.path
+local files = require "helpers.files"
+local slurp, spit = files.read, files.spit
 
 os.execute("mkdir -p '" .. SCRATCH .. "/dir'")
 

@@ -25,17 +25,23 @@ asan=$($cc -print-file-name=libasan.so)
 ubsan=$($cc -print-file-name=libubsan.so)
 fakecupti=
 [ -f build/asan/libfakecupti.so ] && fakecupti="$root/build/asan/libfakecupti.so"
-# One run of the seed in $seed, output in $log.
-run_seed() {
+# The fuzzer under the sanitizers, in the scratch directory: fuzz LIMIT_S
+# ARGS... runs lua_api_fuzz.lua --root ... ARGS for at most LIMIT_S seconds.
+fuzz() {
+  limit=$1
+  shift
   env LD_PRELOAD="$asan $ubsan" \
     ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:exitcode=86 \
     LSAN_OPTIONS=suppressions="$root/fuzz/lua_api_fuzz.lsan" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     PHASEPROBE_LIBCUDA="$root/build/asan/libfakecuda.so" PHASEPROBE_LIBCUPTI="$fakecupti" \
     LUA_CPATH="$root/build/asan/?.so;;" LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;;" \
-    sh -c "cd '$out/scratch/cwd' && exec timeout $((left + 120)) lua5.4 '$root/fuzz/lua_api_fuzz.lua' \
-      --root '$root' --seed $seed --calls $calls --seconds $left --scratch '$out/scratch' $quiet" \
-      < /dev/null > "$log" 2>&1
+    sh -c "cd '$out/scratch/cwd' && exec timeout $limit lua5.4 '$root/fuzz/lua_api_fuzz.lua' \
+      --root '$root' --scratch '$out/scratch' $*" < /dev/null
+}
+# One run of the seed in $seed, output in $log.
+run_seed() {
+  fuzz $((left + 120)) --seed $seed --calls $calls --seconds $left $quiet > "$log" 2>&1
 }
 start=$(date +%s)
 end=$((start + seconds))
@@ -66,15 +72,7 @@ while :; do
     # The same seed makes the same calls: run it again, tracing, to name
     # the last calls before the failure.
     trace="$out/seed-$seed.trace"
-    env LD_PRELOAD="$asan $ubsan" \
-      ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:exitcode=86 \
-      LSAN_OPTIONS=suppressions="$root/fuzz/lua_api_fuzz.lsan" \
-      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      PHASEPROBE_LIBCUDA="$root/build/asan/libfakecuda.so" PHASEPROBE_LIBCUPTI="$fakecupti" \
-      LUA_CPATH="$root/build/asan/?.so;;" LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;;" \
-      sh -c "cd '$out/scratch/cwd' && exec timeout 600 lua5.4 '$root/fuzz/lua_api_fuzz.lua' \
-        --root '$root' --seed $seed --calls $calls --scratch '$out/scratch' --trace-from 1 --quiet" \
-        < /dev/null > "$trace" 2>&1
+    fuzz 600 --seed $seed --calls $calls --trace-from 1 --quiet > "$trace" 2>&1
     echo "== the last calls before it (from a second run of seed $seed, in $trace):"
     grep -a '^\[[0-9]*\] ' "$trace" | tail -n 8
     echo "== reproduce: $0 with seed $seed, or lua5.4 fuzz/lua_api_fuzz.lua --seed $seed --calls K [--trace-from K-8] under the environment above"

@@ -41,7 +41,8 @@ local function set_of(lines)
   return (records.from_string(table.concat(lines, "\n")))
 end
 
-local run = require "helpers.cli_run"
+local command = require "helpers.command"
+local run = command.run
 local tmpfile = require("helpers.files").tmpfile
 
 local function verdict_of(s, name)

@@ -5,7 +5,8 @@
 local tc = require "helpers.trace_check"
 
 local files = require "helpers.files"
-local run = require "helpers.cli_run"
+local command = require "helpers.command"
+local run = command.run
 
 local DEMO = "examples/data/demo-h200.log"
 local dir = files.tmpdir()
@@ -44,14 +45,7 @@ end)
 
 teardown(function() dir:remove() end)
 
-local function widest(text)
-  local w, at = 0, nil
-  for l in text:gmatch("[^\n]+") do
-    local n = utf8.len(l) or #l
-    if n > w then w, at = n, l end
-  end
-  return w, at
-end
+local widest = command.widest
 
 local COMMANDS = {
   { "report", function(f) return { "report", "--where", "knob=base", f } end },

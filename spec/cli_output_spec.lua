@@ -5,16 +5,10 @@ local report = require "phaseprobe.output.report"
 
 local DEMO = "examples/data/demo-h200.log"
 
-local run = require "helpers.cli_run"
+local command = require "helpers.command"
+local run = command.run
 
-local function widest(text)
-  local w, at = 0, nil
-  for l in text:gmatch("[^\n]+") do
-    local n = utf8.len(l) or #l
-    if n > w then w, at = n, l end
-  end
-  return w, at
-end
+local widest = command.widest
 
 describe("command output", function()
   it("fits 100 columns, the explanations wrapped under their row; --wide keeps them on it", function()

@@ -178,14 +178,9 @@ describe("phaseprobe.dispatch.demo", function()
   end)
 
   describe("a live run on the CPU double", function()
-    local was_enabled
-    setup(function() was_enabled = pp.enabled() end)
-    teardown(function()
-      pp.sink("stderr")
-      pp.enable(was_enabled)
-      pp.tag("shape", nil)
-      pp.tag("knob", nil)
-    end)
+    local saved = require("helpers.probe").saved()
+    setup(saved.save)
+    teardown(saved.restore)
 
     it("writes the header, every record and the checks to the log, with a progress line", function()
       local path = os.tmpname()

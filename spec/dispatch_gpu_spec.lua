@@ -48,19 +48,14 @@ local function dispatch_checked(d, prog, n, want, extra)
 end
 
 describe("phaseprobe.dispatch on the GPU #gpu", function()
-  local was_enabled
+  local saved = require("helpers.probe").saved()
   setup(function()
-    was_enabled = pp.enabled()
+    saved.save()
     pp.enable()
     pp.use(pp.default_schema())
     pp.sink("none")
   end)
-  teardown(function()
-    pp.sink("stderr")
-    pp.enable(was_enabled)
-    pp.tag("shape", nil)
-    pp.tag("knob", nil)
-  end)
+  teardown(saved.restore)
 
   it("opens the CUDA device", function()
     local d = device()

@@ -6,7 +6,8 @@ local cli = require "phaseprobe.cli"
 local FIXTURE = "spec/fixtures/logs/mixed.log"
 
 local files = require "helpers.files"
-local run = require "helpers.cli_run"
+local command = require "helpers.command"
+local run = command.run
 local text_of = files.text_of
 
 -- the fixture's clean record lines and one other line

@@ -28,14 +28,7 @@ local function ptxas(ptx)
   return ok == true, text
 end
 
-local function count(s, needle)
-  local n, pos = 0, 1
-  while true do
-    local a, b = s:find(needle, pos, true)
-    if not a then return n end
-    n, pos = n + 1, b + 1
-  end
-end
+local count = require("helpers.text").count
 
 local function lines_after(ptx, marker_line, k)
   local out = {}

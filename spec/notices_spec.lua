@@ -26,14 +26,7 @@ local function run(chunk)
   return o, e, ok
 end
 
-local function count(s, plain)
-  local n, i = 0, 1
-  while true do
-    local a, b = s:find(plain, i, true)
-    if not a then return n end
-    n, i = n + 1, b + 1
-  end
-end
+local count = require("helpers.text").count
 
 local FAILING_SINK = [[
   pp.enable()

@@ -1,14 +1,10 @@
 -- pp.ptx.scan with the scan on a second thread (pp.ptx.parallel_min): the
 -- tables are made from the entries as the scan finishes them, and the
 -- result must be the one a single thread gives.
-package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
 local oracle = require "helpers.ptx_oracle"
 local vyre = require "helpers.vyre_ptx"
-
-local KERNELS = "examples/kernels/"
-local FIXTURES = "spec/fixtures/ptx/"
-local MARKER = "grid.sync barrier #"
+local KERNELS, FIXTURES, MARKER = oracle.KERNELS, oracle.FIXTURES, oracle.MARKER
 
 -- fn() with pp.ptx.parallel_min set to v, restored after (errors included).
 local function with(v, fn, ...)

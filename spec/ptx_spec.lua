@@ -1,13 +1,9 @@
 -- pp.ptx: the PTX scanner, on nvcc's PTX (examples/kernels), on
 -- reference-shaped programs and on malformed input.
-package.cpath = "./?.so;" .. package.cpath
 local pp = require "phaseprobe"
 local oracle = require "helpers.ptx_oracle"
 local vyre = require "helpers.vyre_ptx"
-
-local KERNELS = "examples/kernels/"
-local FIXTURES = "spec/fixtures/ptx/"
-local MARKER = "grid.sync barrier #"
+local KERNELS, FIXTURES, MARKER = oracle.KERNELS, oracle.FIXTURES, oracle.MARKER
 
 local function by_name(list)
   local out = {}
@@ -227,14 +223,7 @@ end)
 
 describe("pp.ptx.count", function()
   it("counts non-overlapping occurrences at every position and length", function()
-    local function naive(s, m)
-      local n, i = 0, 1
-      while true do
-        local a, b = s:find(m, i, true)
-        if not a then return n end
-        n, i = n + 1, b + 1
-      end
-    end
+    local naive = require("helpers.text").count
     assert.are.equal(2, pp.ptx.count("aaaaa", "aa"))
     local rng = 12345
     local function rand(n)

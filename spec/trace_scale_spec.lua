@@ -4,7 +4,8 @@
 local tc = require "helpers.trace_check"
 local gen = dofile("bench/gen_log.lua")
 
-local run = require "helpers.cli_run"
+local command = require "helpers.command"
+local run = command.run
 
 local LOG = os.tmpname()
 local N = 1200

@@ -39,6 +39,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "pp_cuda.h" /* PP_CUDA_ENTRIES: the entry points the module asks for */
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -806,7 +808,8 @@ static CUresult f_LaunchCooperativeKernel(CUfunction f, unsigned gx,
   return launch(f, gx, gy, gz, bx, by, bz, shared, s, params, 1);
 }
 
-static CUresult f_Occupancy(int *n, CUfunction f, int block, size_t shared) {
+static CUresult f_OccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f,
+                                                          int block, size_t shared) {
   GUARD();
   if (f && is_dead(f))
     return CUDA_ERROR_INVALID_HANDLE;
@@ -818,103 +821,20 @@ static CUresult f_Occupancy(int *n, CUfunction f, int block, size_t shared) {
 
 /* ---- the entry point table ---------------------------------------------------- */
 typedef void (*any_fn)(void);
-/* Each fake is checked against the driver's typedef for that entry. */
-#define ENTRY(sym, fn, T) {sym, (any_fn)fn}
-#define CHECK(fn, T)                                                           \
-  _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), T),             \
-                 #fn " does not match " #T);
-CHECK(f_GetErrorName, PFN_cuGetErrorName_v6000)
-CHECK(f_GetErrorString, PFN_cuGetErrorString_v6000)
-CHECK(f_Init, PFN_cuInit_v2000)
-CHECK(f_DriverGetVersion, PFN_cuDriverGetVersion_v2020)
-CHECK(f_DeviceGetCount, PFN_cuDeviceGetCount_v2000)
-CHECK(f_DeviceGet, PFN_cuDeviceGet_v2000)
-CHECK(f_DeviceGetName, PFN_cuDeviceGetName_v2000)
-CHECK(f_DeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)
-CHECK(f_DevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)
-CHECK(f_DevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000)
-CHECK(f_CtxSetCurrent, PFN_cuCtxSetCurrent_v4000)
-CHECK(f_CtxSynchronize, PFN_cuCtxSynchronize_v2000)
-CHECK(f_ModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010)
-CHECK(f_ModuleUnload, PFN_cuModuleUnload_v2000)
-CHECK(f_ModuleGetFunction, PFN_cuModuleGetFunction_v2000)
-CHECK(f_ModuleGetGlobal, PFN_cuModuleGetGlobal_v3020)
-CHECK(f_FuncGetAttribute, PFN_cuFuncGetAttribute_v2020)
-CHECK(f_FuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040)
-CHECK(f_MemAlloc, PFN_cuMemAlloc_v3020)
-CHECK(f_MemFree, PFN_cuMemFree_v3020)
-CHECK(f_MemGetInfo, PFN_cuMemGetInfo_v3020)
-CHECK(f_MemcpyHtoD, PFN_cuMemcpyHtoD_v3020)
-CHECK(f_MemcpyDtoH, PFN_cuMemcpyDtoH_v3020)
-CHECK(f_MemsetD8, PFN_cuMemsetD8_v3020)
-CHECK(f_MemsetD8Async, PFN_cuMemsetD8Async_v3020)
-CHECK(f_StreamCreate, PFN_cuStreamCreate_v2000)
-CHECK(f_StreamDestroy, PFN_cuStreamDestroy_v4000)
-CHECK(f_StreamSynchronize, PFN_cuStreamSynchronize_v2000)
-CHECK(f_EventCreate, PFN_cuEventCreate_v2000)
-CHECK(f_EventDestroy, PFN_cuEventDestroy_v4000)
-CHECK(f_EventRecord, PFN_cuEventRecord_v2000)
-CHECK(f_EventQuery, PFN_cuEventQuery_v2000)
-CHECK(f_EventSynchronize, PFN_cuEventSynchronize_v2000)
-CHECK(f_EventElapsedTime, PFN_cuEventElapsedTime_v2000)
-CHECK(f_LaunchKernel, PFN_cuLaunchKernel_v4000)
-CHECK(f_LaunchCooperativeKernel, PFN_cuLaunchCooperativeKernel_v9000)
-CHECK(f_Occupancy, PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050)
+/* The fake answers every entry point the module asks for, from the module's
+ * own list (PP_CUDA_ENTRIES, pp_cuda.h): f_<field> for each, checked
+ * against the driver's typedef for that entry. */
+#define FAKE_CHECK_(field, sym, type, ver, req)                                \
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&f_##field), type),   \
+                 "f_" #field " does not match " #type);
+PP_CUDA_ENTRIES(FAKE_CHECK_)
 
 static const struct {
   const char *sym;
   any_fn fn;
 } table[] = {
-    ENTRY("cuGetErrorName", f_GetErrorName, PFN_cuGetErrorName_v6000),
-    ENTRY("cuGetErrorString", f_GetErrorString, PFN_cuGetErrorString_v6000),
-    ENTRY("cuInit", f_Init, PFN_cuInit_v2000),
-    ENTRY("cuDriverGetVersion", f_DriverGetVersion,
-          PFN_cuDriverGetVersion_v2020),
-    ENTRY("cuDeviceGetCount", f_DeviceGetCount, PFN_cuDeviceGetCount_v2000),
-    ENTRY("cuDeviceGet", f_DeviceGet, PFN_cuDeviceGet_v2000),
-    ENTRY("cuDeviceGetName", f_DeviceGetName, PFN_cuDeviceGetName_v2000),
-    ENTRY("cuDeviceGetAttribute", f_DeviceGetAttribute,
-          PFN_cuDeviceGetAttribute_v2000),
-    ENTRY("cuDevicePrimaryCtxRetain", f_DevicePrimaryCtxRetain,
-          PFN_cuDevicePrimaryCtxRetain_v7000),
-    ENTRY("cuDevicePrimaryCtxRelease", f_DevicePrimaryCtxRelease,
-          PFN_cuDevicePrimaryCtxRelease_v11000),
-    ENTRY("cuCtxSetCurrent", f_CtxSetCurrent, PFN_cuCtxSetCurrent_v4000),
-    ENTRY("cuCtxSynchronize", f_CtxSynchronize, PFN_cuCtxSynchronize_v2000),
-    ENTRY("cuModuleLoadDataEx", f_ModuleLoadDataEx,
-          PFN_cuModuleLoadDataEx_v2010),
-    ENTRY("cuModuleUnload", f_ModuleUnload, PFN_cuModuleUnload_v2000),
-    ENTRY("cuModuleGetFunction", f_ModuleGetFunction,
-          PFN_cuModuleGetFunction_v2000),
-    ENTRY("cuModuleGetGlobal", f_ModuleGetGlobal, PFN_cuModuleGetGlobal_v3020),
-    ENTRY("cuFuncGetAttribute", f_FuncGetAttribute,
-          PFN_cuFuncGetAttribute_v2020),
-    ENTRY("cuFuncGetParamInfo", f_FuncGetParamInfo,
-          PFN_cuFuncGetParamInfo_v12040),
-    ENTRY("cuMemAlloc", f_MemAlloc, PFN_cuMemAlloc_v3020),
-    ENTRY("cuMemFree", f_MemFree, PFN_cuMemFree_v3020),
-    ENTRY("cuMemGetInfo", f_MemGetInfo, PFN_cuMemGetInfo_v3020),
-    ENTRY("cuMemcpyHtoD", f_MemcpyHtoD, PFN_cuMemcpyHtoD_v3020),
-    ENTRY("cuMemcpyDtoH", f_MemcpyDtoH, PFN_cuMemcpyDtoH_v3020),
-    ENTRY("cuMemsetD8", f_MemsetD8, PFN_cuMemsetD8_v3020),
-    ENTRY("cuMemsetD8Async", f_MemsetD8Async, PFN_cuMemsetD8Async_v3020),
-    ENTRY("cuStreamCreate", f_StreamCreate, PFN_cuStreamCreate_v2000),
-    ENTRY("cuStreamDestroy", f_StreamDestroy, PFN_cuStreamDestroy_v4000),
-    ENTRY("cuStreamSynchronize", f_StreamSynchronize,
-          PFN_cuStreamSynchronize_v2000),
-    ENTRY("cuEventCreate", f_EventCreate, PFN_cuEventCreate_v2000),
-    ENTRY("cuEventDestroy", f_EventDestroy, PFN_cuEventDestroy_v4000),
-    ENTRY("cuEventRecord", f_EventRecord, PFN_cuEventRecord_v2000),
-    ENTRY("cuEventQuery", f_EventQuery, PFN_cuEventQuery_v2000),
-    ENTRY("cuEventSynchronize", f_EventSynchronize,
-          PFN_cuEventSynchronize_v2000),
-    ENTRY("cuEventElapsedTime", f_EventElapsedTime,
-          PFN_cuEventElapsedTime_v2000),
-    ENTRY("cuLaunchKernel", f_LaunchKernel, PFN_cuLaunchKernel_v4000),
-    ENTRY("cuLaunchCooperativeKernel", f_LaunchCooperativeKernel,
-          PFN_cuLaunchCooperativeKernel_v9000),
-    ENTRY("cuOccupancyMaxActiveBlocksPerMultiprocessor", f_Occupancy,
-          PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050),
+#define FAKE_ENTRY_(field, sym, type, ver, req) {sym, (any_fn)f_##field},
+    PP_CUDA_ENTRIES(FAKE_ENTRY_)
 };
 
 FAKE_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version,

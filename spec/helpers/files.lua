@@ -2,22 +2,17 @@
 -- the specs (and the benchmarks that borrow spec helpers).
 local M = {}
 
--- The whole file, or an error naming it.
-function M.slurp(path)
-  local f = assert(io.open(path, "rb"))
+-- The whole file, or nil and why when it cannot be opened.
+function M.read(path)
+  local f, why = io.open(path, "rb")
+  if not f then return nil, why end
   local s = f:read("a")
   f:close()
   return s
 end
 
--- The whole file, or nil when it cannot be opened.
-function M.read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+-- The whole file, or an error naming it.
+function M.slurp(path) return assert(M.read(path)) end
 
 -- Whether path can be opened for reading.
 function M.exists(path)

@@ -23,6 +23,22 @@ function M.fresh()
   pp.store.clear()
 end
 
+-- For a block of specs that dispatches: save() keeps whether the probe is
+-- on; restore() puts that back, with lines to stderr and no shape or knob
+-- tag (setup(saved.save); teardown(saved.restore)).
+function M.saved()
+  local was
+  return {
+    save = function() was = pp.enabled() end,
+    restore = function()
+      pp.sink("stderr")
+      pp.enable(was)
+      pp.tag("shape", nil)
+      pp.tag("knob", nil)
+    end,
+  }
+end
+
 -- Calls f(...), which must raise an error holding `text` (plain); returns
 -- the error.
 function M.raises(text, f, ...)

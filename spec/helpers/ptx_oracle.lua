@@ -4,6 +4,11 @@
 -- a '}' alone at the start of a line.
 local M = {}
 
+-- Where the PTX the specs scan lives, and the reference's barrier marker.
+M.KERNELS = "examples/kernels/"
+M.FIXTURES = "spec/fixtures/ptx/"
+M.MARKER = "grid.sync barrier #"
+
 M.read = require("helpers.files").slurp
 
 function M.strip_comments(s)
