@@ -32,6 +32,14 @@ describe("the default schema", function()
     assert.are.same({ "ptx_digest", "ptx_vsa" }, s.nested)
     assert.are.same({ "sub_ptx_digest_ns", "sub_ptx_vsa_ns" }, s.nested_labels)
     assert.are.same({ "nodes", "ptx_bytes", "buffers", "bindings", "fixpoint", "grid_blocks" }, s.counts)
+    local labels = {}
+    for i, p in ipairs(PHASES) do labels[i] = p .. "_ns" end
+    assert.are.same(labels, s.phase_labels)
+    assert.are.same({ "ptx" }, s.caches)
+    assert.are.equal(s.id, pp.default_schema().id)
+    assert.is_nil(s.no_such_list)
+    local mine = pp.schema { prefix = "idtest", phases = { "a" }, use = false }
+    assert.are_not.equal(s.id, mine.id)
   end)
 
   it("prints the reference's fields first, in its order, then ours", function()

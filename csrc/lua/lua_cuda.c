@@ -35,17 +35,12 @@ static int l_fail(lua_State *L) {
   return 2;
 }
 
-int pp_lua_open_cuda(lua_State *L) {
-  static const luaL_Reg fns[] = {{"available", l_unavailable},
-                                 {"device_count", l_fail},
-                                 {"context", l_fail},
-                                 {"driver", l_fail},
-                                 {NULL, NULL}};
-  luaL_newlib(L, fns);
-  lua_pushboolean(L, 0);
-  lua_setfield(L, -2, "built_with_cuda");
-  return 1;
-}
+static const luaL_Reg cuda_fns[] = {{"available", l_unavailable},
+                                    {"device_count", l_fail},
+                                    {"context", l_fail},
+                                    {"driver", l_fail},
+                                    {NULL, NULL}};
+#define BUILT_WITH_CUDA 0
 
 #else
 
@@ -360,23 +355,34 @@ static const luaL_Reg ctx_methods[] = {
     {"close", ctx_close},
     {NULL, NULL}};
 
-int pp_lua_open_cuda(lua_State *L) {
+static const luaL_Reg cuda_fns[] = {{"available", l_available},
+                                    {"device_count", l_device_count},
+                                    {"context", l_context},
+                                    {"driver", l_driver},
+                                    {"spin_us", l_spin_us},
+                                    {NULL, NULL}};
+#define BUILT_WITH_CUDA 1
+
+/* The classes of the CUDA layer's handles. */
+static void open_classes(lua_State *L) {
   pp_lua_class_new(L, &(pp_lua_class){
       .name = LCU_CTX_MT, .methods = ctx_methods, .get = ctx_get,
       .gc = ctx_gc, .close = ctx_close, .tostring = ctx_tostring});
   lcu_open_module(L);
   lcu_open_mem(L);
   lcu_open_launch(L);
-  static const luaL_Reg fns[] = {{"available", l_available},
-                                 {"device_count", l_device_count},
-                                 {"context", l_context},
-                                 {"driver", l_driver},
-                                 {"spin_us", l_spin_us},
-                                 {NULL, NULL}};
-  luaL_newlib(L, fns);
-  lua_pushboolean(L, 1);
-  lua_setfield(L, -2, "built_with_cuda");
-  return 1;
 }
 
 #endif
+
+/* pp.cuda: the layer, or (built without the CUDA headers) the functions
+ * that say why it is absent. */
+int pp_lua_open_cuda(lua_State *L) {
+#if BUILT_WITH_CUDA
+  open_classes(L);
+#endif
+  luaL_newlib(L, cuda_fns);
+  lua_pushboolean(L, BUILT_WITH_CUDA);
+  lua_setfield(L, -2, "built_with_cuda");
+  return 1;
+}

@@ -62,6 +62,17 @@ void lcu_ctx_release_ksrc(lcu_ctx *c) {
   c->ksrc = PP_KSRC_EVENT;
 }
 
+/* Starts CUPTI collection (one more start): 0, or 1 with nil and why
+ * pushed when CUPTI is not available here or does not start. */
+static int start_cupti(lua_State *L) {
+  char why[512];
+  if (pp_cupti_available(why, sizeof why) && pp_cupti_start(why, sizeof why) == 0)
+    return 0;
+  luaL_pushfail(L);
+  lua_pushstring(L, why);
+  return 1;
+}
+
 /* ctx:kernel_source([name]) -> name | nil, why */
 int lcu_ctx_kernel_source(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
@@ -75,13 +86,8 @@ int lcu_ctx_kernel_source(lua_State *L) {
   if (want == 0) {
     lcu_ctx_release_ksrc(c);
   } else if (!c->cupti_held) {
-    char why[512];
-    if (!pp_cupti_available(why, sizeof why) ||
-        pp_cupti_start(why, sizeof why) != 0) {
-      luaL_pushfail(L);
-      lua_pushstring(L, why);
+    if (start_cupti(L))
       return 2;
-    }
     c->cupti_held = 1;
     c->ksrc = PP_KSRC_CUPTI;
   }
@@ -89,42 +95,37 @@ int lcu_ctx_kernel_source(lua_State *L) {
   return 1;
 }
 
-static void set_u64(lua_State *L, const char *k, uint64_t v) {
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 static void push_calibration(lua_State *L, const pp_cuda_calibration *cal) {
   lua_createtable(L, 0, 14);
   lua_pushstring(L, cal->method == PP_CUDA_CAL_CUPTI ? "cupti" : "event");
   lua_setfield(L, -2, "method");
-  set_u64(L, "samples", cal->samples);
-  set_u64(L, "floor_ns", cal->floor_ns);
-  set_u64(L, "event_min_ns", cal->event_min_ns);
-  set_u64(L, "event_median_ns", cal->event_median_ns);
-  set_u64(L, "event_p90_ns", cal->event_p90_ns);
-  set_u64(L, "event_max_ns", cal->event_max_ns);
+  pp_lua_set_int(L, "samples", cal->samples);
+  pp_lua_set_int(L, "floor_ns", cal->floor_ns);
+  pp_lua_set_int(L, "event_min_ns", cal->event_min_ns);
+  pp_lua_set_int(L, "event_median_ns", cal->event_median_ns);
+  pp_lua_set_int(L, "event_p90_ns", cal->event_p90_ns);
+  pp_lua_set_int(L, "event_max_ns", cal->event_max_ns);
   if (cal->method == PP_CUDA_CAL_CUPTI) {
-    set_u64(L, "cupti_median_ns", cal->cupti_median_ns);
-    set_u64(L, "diff_min_ns", cal->diff_min_ns);
-    set_u64(L, "diff_p90_ns", cal->diff_p90_ns);
-    set_u64(L, "diff_max_ns", cal->diff_max_ns);
+    pp_lua_set_int(L, "cupti_median_ns", cal->cupti_median_ns);
+    pp_lua_set_int(L, "diff_min_ns", cal->diff_min_ns);
+    pp_lua_set_int(L, "diff_p90_ns", cal->diff_p90_ns);
+    pp_lua_set_int(L, "diff_max_ns", cal->diff_max_ns);
   }
   if (cal->npoints) {
     lua_createtable(L, (int)cal->npoints, 0);
     for (size_t i = 0; i < cal->npoints; i++) {
       const pp_cuda_cal_point *p = &cal->points[i];
       lua_createtable(L, 0, 5);
-      set_u64(L, "kernel_ns", p->kernel_ns);
-      set_u64(L, "pair_ns", p->pair_ns);
-      set_u64(L, "floor_ns", p->floor_ns);
-      set_u64(L, "error_ns", p->error_ns);
-      set_u64(L, "samples", p->samples);
+      pp_lua_set_int(L, "kernel_ns", p->kernel_ns);
+      pp_lua_set_int(L, "pair_ns", p->pair_ns);
+      pp_lua_set_int(L, "floor_ns", p->floor_ns);
+      pp_lua_set_int(L, "error_ns", p->error_ns);
+      pp_lua_set_int(L, "samples", p->samples);
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "points");
   }
-  set_u64(L, "host_ns", cal->host_ns);
+  pp_lua_set_int(L, "host_ns", cal->host_ns);
   if (cal->why[0]) {
     lua_pushstring(L, cal->why);
     lua_setfield(L, -2, "why");
@@ -193,13 +194,8 @@ int lcu_ctx_calibrate_events(lua_State *L) {
   lcu_use(L, c, "ctx:calibrate_events");
   int started = 0;
   if (source == PP_KSRC_CUPTI && !pp_cupti_active()) {
-    char why[512];
-    if (!pp_cupti_available(why, sizeof why) ||
-        pp_cupti_start(why, sizeof why) != 0) {
-      luaL_pushfail(L);
-      lua_pushstring(L, why);
+    if (start_cupti(L))
       return 2;
-    }
     started = 1;
   }
   int want = source == PP_KSRC_CUPTI || (source == 0 && pp_cupti_active());

@@ -14,6 +14,7 @@
  */
 #include "pp_lua.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define SCHEMA_MT "phaseprobe.schema"
@@ -39,38 +40,47 @@ static const pp_schema *check_schema(lua_State *L, int i) {
   return ((schema_ud *)luaL_checkudata(L, i, SCHEMA_MT))->s;
 }
 
-static void push_names(lua_State *L, size_t n, const char *(*get)(const pp_schema *, size_t),
-                       const pp_schema *s) {
-  lua_createtable(L, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    lua_pushstring(L, get(s, i));
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-}
+/* The name lists a schema handle answers: s.phases, s.phase_labels
+ * ("prepare_ns"), s.nested, s.nested_labels ("sub_ptx_digest_ns"),
+ * s.counts, s.caches and s.fields (every field of its line, in order). */
+static const struct {
+  const char *key;
+  size_t count; /* offsetof the list's length in pp_schema */
+  const char *(*name)(const pp_schema *, size_t);
+} lists[] = {
+    {"phases", offsetof(pp_schema, nphases), pp_schema_phase_name},
+    {"phase_labels", offsetof(pp_schema, nphases), pp_schema_phase_label},
+    {"nested", offsetof(pp_schema, nnested), pp_schema_nested_name},
+    {"nested_labels", offsetof(pp_schema, nnested), pp_schema_nested_label},
+    {"counts", offsetof(pp_schema, ncounts), pp_schema_count_name},
+    {"caches", offsetof(pp_schema, ncaches), pp_schema_cache_name},
+    {"fields", offsetof(pp_schema, nfields), pp_schema_field_name},
+};
 
 static int schema_index(lua_State *L) {
   const pp_schema *s = check_schema(L, 1);
   const char *k = luaL_checkstring(L, 2);
-  if (strcmp(k, "prefix") == 0)
+  if (strcmp(k, "prefix") == 0) {
     lua_pushstring(L, s->prefix);
-  else if (strcmp(k, "phases") == 0)
-    push_names(L, s->nphases, pp_schema_phase_name, s);
-  else if (strcmp(k, "phase_labels") == 0)
-    push_names(L, s->nphases, pp_schema_phase_label, s);
-  else if (strcmp(k, "nested") == 0)
-    push_names(L, s->nnested, pp_schema_nested_name, s);
-  else if (strcmp(k, "nested_labels") == 0)
-    push_names(L, s->nnested, pp_schema_nested_label, s);
-  else if (strcmp(k, "counts") == 0)
-    push_names(L, s->ncounts, pp_schema_count_name, s);
-  else if (strcmp(k, "caches") == 0)
-    push_names(L, s->ncaches, pp_schema_cache_name, s);
-  else if (strcmp(k, "fields") == 0)
-    push_names(L, s->nfields, pp_schema_field_name, s);
-  else if (strcmp(k, "id") == 0)
+    return 1;
+  }
+  if (strcmp(k, "id") == 0) {
     lua_pushinteger(L, s->id);
-  else
-    lua_pushnil(L);
+    return 1;
+  }
+  for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+    if (strcmp(k, lists[l].key) != 0)
+      continue;
+    size_t n;
+    memcpy(&n, (const char *)s + lists[l].count, sizeof n);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      lua_pushstring(L, lists[l].name(s, i));
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+  }
+  lua_pushnil(L);
   return 1;
 }
 

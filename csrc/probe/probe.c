@@ -268,15 +268,29 @@ PP_EXPORT void pp_add_nested_ns(int nested, uint64_t ns) {
     a->nested_ns[nested] = pp_sat_add(a->nested_ns[nested], ns);
 }
 
+/* The charges of a time since `started`: reads the clock (first, so the
+ * accumulator's lookup is not charged), counts the read in the open
+ * dispatch, and gives the ns since started (0 backwards) and the reading.
+ * NULL where no dispatch can take the charge. Inlined into each entry. */
+static inline __attribute__((always_inline)) pp_acc *
+charge_since(pp_ticks started, uint64_t *ns, pp_ticks *now) {
+  *now = pp_now_inline();
+  pp_acc *a = open_acc();
+  if (!a)
+    return NULL;
+  a->clock_reads++;
+  *ns = pp_ticks_delta_ns(started, *now);
+  return a;
+}
+
 PP_EXPORT void pp_charge(int phase, pp_ticks started) {
   if (!started || !pp_enabled())
     return;
-  pp_ticks now = pp_now_inline();
-  pp_acc *a = open_acc();
-  if (!a)
-    return;
-  a->clock_reads++;
-  add_phase(a, phase, pp_ticks_delta_ns(started, now));
+  uint64_t ns;
+  pp_ticks now;
+  pp_acc *a = charge_since(started, &ns, &now);
+  if (a)
+    add_phase(a, phase, ns);
 }
 
 PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
@@ -288,24 +302,22 @@ PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
 PP_EXPORT pp_ticks pp_lap(int phase, pp_ticks started) {
   if (!started || !pp_enabled())
     return 0;
-  pp_ticks now = pp_now_inline();
-  pp_acc *a = open_acc();
-  if (a) {
-    a->clock_reads++;
-    add_phase(a, phase, pp_ticks_delta_ns(started, now));
-  }
+  uint64_t ns;
+  pp_ticks now;
+  pp_acc *a = charge_since(started, &ns, &now);
+  if (a)
+    add_phase(a, phase, ns);
   return now;
 }
 
 PP_EXPORT void pp_charge_remainder(int outer, pp_ticks started, int inner) {
   if (!started || !pp_enabled())
     return;
-  pp_ticks now = pp_now_inline();
-  pp_acc *a = open_acc();
+  uint64_t total;
+  pp_ticks now;
+  pp_acc *a = charge_since(started, &total, &now);
   if (!a)
     return;
-  a->clock_reads++;
-  uint64_t total = pp_ticks_delta_ns(started, now);
   uint64_t held = (unsigned)inner < a->schema->nphases ? a->phase_ns[inner] : 0;
   add_phase(a, outer, total > held ? total - held : 0);
 }
@@ -313,14 +325,11 @@ PP_EXPORT void pp_charge_remainder(int outer, pp_ticks started, int inner) {
 PP_EXPORT void pp_charge_nested(int nested, pp_ticks started) {
   if (!started || !pp_enabled())
     return;
-  pp_ticks now = pp_now_inline();
-  pp_acc *a = open_acc();
-  if (!a)
-    return;
-  a->clock_reads++;
-  if ((unsigned)nested < a->schema->nnested)
-    a->nested_ns[nested] =
-        pp_sat_add(a->nested_ns[nested], pp_ticks_delta_ns(started, now));
+  uint64_t ns;
+  pp_ticks now;
+  pp_acc *a = charge_since(started, &ns, &now);
+  if (a && (unsigned)nested < a->schema->nnested)
+    a->nested_ns[nested] = pp_sat_add(a->nested_ns[nested], ns);
 }
 
 void pp_note_clock_reads(unsigned n) {

@@ -86,7 +86,8 @@ static int take_name(char *dst, const char *src, int nested, const char *what,
   return 0;
 }
 
-static void add_field(pp_schema *s, const char *name, pp_field_kind kind) {
+/* Appends a field to the line's layout; returns its index. */
+static int add_field(pp_schema *s, const char *name, pp_field_kind kind) {
   /* Names are at most PP_NAME_MAX bytes, so every label fits. */
   size_t n = strlen(name);
   if (n >= PP_LABEL_MAX)
@@ -94,74 +95,58 @@ static void add_field(pp_schema *s, const char *name, pp_field_kind kind) {
   memcpy(s->field[s->nfields], name, n);
   s->field[s->nfields][n] = 0;
   s->kind[s->nfields] = kind;
-  s->nfields++;
+  return (int)s->nfields++;
 }
 
+/* Appends n u64 fields named by the strings at names, stride bytes apart
+ * (a column of a char[][] table), each with suffix ("" for none); returns
+ * the index of the first. */
+static int add_fields(pp_schema *s, size_t n, const char *names, size_t stride,
+                      const char *suffix) {
+  int first = (int)s->nfields;
+  char buf[PP_LABEL_MAX + 24];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(buf, sizeof buf, "%s%s", names + i * stride, suffix);
+    add_field(s, buf, PP_FIELD_U64);
+  }
+  return first;
+}
+#define ADD_LIST(s, table, n, suffix)                                          \
+  add_fields(s, n, (table)[0], sizeof (table)[0], suffix)
+
+/* The line's fields in order: the reference's, then ours. */
 static void build_fields(pp_schema *s) {
-  char buf[PP_LABEL_MAX + 16];
   s->nfields = 0;
-  s->f_seq = (int)s->nfields;
-  add_field(s, "seq", PP_FIELD_U64);
-  s->f_count0 = (int)s->nfields;
-  for (size_t i = 0; i < s->ncounts; i++)
-    add_field(s, s->count[i], PP_FIELD_U64);
-  s->f_wall = (int)s->nfields;
-  add_field(s, "wall_ns", PP_FIELD_U64);
-  s->f_enqueue = (int)s->nfields;
-  add_field(s, "enqueue_ns", PP_FIELD_U64);
-  s->f_wait = (int)s->nfields;
-  add_field(s, "wait_ns", PP_FIELD_U64);
-  s->f_window = (int)s->nfields;
-  add_field(s, "device_window_ns", PP_FIELD_U64);
-  s->f_kernel = (int)s->nfields;
-  add_field(s, "kernel_ns", PP_FIELD_U64);
-  s->f_phase0 = (int)s->nfields;
-  for (size_t i = 0; i < s->nphases; i++)
-    add_field(s, s->phase_label[i], PP_FIELD_U64);
-  s->f_nested0 = (int)s->nfields;
-  for (size_t i = 0; i < s->nnested; i++)
-    add_field(s, s->nested_label[i], PP_FIELD_U64);
-  s->f_named = (int)s->nfields;
-  add_field(s, "named_host_ns", PP_FIELD_U64);
-  s->f_unattr = (int)s->nfields;
-  add_field(s, "unattributed_ns", PP_FIELD_U64);
-  s->f_cache0 = (int)s->nfields;
+  s->f_seq = add_field(s, "seq", PP_FIELD_U64);
+  s->f_count0 = ADD_LIST(s, s->count, s->ncounts, "");
+  s->f_wall = add_field(s, "wall_ns", PP_FIELD_U64);
+  s->f_enqueue = add_field(s, "enqueue_ns", PP_FIELD_U64);
+  s->f_wait = add_field(s, "wait_ns", PP_FIELD_U64);
+  s->f_window = add_field(s, "device_window_ns", PP_FIELD_U64);
+  s->f_kernel = add_field(s, "kernel_ns", PP_FIELD_U64);
+  s->f_phase0 = ADD_LIST(s, s->phase_label, s->nphases, "");
+  s->f_nested0 = ADD_LIST(s, s->nested_label, s->nnested, "");
+  s->f_named = add_field(s, "named_host_ns", PP_FIELD_U64);
+  s->f_unattr = add_field(s, "unattributed_ns", PP_FIELD_U64);
+  s->f_cache0 = (int)s->nfields; /* hits and misses, cache by cache */
   for (size_t i = 0; i < s->ncaches; i++) {
-    snprintf(buf, sizeof buf, "%s_cache_hits", s->cache[i]);
-    add_field(s, buf, PP_FIELD_U64);
-    snprintf(buf, sizeof buf, "%s_cache_misses", s->cache[i]);
-    add_field(s, buf, PP_FIELD_U64);
+    add_fields(s, 1, s->cache[i], 0, "_cache_hits");
+    add_fields(s, 1, s->cache[i], 0, "_cache_misses");
   }
   /* Everything below is ours; the reference's line ends above. */
-  s->f_disk0 = (int)s->nfields;
-  for (size_t i = 0; i < s->ncaches; i++) {
-    snprintf(buf, sizeof buf, "%s_cache_disk_hits", s->cache[i]);
-    add_field(s, buf, PP_FIELD_U64);
-  }
-  s->f_tid = (int)s->nfields;
-  add_field(s, "tid", PP_FIELD_U64);
-  s->f_start = (int)s->nfields;
-  add_field(s, "start_ns", PP_FIELD_U64);
-  s->f_probe = (int)s->nfields;
-  add_field(s, "probe_ns", PP_FIELD_U64);
-  s->f_ksrc = (int)s->nfields;
-  add_field(s, "kernel_src", PP_FIELD_KERNEL_SRC);
-  s->f_kfloor = (int)s->nfields;
-  add_field(s, "kernel_floor_ns", PP_FIELD_U64);
-  s->f_kerr = (int)s->nfields;
-  add_field(s, "kernel_error_ns", PP_FIELD_EVENT_ERROR);
-  s->f_kernels = (int)s->nfields;
-  add_field(s, "kernels", PP_FIELD_DEVICE);
-  s->f_launch_at = (int)s->nfields;
-  add_field(s, "launch_at_ns", PP_FIELD_DEVICE);
-  s->f_kfirst = (int)s->nfields;
-  add_field(s, "kernel_first_ns", PP_FIELD_DEVICE);
-  s->f_klast = (int)s->nfields;
-  add_field(s, "kernel_last_ns", PP_FIELD_DEVICE);
-  s->f_latency = (int)s->nfields;
-  add_field(s, "launch_latency_ns", PP_FIELD_DEVICE);
-  s->f_hostgap = (int)s->nfields;
-  add_field(s, "host_gap_ns", PP_FIELD_DEVICE);
+  s->f_disk0 = ADD_LIST(s, s->cache, s->ncaches, "_cache_disk_hits");
+  s->f_tid = add_field(s, "tid", PP_FIELD_U64);
+  s->f_start = add_field(s, "start_ns", PP_FIELD_U64);
+  s->f_probe = add_field(s, "probe_ns", PP_FIELD_U64);
+  s->f_ksrc = add_field(s, "kernel_src", PP_FIELD_KERNEL_SRC);
+  s->f_kfloor = add_field(s, "kernel_floor_ns", PP_FIELD_U64);
+  s->f_kerr = add_field(s, "kernel_error_ns", PP_FIELD_EVENT_ERROR);
+  s->f_kernels = add_field(s, "kernels", PP_FIELD_DEVICE);
+  s->f_launch_at = add_field(s, "launch_at_ns", PP_FIELD_DEVICE);
+  s->f_kfirst = add_field(s, "kernel_first_ns", PP_FIELD_DEVICE);
+  s->f_klast = add_field(s, "kernel_last_ns", PP_FIELD_DEVICE);
+  s->f_latency = add_field(s, "launch_latency_ns", PP_FIELD_DEVICE);
+  s->f_hostgap = add_field(s, "host_gap_ns", PP_FIELD_DEVICE);
 }
 
 static int fill(pp_schema *s, const pp_schema_def *d, char *err, size_t errlen) {
