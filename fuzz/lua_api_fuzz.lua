@@ -95,36 +95,7 @@ for _, p in ipairs { "examples/kernels/saxpy.ptx", "examples/kernels/params.ptx"
   local s = slurp(ROOT .. "/" .. p)
   if s then PTX_TEXTS[#PTX_TEXTS + 1] = s end
 end
-PTX_TEXTS[#PTX_TEXTS + 1] = [[
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .global .align 4 .u32 counter[1];
-.visible .global .align 8 .b8 blob[24];
-.visible .entry kinds(
-  .param .u8 kinds_param_0,
-  .param .s32 kinds_param_1,
-  .param .f64 kinds_param_2,
-  .param .b32 kinds_param_3,
-  .param .align 8 .b8 kinds_param_4[12],
-  .param .u64 .ptr .global .align 8 kinds_param_5
-)
-{
-  // BARRIER_MARK
-  ret;
-}
-.visible .entry noargs()
-{
-  ret;
-}
-.visible .entry two(
-  .param .u64 two_param_0,
-  .param .u32 two_param_1
-)
-{
-  ret;
-}
-]]
+PTX_TEXTS[#PTX_TEXTS + 1] = files.slurp(ROOT .. "/spec/fixtures/cuda/kinds.ptx")
 PTX_TEXTS[#PTX_TEXTS + 1] = ".version 8.0\n.target sm_90\n.entry e(\n.param .u32 x["
 PTX_TEXTS[#PTX_TEXTS + 1] = "not ptx at all \0 with a NUL"
 local KINDS_PTX = PTX_TEXTS[#PTX_TEXTS - 2]

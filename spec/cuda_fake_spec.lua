@@ -19,39 +19,9 @@ sub = setmetatable({
 
 local ready = sub.fake_ready()
 
--- A small hand-written module: a global counter, a byte blob, an entry with
--- one parameter of each kind, and a "trap" entry (the fake turns launching
--- it into an illegal address at the next synchronizing call).
-local KINDS_PTX = [=[
-.version 8.0
-.target sm_90
-.address_size 64
-// .entry commented_out(.param .u32 x)
-.visible .global .align 4 .u32 counter[1];
-.visible .global .align 8 .b8 blob[24];
-.visible .entry kinds(
-  .param .u8 kinds_param_0,
-  .param .s32 kinds_param_1,
-  .param .f64 kinds_param_2,
-  .param .b32 kinds_param_3,
-  .param .align 8 .b8 kinds_param_4[12],
-  .param .u64 .ptr .global .align 8 kinds_param_5
-)
-{
-  ret;
-}
-.visible .entry noargs()
-{
-  ret;
-}
-.visible .entry trap_write(
-  .param .u64 trap_write_param_0,
-  .param .u32 trap_write_param_1
-)
-{
-  ret;
-}
-]=]
+-- A small hand-written module (spec/fixtures/cuda/kinds.ptx): globals, an
+-- entry with one parameter of each kind, and a "trap" entry.
+local KINDS_PTX = require("helpers.files").slurp("spec/fixtures/cuda/kinds.ptx")
 
 local function fake_env(extra)
   local env = {
@@ -486,6 +456,33 @@ describe("pp.cuda with the fake driver", function()
   end)
 
   describe("handles", function()
+    it("answer each of their fields with the value behind it", function()
+      local r = with_ctx({}, [[
+        report("ctx", ctx.ordinal, ctx.name, ctx.cc_major, ctx.cc_minor, ctx.sm_count,
+          ctx.cooperative, math.type(ctx.event_floor_ns), ctx.usable)
+        local f = mod:func("kinds")
+        report("fn", f.name, f.registers, f.shared_bytes, f.max_threads, f.local_bytes,
+          f.const_bytes, f.param_bytes, f.param_source)
+        local g = mod:global("blob")
+        report("global", g.name, g.size, math.type(g.ptr), g.ptr ~= 0)
+        local b = ctx:alloc(48)
+        report("buf", b.size, math.type(b.ptr), b.ptr ~= 0, b.context == ctx)
+        report("mod", math.type(mod.jit_ns), mod.jit_driver_ms, mod.context == ctx)
+        local w = ctx.stream:window()
+        w:launch_loop { fn = mod:func("noargs"), grid = 1, block = 1, iterations = 3 }
+        w:close()
+        w:collect()
+        report("window", w.iterations, w.stage, math.type(w.loop_host_ns), w.loop_host_ns > 0,
+          math.type(w.lead_ns), w.floor_ns == ctx.event_floor_ns, w.probe_ns > 0)
+      ]])
+      assert.are.equal("0 | phaseprobe fake device | 9 | 0 | 4 | true | integer | true", r.ctx, r._output)
+      assert.are.equal("kinds | 32 | 0 | 1024 | 0 | 0 | 48 | ptx", r.fn)
+      assert.are.equal("blob | 24 | integer | true", r.global)
+      assert.are.equal("48 | integer | true | true", r.buf)
+      assert.are.equal("integer | 0.5 | true", r.mod)
+      assert.are.equal("3 | collected | integer | true | integer | true | true", r.window)
+    end)
+
     it("raise a clear error once released", function()
       local r = with_ctx({}, [[
         local b = ctx:alloc(16)

@@ -99,6 +99,51 @@ int lcu_no_field(lua_State *L, const char *kind) {
   return luaL_error(L, "%s has no field '%s'", kind, lua_tostring(L, 2));
 }
 
+int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
+                   const char *k) {
+  for (; list->name; list++) {
+    if (strcmp(k, list->name) != 0)
+      continue;
+    const char *at = (const char *)p + list->at;
+    int i;
+    uint64_t u;
+    size_t z;
+    double d;
+    const char *sp;
+    switch (list->kind) {
+    case LCU_INT:
+    case LCU_BOOL:
+      memcpy(&i, at, sizeof i);
+      if (list->kind == LCU_BOOL)
+        lua_pushboolean(L, i);
+      else
+        lua_pushinteger(L, i);
+      break;
+    case LCU_U64:
+      memcpy(&u, at, sizeof u);
+      lua_pushinteger(L, (lua_Integer)u);
+      break;
+    case LCU_SIZE:
+      memcpy(&z, at, sizeof z);
+      lua_pushinteger(L, (lua_Integer)z);
+      break;
+    case LCU_NUM:
+      memcpy(&d, at, sizeof d);
+      lua_pushnumber(L, d);
+      break;
+    case LCU_CHARS:
+      lua_pushstring(L, at);
+      break;
+    case LCU_STRP:
+      memcpy(&sp, at, sizeof sp);
+      lua_pushstring(L, sp);
+      break;
+    }
+    return 1;
+  }
+  return 0;
+}
+
 lcu_ctx *lcu_check_ctx(lua_State *L, int idx) {
   return luaL_checkudata(L, idx, LCU_CTX_MT);
 }
@@ -239,17 +284,9 @@ static int l_context(lua_State *L) {
   return 1;
 }
 
+/* close(), __close and __gc: the driver resources go now, or when the
+ * last child holding some lets go (lcu_unhold); ctx_release is idempotent. */
 static int ctx_close(lua_State *L) {
-  lcu_ctx *c = lcu_check_ctx(L, 1);
-  if (!c->closed) {
-    c->closed = 1;
-    if (c->live == 0)
-      ctx_release(c);
-  }
-  return 0;
-}
-
-static int ctx_gc(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
   c->closed = 1;
   if (c->live == 0)
@@ -274,6 +311,16 @@ static lcu_ctx *check_open_ctx(lua_State *L) {
   return c;
 }
 
+static const lcu_field ctx_fields[] = {
+    LCU_FIELD(lcu_ctx, "ordinal", LCU_INT, ordinal),
+    LCU_FIELD(lcu_ctx, "name", LCU_CHARS, name),
+    LCU_FIELD(lcu_ctx, "cc_major", LCU_INT, cc_major),
+    LCU_FIELD(lcu_ctx, "cc_minor", LCU_INT, cc_minor),
+    LCU_FIELD(lcu_ctx, "sm_count", LCU_INT, sm_count),
+    LCU_FIELD(lcu_ctx, "cooperative", LCU_BOOL, coop),
+    LCU_FIELD(lcu_ctx, "event_floor_ns", LCU_U64, floor_ns),
+    {NULL, LCU_INT, 0}};
+
 static int ctx_get(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
   const char *k = lua_tostring(L, 2);
@@ -282,21 +329,9 @@ static int ctx_get(lua_State *L) {
     return 1;
   }
   PP_CHECK_OPEN(L, !c->closed, "context");
-  if (strcmp(k, "ordinal") == 0)
-    lua_pushinteger(L, c->ordinal);
-  else if (strcmp(k, "name") == 0)
-    lua_pushstring(L, c->name);
-  else if (strcmp(k, "cc_major") == 0)
-    lua_pushinteger(L, c->cc_major);
-  else if (strcmp(k, "cc_minor") == 0)
-    lua_pushinteger(L, c->cc_minor);
-  else if (strcmp(k, "sm_count") == 0)
-    lua_pushinteger(L, c->sm_count);
-  else if (strcmp(k, "cooperative") == 0)
-    lua_pushboolean(L, c->coop);
-  else if (strcmp(k, "event_floor_ns") == 0)
-    lua_pushinteger(L, (lua_Integer)c->floor_ns);
-  else if (strcmp(k, "usable") == 0)
+  if (lcu_push_field(L, c, ctx_fields, k))
+    return 1;
+  if (strcmp(k, "usable") == 0)
     lua_pushboolean(L, c->sticky == CUDA_SUCCESS);
   else if (strcmp(k, "events_created") == 0)
     lua_pushinteger(L, (lua_Integer)pp_cuda_event_pool_created(c->pool));
@@ -367,7 +402,7 @@ static const luaL_Reg cuda_fns[] = {{"available", l_available},
 static void open_classes(lua_State *L) {
   pp_lua_class_new(L, &(pp_lua_class){
       .name = LCU_CTX_MT, .methods = ctx_methods, .get = ctx_get,
-      .gc = ctx_gc, .close = ctx_close, .tostring = ctx_tostring});
+      .gc = ctx_close, .close = ctx_close, .tostring = ctx_tostring});
   lcu_open_module(L);
   lcu_open_mem(L);
   lcu_open_launch(L);

@@ -878,18 +878,17 @@ static int window_tostring(lua_State *L) {
 static int window_get(lua_State *L) {
   lcu_window *w = check_window(L, 1);
   const char *k = lua_tostring(L, 2);
+  static const lcu_field fields[] = {
+      LCU_FIELD(lcu_window, "probe_ns", LCU_U64, w.probe_ns),
+      LCU_FIELD(lcu_window, "loop_host_ns", LCU_U64, w.loop_host_ns),
+      LCU_FIELD(lcu_window, "iterations", LCU_U64, w.iterations),
+      LCU_FIELD(lcu_window, "floor_ns", LCU_U64, w.floor_ns),
+      LCU_FIELD(lcu_window, "lead_ns", LCU_U64, w.lead_ns),
+      {NULL, LCU_INT, 0}};
+  if (lcu_push_field(L, w, fields, k))
+    return 1;
   if (strcmp(k, "stage") == 0)
     lua_pushstring(L, stage_name(w));
-  else if (strcmp(k, "probe_ns") == 0)
-    lua_pushinteger(L, (lua_Integer)w->w.probe_ns);
-  else if (strcmp(k, "loop_host_ns") == 0)
-    lua_pushinteger(L, (lua_Integer)w->w.loop_host_ns);
-  else if (strcmp(k, "iterations") == 0)
-    lua_pushinteger(L, (lua_Integer)w->w.iterations);
-  else if (strcmp(k, "floor_ns") == 0)
-    lua_pushinteger(L, (lua_Integer)w->w.floor_ns);
-  else if (strcmp(k, "lead_ns") == 0)
-    lua_pushinteger(L, (lua_Integer)w->w.lead_ns);
   else if (strcmp(k, "host_ns") == 0) {
     /* open, loop start, loop end, close; then a spun gap's start and end */
     lua_createtable(L, 6, 0);

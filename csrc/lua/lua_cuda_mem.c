@@ -128,14 +128,14 @@ static int buf_get(lua_State *L) {
     return 1;
   }
   PP_CHECK_OPEN(L, !b->closed, "buffer");
-  if (strcmp(k, "ptr") == 0)
-    lua_pushinteger(L, (lua_Integer)b->ptr);
-  else if (strcmp(k, "size") == 0)
-    lua_pushinteger(L, (lua_Integer)b->size);
-  else if (strcmp(k, "context") == 0)
-    lua_getiuservalue(L, 1, 1);
-  else
+  static const lcu_field fields[] = {LCU_FIELD(lcu_buf, "ptr", LCU_U64, ptr),
+                                     LCU_FIELD(lcu_buf, "size", LCU_SIZE, size),
+                                     {NULL, LCU_INT, 0}};
+  if (lcu_push_field(L, b, fields, k))
+    return 1;
+  if (strcmp(k, "context") != 0)
     return lcu_no_field(L, LCU_BUF_MT);
+  lua_getiuservalue(L, 1, 1);
   return 1;
 }
 

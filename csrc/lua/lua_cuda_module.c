@@ -253,10 +253,12 @@ static int mod_get(lua_State *L) {
     return 1;
   }
   PP_CHECK_OPEN(L, !m->closed, "module");
-  if (strcmp(k, "jit_ns") == 0) {
-    lua_pushinteger(L, (lua_Integer)m->jit_ns);
-  } else if (strcmp(k, "jit_driver_ms") == 0) {
-    lua_pushnumber(L, m->jit_driver_ms);
+  static const lcu_field fields[] = {
+      LCU_FIELD(lcu_mod, "jit_ns", LCU_U64, jit_ns),
+      LCU_FIELD(lcu_mod, "jit_driver_ms", LCU_NUM, jit_driver_ms),
+      {NULL, LCU_INT, 0}};
+  if (lcu_push_field(L, m, fields, k)) {
+    return 1;
   } else if (strcmp(k, "info_log") == 0 || strcmp(k, "error_log") == 0) {
     lua_getiuservalue(L, 1, 3);
     lua_getfield(L, -1, k);
@@ -454,6 +456,16 @@ static void push_params(lua_State *L, const lcu_fn *fn) {
   }
 }
 
+static const lcu_field fn_fields[] = {
+    LCU_FIELD(lcu_fn, "name", LCU_STRP, name),
+    LCU_FIELD(lcu_fn, "registers", LCU_INT, registers),
+    LCU_FIELD(lcu_fn, "shared_bytes", LCU_INT, shared_bytes),
+    LCU_FIELD(lcu_fn, "max_threads", LCU_INT, max_threads),
+    LCU_FIELD(lcu_fn, "local_bytes", LCU_INT, local_bytes),
+    LCU_FIELD(lcu_fn, "const_bytes", LCU_INT, const_bytes),
+    LCU_FIELD(lcu_fn, "param_bytes", LCU_SIZE, param_bytes),
+    {NULL, LCU_INT, 0}};
+
 static int fn_get(lua_State *L) {
   lcu_fn *fn = lcu_check_fn(L, 1);
   const char *k = lua_tostring(L, 2);
@@ -462,21 +474,9 @@ static int fn_get(lua_State *L) {
     return 1;
   }
   lcu_check_open_fn(L, 1);
-  if (strcmp(k, "name") == 0)
-    lua_pushstring(L, fn->name);
-  else if (strcmp(k, "registers") == 0)
-    lua_pushinteger(L, fn->registers);
-  else if (strcmp(k, "shared_bytes") == 0)
-    lua_pushinteger(L, fn->shared_bytes);
-  else if (strcmp(k, "max_threads") == 0)
-    lua_pushinteger(L, fn->max_threads);
-  else if (strcmp(k, "local_bytes") == 0)
-    lua_pushinteger(L, fn->local_bytes);
-  else if (strcmp(k, "const_bytes") == 0)
-    lua_pushinteger(L, fn->const_bytes);
-  else if (strcmp(k, "param_bytes") == 0)
-    lua_pushinteger(L, (lua_Integer)fn->param_bytes);
-  else if (strcmp(k, "params") == 0) {
+  if (lcu_push_field(L, fn, fn_fields, k))
+    return 1;
+  if (strcmp(k, "params") == 0) {
     if (fn->nparams < 0)
       return 0;
     push_params(L, fn);
@@ -625,6 +625,12 @@ static int global_write_u32(lua_State *L) {
   return 0;
 }
 
+static const lcu_field global_fields[] = {
+    LCU_FIELD(lcu_global, "ptr", LCU_U64, ptr),
+    LCU_FIELD(lcu_global, "size", LCU_SIZE, size),
+    LCU_FIELD(lcu_global, "name", LCU_CHARS, name),
+    {NULL, LCU_INT, 0}};
+
 static int global_get(lua_State *L) {
   lcu_global *g = luaL_checkudata(L, 1, LCU_GLOBAL_MT);
   const char *k = lua_tostring(L, 2);
@@ -633,13 +639,7 @@ static int global_get(lua_State *L) {
     return 1;
   }
   check_global(L, 1, NULL);
-  if (strcmp(k, "ptr") == 0)
-    lua_pushinteger(L, (lua_Integer)g->ptr);
-  else if (strcmp(k, "size") == 0)
-    lua_pushinteger(L, (lua_Integer)g->size);
-  else if (strcmp(k, "name") == 0)
-    lua_pushstring(L, g->name);
-  else
+  if (!lcu_push_field(L, g, global_fields, k))
     return lcu_no_field(L, LCU_GLOBAL_MT);
   return 1;
 }

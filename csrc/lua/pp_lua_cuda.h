@@ -5,6 +5,8 @@
 
 #include "pp_lua.h"
 
+#include <stddef.h>
+
 #ifdef PP_HAVE_CUDA_H
 #include "pp_cuda.h"
 
@@ -119,6 +121,27 @@ void lcu_hold(lcu_ctx *c);
 void lcu_unhold(lcu_ctx *c);
 /* Raises "unknown field 'k' of <kind>" */
 int lcu_no_field(lua_State *L, const char *kind);
+
+/* The plain fields of a handle, read by its getter from a table: name,
+ * the C type of the member, its offset. A list ends with {NULL}. */
+typedef enum {
+  LCU_INT,   /* int                                     */
+  LCU_BOOL,  /* int, as a boolean                       */
+  LCU_U64,   /* uint64_t (CUdeviceptr too)              */
+  LCU_SIZE,  /* size_t                                  */
+  LCU_NUM,   /* double                                  */
+  LCU_CHARS, /* a char array holding a C string         */
+  LCU_STRP   /* const char *                            */
+} lcu_kind;
+typedef struct {
+  const char *name;
+  lcu_kind kind;
+  size_t at;
+} lcu_field;
+#define LCU_FIELD(type, name, kind, member) {name, kind, offsetof(type, member)}
+/* Pushes field k of the struct at p when the list names it: 1, else 0. */
+int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
+                   const char *k);
 /* The context of a context handle at idx (checked). */
 lcu_ctx *lcu_check_ctx(lua_State *L, int idx);
 

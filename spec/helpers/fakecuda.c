@@ -119,6 +119,9 @@ static void revive(const void *p) {
       dead[i] = NULL;
 }
 
+/* A handle of the fake's own kind that has not ended. */
+#define ALIVE(p, MAGIC) ((p) && !is_dead(p) && (p)->magic == (MAGIC))
+
 /* NULL, the default stream, is always there. */
 static int stream_ended(CUstream s) { return s && is_dead(s); }
 
@@ -464,7 +467,7 @@ static CUresult f_EventCreate(CUevent *e, unsigned flags) {
 
 static CUresult f_EventDestroy(CUevent e) {
   fake_event *ev = (fake_event *)e;
-  if (!ev || is_dead(ev) || ev->magic != EV_MAGIC)
+  if (!ALIVE(ev, EV_MAGIC))
     return CUDA_ERROR_INVALID_HANDLE;
   ev->magic = 0;
   mark_dead(ev);
@@ -476,7 +479,7 @@ static CUresult f_EventDestroy(CUevent e) {
 static CUresult f_EventRecord(CUevent e, CUstream s) {
   GUARD();
   fake_event *ev = (fake_event *)e;
-  if (!ev || is_dead(ev) || stream_ended(s) || ev->magic != EV_MAGIC)
+  if (!ALIVE(ev, EV_MAGIC) || stream_ended(s))
     return CUDA_ERROR_INVALID_HANDLE;
   ev->t = now_ns();
   ev->recorded = 1;
@@ -498,8 +501,7 @@ static CUresult f_EventSynchronize(CUevent e) {
 static CUresult f_EventElapsedTime(float *ms, CUevent a, CUevent b) {
   GUARD();
   fake_event *x = (fake_event *)a, *y = (fake_event *)b;
-  if (!x || !y || is_dead(x) || is_dead(y) || x->magic != EV_MAGIC ||
-      y->magic != EV_MAGIC)
+  if (!ALIVE(x, EV_MAGIC) || !ALIVE(y, EV_MAGIC))
     return CUDA_ERROR_INVALID_HANDLE;
   if (!x->recorded || !y->recorded)
     return CUDA_ERROR_INVALID_HANDLE;
@@ -638,7 +640,7 @@ static CUresult f_ModuleLoadDataEx(CUmodule *out, const void *image,
 
 static CUresult f_ModuleUnload(CUmodule mod) {
   fake_mod *m = (fake_mod *)mod;
-  if (!m || is_dead(m) || m->magic != MOD_MAGIC)
+  if (!ALIVE(m, MOD_MAGIC))
     return CUDA_ERROR_INVALID_HANDLE;
   for (int i = 0; i < m->nglobals; i++)
     drop_alloc(m->globals[i]);
@@ -661,7 +663,7 @@ static CUresult f_ModuleGetFunction(CUfunction *out, CUmodule mod,
   GUARD();
   NEED_CTX();
   fake_mod *m = (fake_mod *)mod;
-  if (!m || is_dead(m) || m->magic != MOD_MAGIC)
+  if (!ALIVE(m, MOD_MAGIC))
     return CUDA_ERROR_INVALID_HANDLE;
   size_t nl = strlen(name);
   for (const char *p = m->ptx; (p = strstr(p, ".entry ")); p += 7) {
@@ -690,7 +692,7 @@ static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *size, CUmodule mod,
   GUARD();
   NEED_CTX();
   fake_mod *m = (fake_mod *)mod;
-  if (!m || is_dead(m) || m->magic != MOD_MAGIC)
+  if (!ALIVE(m, MOD_MAGIC))
     return CUDA_ERROR_INVALID_HANDLE;
   for (int i = 0; i < m->nglobals; i++)
     if (strcmp(m->gnames[i], name) == 0) {
