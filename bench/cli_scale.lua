@@ -10,12 +10,9 @@
 --
 --   lua5.4 bench/cli_scale.lua              (make bench runs it)
 --   PP_BENCH_N=100000 PP_BENCH_ROUNDS=1 lua5.4 bench/cli_scale.lua
-package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
-package.cpath = "./?.so;" .. package.cpath
-local pp = require "phaseprobe"
-local here = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".")
-local rounds = dofile(here .. "/rounds.lua")
-local gen = dofile(here .. "/gen_log.lua")
+local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+local pp = rounds.start()
+local gen = dofile(rounds.here .. "/gen_log.lua")
 print(rounds.clock_note(pp))
 
 local N = math.tointeger(tonumber(os.getenv("PP_BENCH_N") or "")) or 1000000

@@ -5,10 +5,8 @@
 -- run: a ratio near 1 means the walk is linear in nodes.
 --
 --   lua5.4 bench/dispatch_walks.lua          (from the repository root)
-package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
-package.cpath = "./?.so;" .. package.cpath
-local pp = require "phaseprobe"
 local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+local pp = rounds.start()
 print(rounds.clock_note(pp))
 local P = require "phaseprobe.dispatch.program"
 local D = require "phaseprobe.dispatch"

@@ -1,10 +1,8 @@
 -- Cost of the exports per record, against writing the same records as their
 -- own lines (tostring) to a file, measured in the same run.
 --   lua5.4 bench/export_cost.lua        (make bench runs it)
-package.path = "./lua/?.lua;./lua/?/init.lua;./spec/?.lua;" .. package.path
-package.cpath = "./?.so;" .. package.cpath
-local pp = require "phaseprobe"
 local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+local pp = rounds.start()
 print(rounds.clock_note(pp))
 local export = require "phaseprobe.output.export"
 local html = require "phaseprobe.output.html"
@@ -22,10 +20,11 @@ for i = 1, N do
   t = t + r.wall_ns + 1000
   records[i] = r
 end
+-- the exporters take a record set: the same records, value by value
+local set = gen.set(records)
 
-local p = io.popen("mktemp -d")
-local dir = p:read("l")
-p:close()
+local tmp = require("helpers.files").tmpdir()
+local dir = tmp.path
 
 local function best(run)
   local b = math.huge
@@ -43,14 +42,14 @@ local lines = best(function()
   f:close()
 end)
 local rows = {
-  { "csv", best(function() assert(export.csv(records, dir .. "/r.csv")) end) },
-  { "jsonl", best(function() assert(export.jsonl(records, dir .. "/r.jsonl")) end) },
-  { "trace", best(function() assert(export.trace(records, dir .. "/r.json", { all = true })) end) },
+  { "csv", best(function() assert(export.csv(set, dir .. "/r.csv")) end) },
+  { "jsonl", best(function() assert(export.jsonl(set, dir .. "/r.jsonl")) end) },
+  { "trace", best(function() assert(export.trace(set, dir .. "/r.json", { all = true })) end) },
   { "read_csv", best(function() assert(export.read_csv(dir .. "/r.csv")) end) },
   { "read_jsonl", best(function() assert(export.read_jsonl(dir .. "/r.jsonl")) end) },
-  { "html report", best(function() assert(html.write(records, dir .. "/r.html")) end) },
+  { "html report", best(function() assert(html.write(set, dir .. "/r.html")) end) },
 }
-os.execute("rm -rf '" .. dir .. "'")
+tmp:remove()
 print(("exports, %d records (baseline: each record's line written to a file, %.2f us/record)"):format(N,
   lines / 1000))
 print(("  %-12s %12s %10s"):format("", "us/record", "x lines"))

@@ -22,11 +22,9 @@
 -- In-process figures are medians of alternating rounds (bench/rounds.lua),
 -- page cache warm for every side. Prints figures and ratios; asserts
 -- nothing about time.
-local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.path = here .. "/../lua/?.lua;" .. here .. "/../lua/?/init.lua;" .. here .. "/?.lua;" .. package.path
-package.cpath = here .. "/../?.so;" .. package.cpath
-local pp = require "phaseprobe"
-local rounds = require "rounds"
+local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+local pp = rounds.start()
+local here = rounds.here
 
 local function now() return pp.now() / 1e9 end
 

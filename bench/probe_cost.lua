@@ -2,11 +2,8 @@
 -- and a two-clock baseline measured in the same run, in alternating rounds
 -- (bench/rounds.lua, bench/rounds.h): min/median/max of the rounds.
 --   lua5.4 bench/probe_cost.lua [rounds]        (make bench runs it)
-local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.path = here .. "/?.lua;" .. package.path
-package.cpath = here .. "/../?.so;" .. package.cpath
-local pp = require "phaseprobe"
-local rounds = require "rounds"
+local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+local pp = rounds.start()
 
 local R = math.tointeger(tonumber(arg[1] or "")) or 9
 local p = io.popen("build/bench_probe_cost " .. R)

@@ -8,10 +8,8 @@
 -- (renamed per copy) interleaved with reference-shaped entries holding three
 -- grid barriers each, under one module header, as the reference's programs
 -- are single modules of up to 3.9 MB.
-package.cpath = "./?.so;" .. package.cpath
-package.path = "./spec/?.lua;" .. package.path
-local pp = require "phaseprobe"
 local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+local pp = rounds.start()
 print(rounds.clock_note(pp))
 local vyre = require "helpers.vyre_ptx"
 

@@ -6,6 +6,23 @@
 -- when it is not the TSC.
 local M = {}
 
+-- This folder (bench/) and the checkout it is in.
+M.here = (debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$")) or "."
+M.root = M.here .. "/.."
+
+--- Puts the checkout on the Lua paths (its lua/, the specs' helpers in
+-- spec/, bench/ and its phaseprobe.so) and returns the module. A benchmark
+-- starts with
+--   local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+--   local pp = rounds.start()
+function M.start()
+  local r = M.root
+  package.path = r .. "/lua/?.lua;" .. r .. "/lua/?/init.lua;" .. r .. "/spec/?.lua;"
+    .. M.here .. "/?.lua;" .. package.path
+  package.cpath = r .. "/?.so;" .. package.cpath
+  return require "phaseprobe"
+end
+
 -- The median of a list, from the C summary (the one statistics code).
 local function median(t)
   return require("phaseprobe").numeric.summary(t).median

@@ -13,16 +13,13 @@
 --     lua5.4, its output to /dev/null).
 -- Prints min/median/max per run in microseconds and median / bare's median.
 -- The goal: help at most 2 x bare. Asserts nothing about time.
-local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.path = here .. "/../lua/?.lua;" .. here .. "/../lua/?/init.lua;" .. here .. "/?.lua;" .. package.path
-package.cpath = here .. "/../?.so;" .. package.cpath
-local pp = require "phaseprobe"
-local rounds = require "rounds"
+local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
+local pp = rounds.start()
 
 local ROUNDS = math.tointeger(tonumber(arg[1] or "")) or 15
 local RUNS = math.tointeger(tonumber(arg[2] or "")) or 20
 local LUA = os.getenv("LUA") or "lua5.4"
-local root = here .. "/.."
+local root = rounds.root
 
 local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 

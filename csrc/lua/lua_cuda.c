@@ -169,14 +169,23 @@ static int l_available(lua_State *L) {
   return 1;
 }
 
-static int l_device_count(lua_State *L) {
+/* The driver and its device count in *n; NULL with nil, why pushed when
+ * there is no driver (a failing count raises). */
+static const pp_cuda_api *load_and_count(lua_State *L, int *n) {
   const pp_cuda_api *cu = load_or_fail(L);
   if (!cu)
-    return 2;
-  int n = 0;
-  CUresult rc = cu->DeviceGetCount(&n);
+    return NULL;
+  *n = 0;
+  CUresult rc = cu->DeviceGetCount(n);
   if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, NULL, "cuDeviceGetCount", rc, NULL);
+    lcu_raise(L, NULL, "cuDeviceGetCount", rc, NULL);
+  return cu;
+}
+
+static int l_device_count(lua_State *L) {
+  int n;
+  if (!load_and_count(L, &n))
+    return 2;
   lua_pushinteger(L, n);
   return 1;
 }
@@ -251,13 +260,10 @@ static void ctx_calibrate(lua_State *L, lcu_ctx *c, size_t samples) {
 /* cu.context([ordinal]) -> ctx, or nil, why without a driver */
 static int l_context(lua_State *L) {
   lua_Integer ord = luaL_optinteger(L, 1, 0);
-  const pp_cuda_api *cu = load_or_fail(L);
+  int n;
+  const pp_cuda_api *cu = load_and_count(L, &n);
   if (!cu)
     return 2;
-  int n = 0;
-  CUresult rc = cu->DeviceGetCount(&n);
-  if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, NULL, "cuDeviceGetCount", rc, NULL);
   if (ord < 0 || ord >= n)
     return luaL_argerror(
         L, 1,
@@ -268,7 +274,7 @@ static int l_context(lua_State *L) {
   c->ordinal = (int)ord;
   c->closed = 1; /* until fully set up: a failure below releases it */
   luaL_setmetatable(L, LCU_CTX_MT);
-  rc = cu->DeviceGet(&c->dev, (int)ord);
+  CUresult rc = cu->DeviceGet(&c->dev, (int)ord);
   if (rc != CUDA_SUCCESS)
     return lcu_raise(L, NULL, "cuDeviceGet", rc, NULL);
   rc = cu->DevicePrimaryCtxRetain(&c->ctx, c->dev);
