@@ -86,6 +86,14 @@ static void ctx_release(lcu_ctx *c) {
   cu->CtxSetCurrent(NULL);
 }
 
+int lcu_closed(lua_State *L, lcu_ctx *c, int released, CUresult rc,
+               const char *call) {
+  if (released && rc != CUDA_SUCCESS && c->sticky == CUDA_SUCCESS &&
+      !pp_cuda_error_is_sticky(rc))
+    return lcu_raise(L, c, call, rc, NULL);
+  return 0;
+}
+
 void lcu_hold(lcu_ctx *c) { c->live++; }
 
 void lcu_unhold(lcu_ctx *c) {

@@ -595,12 +595,9 @@ static int stream_release(lcu_stream *s, CUresult *rc) {
 /* The default stream is not owned: close leaves it usable. */
 static int stream_close(lua_State *L) {
   lcu_stream *s = check_stream(L, 1);
-  lcu_ctx *c = s->c;
   CUresult rc;
-  if (stream_release(s, &rc) && rc != CUDA_SUCCESS &&
-      c->sticky == CUDA_SUCCESS && !pp_cuda_error_is_sticky(rc))
-    return lcu_raise(L, c, "cuStreamDestroy", rc, NULL);
-  return 0;
+  int released = stream_release(s, &rc);
+  return lcu_closed(L, s->c, released, rc, "cuStreamDestroy");
 }
 
 static int stream_gc(lua_State *L) {

@@ -96,12 +96,9 @@ static int buf_release(lcu_buf *b, CUresult *rc) {
 
 static int buf_free(lua_State *L) {
   lcu_buf *b = check_buf(L, 1);
-  lcu_ctx *c = b->c;
   CUresult rc;
-  if (buf_release(b, &rc) && rc != CUDA_SUCCESS && c->sticky == CUDA_SUCCESS &&
-      !pp_cuda_error_is_sticky(rc))
-    return lcu_raise(L, c, "cuMemFree", rc, NULL);
-  return 0;
+  int released = buf_release(b, &rc);
+  return lcu_closed(L, b->c, released, rc, "cuMemFree");
 }
 
 static int buf_gc(lua_State *L) {

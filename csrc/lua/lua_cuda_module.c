@@ -226,10 +226,8 @@ static int mod_release(lcu_mod *m, CUresult *rc) {
 static int mod_close(lua_State *L) {
   lcu_mod *m = check_mod(L, 1);
   CUresult rc;
-  if (mod_release(m, &rc) && rc != CUDA_SUCCESS &&
-      m->c->sticky == CUDA_SUCCESS && !pp_cuda_error_is_sticky(rc))
-    return lcu_raise(L, m->c, "cuModuleUnload", rc, NULL);
-  return 0;
+  int released = mod_release(m, &rc);
+  return lcu_closed(L, m->c, released, rc, "cuModuleUnload");
 }
 
 static int mod_gc(lua_State *L) {

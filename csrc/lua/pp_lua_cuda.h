@@ -116,6 +116,12 @@ int lcu_raise(lua_State *L, lcu_ctx *c, const char *call, CUresult rc,
               const char *extra);
 /* Raises unless c is open and usable; makes it current on this thread. */
 void lcu_use(lua_State *L, lcu_ctx *c, const char *what);
+/* What close() returns after a child's release (released: it held driver
+ * resources until now): raises the driver's refusal rc of `call`, unless
+ * the context is already unusable (its sticky error said so) or rc is
+ * such an error itself; 0 otherwise. */
+int lcu_closed(lua_State *L, lcu_ctx *c, int released, CUresult rc,
+               const char *call);
 /* A child took / gave back driver resources of c. */
 void lcu_hold(lcu_ctx *c);
 void lcu_unhold(lcu_ctx *c);

@@ -389,6 +389,17 @@ function M.phases(rows)
     { key = "share", title = "of wall", fmt = M.pct } } })
 end
 
+-- The columns of a table of rows: first, then "n" where the rows were
+-- fitted over different numbers of records, then rest; and whether every
+-- row has the same n.
+local function with_n(rows, first, rest)
+  local cols, same = { first }, true
+  for _, r in ipairs(rows) do if r.n ~= rows[1].n then same = false end end
+  if not same then cols[#cols + 1] = { key = "n", title = "n" } end
+  for _, c in ipairs(rest) do cols[#cols + 1] = c end
+  return cols, same
+end
+
 --- Scaling verdicts (analyze.scaling): one row per phase, its explanation
 -- under it when the row would pass the width.
 function M.scaling(s)
@@ -414,11 +425,7 @@ function M.scaling(s)
       .. "%d values, each held by %s of the records or %d of them): %s", d.min_distinct,
       M.pct(d.min_share), d.min_records, table.concat(parts, "; ")), M.width, ""), "\n")
   end
-  local cols = { { key = "name", title = "phase" } }
-  local same = true
-  for _, r in ipairs(rows) do if r.n ~= rows[1].n then same = false end end
-  if not same then cols[#cols + 1] = { key = "n", title = "n" } end
-  for _, c in ipairs {
+  local cols = with_n(rows, { key = "name", title = "phase" }, {
     { key = "median", title = "median", fmt = M.ns, align = "right" },
     { key = "verdict", title = "verdict" },
     { key = "fixed", title = "fixed", fmt = M.ns, align = "right" },
@@ -426,7 +433,7 @@ function M.scaling(s)
     { key = "quality", title = "quality", fmt = M.q, align = "right" },
     { key = "r2", title = "LS R2", fmt = M.q, align = "right" },
     { key = "reason", title = "why", align = "left", wrap = true },
-  } do cols[#cols + 1] = c end
+  })
   return head .. "\n" .. M.table(rows, cols)
 end
 
@@ -443,11 +450,7 @@ function M.fits(v)
       ts_a = f.ts and f.ts.intercept, ts_b = f.ts and f.ts.slope,
       ts_q = f.ts and f.ts.quality, effect = f.effect }
   end
-  local cols = { { key = "q", title = "quantity" } }
-  local same = true
-  for _, r in ipairs(rows) do if r.n ~= rows[1].n then same = false end end
-  if not same then cols[#cols + 1] = { key = "n", title = "n" } end
-  for _, c in ipairs {
+  local cols, same = with_n(rows, { key = "q", title = "quantity" }, {
     { key = "distinct", title = "values" },
     { key = "ls_a", title = "LS fixed", fmt = M.ns, align = "right" },
     { key = "ls_b", title = "LS slope", fmt = M.ns, align = "right" },
@@ -456,7 +459,7 @@ function M.fits(v)
     { key = "ts_b", title = "TS slope", fmt = M.ns, align = "right" },
     { key = "ts_q", title = "quality", fmt = M.q, align = "right" },
     { key = "effect", title = "effect", fmt = M.pct, align = "right" },
-  } do cols[#cols + 1] = c end
+  })
   return (same and rows[1] and (M.num(rows[1].n) .. " records each\n") or "") .. M.table(rows, cols)
 end
 
