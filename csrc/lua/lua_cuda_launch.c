@@ -643,6 +643,10 @@ static void window_release(lcu_window *w) {
   else if (!w->c->released &&
            pp_cuda()->CtxSetCurrent(w->c->ctx) == CUDA_SUCCESS)
     pp_cuda_window_discard(&w->w);
+  else if (w->w.held) { /* its events went with the context */
+    w->w.held = 0;
+    pp_cupti_window(-1);
+  }
   w->holds = 0;
   lcu_unhold(w->c);
 }
