@@ -5,12 +5,22 @@
  * The line sink never blocks, signals or kills the emitting thread, whatever
  * the target (regular file, pipe, FIFO, socket, terminal):
  *
- *  - pp_emit formats the line into a 16 KiB chunk owned by its own thread
- *    (a per-thread spin flag, which only the writer ever contends for, for
- *    the time of a pointer swap) and returns. No system call for the line.
+ *  - pp_emit copies the record (its schema pointer, its values, its tag
+ *    text: 16 + 8 x fields + tags bytes, rounded up to 8) into a 16 KiB
+ *    chunk owned by its own thread (a per-thread spin flag, which only the
+ *    writer ever contends for, for the time of a pointer swap) and returns.
+ *    No formatting and no system call on the emitting thread. A record
+ *    refers to its schema, which lives for the process (schema.c keeps
+ *    every schema declared, immutable, in a static table): the writer
+ *    formats it long after the emit, whatever the thread has chosen since.
  *  - A writer thread of this module takes full chunks at once, and partly
  *    filled ones every interval_ms (default 50), at pp_flush() and when a
- *    Lua state closes, and writes them. It runs with every signal blocked
+ *    Lua state closes (once it has written what it took before: so a
+ *    thread's buffer is never taken for a record or two while a backlog
+ *    waits), formats their lines (record.c's pp_line_format, the bytes
+ *    pp_format_line gives) into a buffer of its own and writes them; a
+ *    record stays in its chunk, and counts as held, until its whole line
+ *    is written. It runs with every signal blocked
  *    (a vanished reader gives EPIPE, never SIGPIPE) and writes on a
  *    descriptor of its own: pipes, FIFOs and terminals are opened anew
  *    non-blocking (/proc/self/fd/N), sockets are written with
@@ -22,9 +32,10 @@
  *    them, which the kernel writes whole or not at all, so no other writer
  *    of the pipe lands inside a line. A short write is continued from where
  *    it stopped before anything else goes to that sink.
- *  - Memory is bounded by the sink's `buffer` (default 1 MiB of chunks);
- *    when the target does not keep up, a line that finds no room is dropped
- *    and counted. What could not be written (dropped, or a failed write) is
+ *  - Memory is bounded by the sink's `buffer` (default 1 MiB of chunks of
+ *    records) and the writer's line buffer (64 KiB and a line); when the
+ *    target does not keep up, a record that finds no room is dropped and
+ *    counted as a dropped line. What could not be written (dropped, or a failed write) is
  *    counted in pp_stats() and said once per sink on stderr (or where
  *    pp_notices_* sends notices), by the writer, non-blocking.
  *  - The writer is stopped and joined before the module's code can go away:
@@ -65,7 +76,20 @@
 #define STOP_MS 100u      /* what a stop adds after its flush            */
 #define FINISH_MS 500u    /* then, to finish a line a socket took part of */
 #define OPEN_TIMEOUT_MS 2000u
-_Static_assert(CHUNK_BYTES >= PP_LINE_BYTES, "a chunk holds the longest line");
+#define WBUF_BYTES 65536 /* the writer formats this much at a time, and a line */
+
+/* A record as pp_emit leaves it in its thread's chunk: this head, the
+ * schema's nfields values in line order, then ntags bytes of tag text,
+ * padded to 8 bytes. */
+typedef struct {
+  const pp_schema *schema;
+  uint32_t size;  /* bytes of the whole entry, a multiple of 8 */
+  uint32_t ntags; /* bytes of tag text after the values        */
+} rec_head;
+#define REC_BYTES(nfields, ntags)                                              \
+  (sizeof(rec_head) + 8 * (size_t)(nfields) + (((size_t)(ntags) + 7) & ~(size_t)7))
+_Static_assert(CHUNK_BYTES >= REC_BYTES(PP_MAX_FIELDS, PP_TAGS_MAX),
+               "a chunk holds the largest record");
 
 /* ---- state --------------------------------------------------------------- */
 enum { K_FILE, K_STREAM, K_SOCK, K_BLOCKING };
@@ -89,17 +113,18 @@ typedef struct sinkobj {
 typedef struct chunk {
   struct chunk *next;
   sinkobj *s;
-  size_t len; /* owner thread, under its flag; fixed once queued         */
-  size_t off; /* atomic: bytes done (written, failed or dropped)         */
-  char data[CHUNK_BYTES];
+  size_t len;    /* bytes of records: owner thread, under its flag; fixed once
+                    queued                                              */
+  uint64_t nrec; /* records in it: the same                             */
+  size_t off;    /* the writer's: bytes of records formatted            */
+  uint64_t done; /* atomic: records done (written, failed or dropped)   */
+  _Alignas(8) char data[CHUNK_BYTES];
 } chunk;
 
 typedef struct tbuf {
   int flag; /* atomic spin flag: the owner, or the writer taking c    */
   int dead; /* the owner thread has exited (under flag)               */
   chunk *c;
-  const pp_schema *bound_for; /* owner only: cached line bound        */
-  size_t bound;
   struct tbuf *next; /* registry (reg_lock)                            */
 } tbuf;
 
@@ -148,6 +173,12 @@ static int shut;               /* atomic: the module is going away */
 static int lua_states;         /* q_lock */
 
 static uint64_t n_emitted, n_written, n_dropped, n_failed; /* atomic */
+
+/* The writer's lines: formatted from the records of the chunk it writes
+ * (the queue's head, until done with it), written from wpos to wlen. Only
+ * the writer thread touches them. */
+static char wbuf[WBUF_BYTES + PP_LINE_BYTES];
+static size_t wpos, wlen;
 static int last_err;                                       /* atomic */
 
 static pp_record_hook hook;
@@ -408,28 +439,29 @@ static void say_trouble(sinkobj *s, const char *what, int err) {
 
 static void post_notice(const char *msg);
 
-/* The rest of the chunk will not be written: counted as failed or dropped. */
+/* The rest of the chunk (the lines formatted from it and not yet written,
+ * and its records not yet formatted) will not be written: counted as failed
+ * or dropped. */
 static void give_up_rest(chunk *c, int failed, int err) {
-  size_t off = __atomic_load_n(&c->off, __ATOMIC_RELAXED);
-  uint64_t k = count_lines(c->data + off, c->len - off);
+  uint64_t k = c->nrec - __atomic_load_n(&c->done, __ATOMIC_RELAXED);
   __atomic_fetch_add(failed ? &n_failed : &n_dropped, k, __ATOMIC_RELAXED);
   if (failed)
     __atomic_store_n(&last_err, err, __ATOMIC_RELAXED);
-  __atomic_store_n(&c->off, c->len, __ATOMIC_RELEASE);
+  __atomic_store_n(&c->done, c->nrec, __ATOMIC_RELEASE);
+  c->off = c->len;
+  wpos = wlen = 0;
   if (k)
     say_trouble(c->s, failed ? "could not be written"
                              : "were not taken in time and were dropped",
                 failed ? err : 0);
 }
 
-/* The next piece to write from off: one line for a per-record sink; to a
- * pipe, whole lines of at most PIPE_BUF bytes (a line longer than that
- * alone); elsewhere, the rest. */
-static size_t piece(const sinkobj *s, const chunk *c, size_t off) {
-  size_t rest = c->len - off;
+/* The next piece to write of the rest lines at p: one line for a
+ * per-record sink; to a pipe, whole lines of at most PIPE_BUF bytes (a line
+ * longer than that alone); elsewhere, the rest. */
+static size_t piece(const sinkobj *s, const char *p, size_t rest) {
   if (s->kind != K_STREAM && s->kind != K_BLOCKING && !s->per_record)
     return rest;
-  const char *p = c->data + off;
   const char *nl = memchr(p, '\n', rest);
   size_t n = nl ? (size_t)(nl - p) + 1 : rest;
   if (s->per_record)
@@ -444,10 +476,27 @@ static size_t piece(const sinkobj *s, const chunk *c, size_t off) {
   return n;
 }
 
+/* The lines of c's next records into wbuf: as many as WBUF_BYTES takes, or
+ * one (a per-record sink writes each as soon as it can). */
+static void format_some(chunk *c, int one) {
+  wpos = wlen = 0;
+  while (c->off < c->len && wlen < WBUF_BYTES) {
+    const rec_head *h = (const rec_head *)(c->data + c->off);
+    const uint64_t *v = (const uint64_t *)(h + 1);
+    wlen += pp_line_format(h->schema, v, (const char *)(v + h->schema->nfields),
+                           h->ntags, wbuf + wlen);
+    wbuf[wlen++] = '\n';
+    c->off += h->size;
+    if (one)
+      break;
+  }
+}
+
 /* Writes what is left of c. 1: done with it (written, failed or dropped);
  * 0: the target takes nothing for now (the caller looks at its other work
- * and comes back). Called without q_lock; `retired` and `grace_until` are
- * the sink's, read under q_lock when the chunk was taken. */
+ * and comes back to c: wbuf keeps c's lines meanwhile). Called without
+ * q_lock; `retired` and `grace_until` are the sink's, read under q_lock
+ * when the chunk was taken. */
 static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
   sinkobj *s = c->s;
   if (s->lazy && s->fd < 0 && own_from_fd(2, s) != 0) {
@@ -458,9 +507,13 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
     give_up_rest(c, 1, __atomic_load_n(&last_err, __ATOMIC_RELAXED));
     return 1;
   }
-  size_t off = __atomic_load_n(&c->off, __ATOMIC_RELAXED);
-  while (off < c->len) {
-    size_t n = piece(s, c, off);
+  for (;;) {
+    if (wpos == wlen) {
+      if (c->off >= c->len)
+        return 1;
+      format_some(c, s->per_record);
+    }
+    size_t n = piece(s, wbuf + wpos, wlen - wpos);
     /* Given up at a stop, or when the sink was replaced and its grace is
      * over; but a line the target has taken part of (a stream socket) gets
      * FINISH_MS more, alone, so its reader is not left half a line. */
@@ -471,22 +524,22 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
       until = grace_until;
     if (until != UINT64_MAX) {
       uint64_t now = mono_ns();
-      int mid = off > 0 && c->data[off - 1] != '\n';
+      int mid = wpos > 0 && wbuf[wpos - 1] != '\n';
       if (now >= until + (mid ? (uint64_t)FINISH_MS * 1000000ull : 0)) {
         give_up_rest(c, 0, 0);
         return 1;
       }
       if (now >= until) {
-        const char *nl = memchr(c->data + off, '\n', c->len - off);
-        n = nl ? (size_t)(nl - (c->data + off)) + 1 : c->len - off;
+        const char *nl = memchr(wbuf + wpos, '\n', wlen - wpos);
+        n = nl ? (size_t)(nl - (wbuf + wpos)) + 1 : wlen - wpos;
       }
     }
-    ssize_t w = sink_write(s, c->data + off, n);
+    ssize_t w = sink_write(s, wbuf + wpos, n);
     if (w > 0) {
-      __atomic_fetch_add(&n_written, count_lines(c->data + off, (size_t)w),
-                         __ATOMIC_RELAXED);
-      off += (size_t)w;
-      __atomic_store_n(&c->off, off, __ATOMIC_RELEASE);
+      uint64_t k = count_lines(wbuf + wpos, (size_t)w);
+      __atomic_fetch_add(&n_written, k, __ATOMIC_RELAXED);
+      __atomic_fetch_add(&c->done, k, __ATOMIC_RELEASE);
+      wpos += (size_t)w;
       continue;
     }
     if (w < 0 && errno == EINTR)
@@ -504,7 +557,6 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
     give_up_rest(c, 1, e);
     return 1;
   }
-  return 1;
 }
 
 /* q_lock held. */
@@ -608,6 +660,12 @@ static void *writer_main(void *arg) {
         if (now >= armed_at + (uint64_t)cur_interval_ms() * 1000000ull)
           collect = 1;
       }
+      /* Not while what was taken before waits: the threads' records stay
+       * in their own chunks meanwhile (a per-record sink arms the writer at
+       * every record; taking a chunk each time would hold a chunk for a
+       * record or two, and the buffer would fill with them). */
+      if (q_head)
+        collect = 0;
     }
     if (collect) {
       __atomic_store_n(&armed, 0, __ATOMIC_RELEASE);
@@ -775,19 +833,6 @@ static tbuf *tb_new(void) {
   return t;
 }
 
-/* The most bytes r's line can take (cached per schema on the thread). */
-static size_t line_bound(tbuf *t, const pp_record *r) {
-  const pp_schema *s = r->schema;
-  if (t->bound_for != s) {
-    size_t n = strlen(s->prefix) + PP_TAGS_MAX + 2;
-    for (size_t i = 0; i < s->nfields; i++)
-      n += strlen(s->field[i]) + 2 + 20;
-    t->bound = n;
-    t->bound_for = s;
-  }
-  return t->bound;
-}
-
 /* Under t's flag: hands t's chunk to the queue (an empty one back to the
  * free list) and takes a fresh one for s, within s's buffer. NULL: none
  * free (the target is not keeping up). */
@@ -836,7 +881,9 @@ static chunk *tb_refill(tbuf *t, sinkobj *s) {
     c->next = NULL;
     c->s = s;
     c->len = 0;
-    __atomic_store_n(&c->off, 0, __ATOMIC_RELAXED);
+    c->nrec = 0;
+    c->off = 0;
+    __atomic_store_n(&c->done, 0, __ATOMIC_RELAXED);
     s->refs++;
   }
   if (writer_state == 0)
@@ -893,8 +940,11 @@ static void line_add(const pp_record *r) {
     __atomic_fetch_add(&n_failed, 1, __ATOMIC_RELAXED);
     return;
   }
+  const pp_schema *sch = r->schema;
+  size_t ntags = pp_record_tags_len(r);
+  size_t need = REC_BYTES(sch->nfields, ntags);
   chunk *c = t->c;
-  if (!c || c->s != s || CHUNK_BYTES - c->len < line_bound(t, r)) {
+  if (!c || c->s != s || CHUNK_BYTES - c->len < need) {
     c = tb_refill(t, s);
     if (!c) {
       tb_unlock(t);
@@ -903,23 +953,23 @@ static void line_add(const pp_record *r) {
     }
     t->c = c;
   }
-  size_t n = pp_record_format(r, c->data + c->len);
-  c->data[c->len + n] = '\n';
-  c->len += n + 1;
-  int per_record = s->per_record;
+  /* the record, not its line: the writer formats it */
+  rec_head *h = (rec_head *)(c->data + c->len);
+  h->schema = sch;
+  h->size = (uint32_t)need;
+  h->ntags = (uint32_t)ntags;
+  uint64_t *v = (uint64_t *)(h + 1);
+  memcpy(v, r->values, sizeof(uint64_t) * sch->nfields);
+  memcpy(v + sch->nfields, r->tags, ntags);
+  c->len += need;
+  c->nrec++;
   tb_unlock(t);
-  if (per_record) {
-    /* the reference's one write per record: the writer is woken for each
-     * line (it writes them one by one), and the emitting thread goes on */
-    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&q_lock);
-    if (writer_state == 0)
-      start_writer_locked();
-    pthread_cond_signal(&q_cond);
-    pthread_mutex_unlock(&q_lock);
-  } else if (!__atomic_load_n(&armed, __ATOMIC_RELAXED)) {
+  /* A per-record sink (the reference's one write per record) has no
+   * interval: once armed, the writer takes the record at once and writes
+   * each line on its own; an emit wakes it only when it was not armed
+   * already (one system call when it sleeps), and goes on. */
+  if (!__atomic_load_n(&armed, __ATOMIC_RELAXED))
     arm();
-  }
 }
 
 void pp_sinks_deliver(const pp_record *r) {
@@ -1165,6 +1215,7 @@ __attribute__((destructor)) static void sink_fini(void) {
   free_chunk_list(q_head);
   free_chunk_list(free_chunks);
   q_head = q_tail = free_chunks = NULL;
+  wpos = wlen = 0;
   n_chunks = n_free = 0;
   sinkobj *r = retired;
   retired = NULL;
@@ -1207,6 +1258,7 @@ static void after_fork_child(void) {
   }
   q_head = q_tail = free_chunks = NULL;
   n_chunks = n_free = 0;
+  wpos = wlen = 0;
   writer_state = 0;
   writer_finished = writer_detached = 0;
   stop_req = 0;
@@ -1230,15 +1282,13 @@ PP_EXPORT void pp_stats(pp_stats_t *out) {
   for (tbuf *t = reg; t; t = t->next) {
     tb_lock(t);
     if (t->c)
-      pending += count_lines(t->c->data, t->c->len);
+      pending += t->c->nrec;
     tb_unlock(t);
   }
   pthread_mutex_unlock(&reg_lock);
   pthread_mutex_lock(&q_lock);
-  for (chunk *c = q_head; c; c = c->next) {
-    size_t off = __atomic_load_n(&c->off, __ATOMIC_ACQUIRE);
-    pending += count_lines(c->data + off, c->len - off);
-  }
+  for (chunk *c = q_head; c; c = c->next)
+    pending += c->nrec - __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
   snprintf(out->sink, sizeof out->sink, "%s", cur ? cur->name : "none");
   pthread_mutex_unlock(&q_lock);
   out->lines_pending = pending;
