@@ -158,6 +158,17 @@ describe("sockets and pipes, from C threads (build/sink_helper)", function()
     end)
   end
 
+  -- Twelve threads, two records each, into a 32 KiB buffer written only at
+  -- the end: each thread's two records take 0.7 KiB; the buffer is shared
+  -- out in pieces of 2 to 16 KiB, so all of them fit. (It was shared out in
+  -- 16 KiB pieces: two threads took it all and the other ten lost their
+  -- records; with the default 1 MiB, so did every thread past the 64th.)
+  it("pipe, twelve threads sharing a 32 KiB buffer: nothing dropped", function()
+    local out, code = run("timeout 60 build/sink_helper pipe crowd 12 2")
+    assert.equal(0, code, out)
+    assert.truthy(out:find("ok kind=pipe scenario=crowd emitted=24 received=24 written=24 dropped=0", 1, true), out)
+  end)
+
   -- #nosan: under ASan (gcc 12) a forked child can inherit the sanitizer's
   -- allocator lock held by another thread of the parent, and hang in the
   -- first allocation of the thread it starts: the sanitizer's limitation,

@@ -6,8 +6,8 @@
  * the target (regular file, pipe, FIFO, socket, terminal):
  *
  *  - pp_emit copies the record (its schema pointer, its values, its tag
- *    text: 16 + 8 x fields + tags bytes, rounded up to 8) into a 16 KiB
- *    chunk owned by its own thread (a per-thread spin flag, which only the
+ *    text: 16 + 8 x fields + tags bytes, rounded up to 8) into a chunk (2
+ *    to 16 KiB, below) owned by its own thread (a per-thread spin flag, which only the
  *    writer ever contends for, for the time of a pointer swap) and returns.
  *    No formatting and no system call on the emitting thread. A record
  *    refers to its schema, which lives for the process (schema.c keeps
@@ -33,9 +33,10 @@
  *    of the pipe lands inside a line. A short write is continued from where
  *    it stopped before anything else goes to that sink.
  *  - Memory is bounded by the sink's `buffer` (default 1 MiB of chunks of
- *    records) and the writer's line buffer (64 KiB and a line); when the
- *    target does not keep up, a record that finds no room is dropped and
- *    counted as a dropped line. What could not be written (dropped, or a failed write) is
+ *    records, shared out among the threads in chunks of 2 to 16 KiB) and
+ *    the writer's line buffer (64 KiB and a line); when the target does not
+ *    keep up, a record that finds no room is dropped and counted as a
+ *    dropped line. What could not be written (dropped, or a failed write) is
  *    counted in pp_stats() and said once per sink on stderr (or where
  *    pp_notices_* sends notices), by the writer, non-blocking.
  *  - The writer is stopped and joined before the module's code can go away:
@@ -65,9 +66,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHUNK_BYTES 16384
+/* A thread's chunk is 2, 4, 8 or 16 KiB: a thread starts with the smallest,
+ * gets the next size up when it fills one, and the next down when the
+ * writer takes one before it is full; so many threads that emit now and
+ * then share a small buffer, and a thread that emits flat out hands over
+ * 16 KiB at a time. */
+#define CHUNK_MIN 2048
+#define CHUNK_MAX 16384
+#define NCLASS 4
 #define DEFAULT_BUFFER ((size_t)1 << 20)
-#define MIN_BUFFER ((size_t)2 * CHUNK_BYTES)
+#define MIN_BUFFER ((size_t)2 * CHUNK_MAX)
 #define MAX_BUFFER ((size_t)1 << 30)
 #define DEFAULT_INTERVAL_MS 50u
 #define MAX_INTERVAL_MS 60000u
@@ -88,8 +96,9 @@ typedef struct {
 } rec_head;
 #define REC_BYTES(nfields, ntags)                                              \
   (sizeof(rec_head) + 8 * (size_t)(nfields) + (((size_t)(ntags) + 7) & ~(size_t)7))
-_Static_assert(CHUNK_BYTES >= REC_BYTES(PP_MAX_FIELDS, PP_TAGS_MAX),
-               "a chunk holds the largest record");
+_Static_assert(CHUNK_MIN >= REC_BYTES(PP_MAX_FIELDS, PP_TAGS_MAX),
+               "the smallest chunk holds the largest record");
+_Static_assert(CHUNK_MIN << (NCLASS - 1) == CHUNK_MAX, "the chunk sizes");
 
 /* ---- state --------------------------------------------------------------- */
 enum { K_FILE, K_STREAM, K_SOCK, K_BLOCKING };
@@ -118,13 +127,16 @@ typedef struct chunk {
   uint64_t nrec; /* records in it: the same                             */
   size_t off;    /* the writer's: bytes of records formatted            */
   uint64_t done; /* atomic: records done (written, failed or dropped)   */
-  _Alignas(8) char data[CHUNK_BYTES];
+  size_t cap;    /* bytes of data: CHUNK_MIN << cls                     */
+  int cls;
+  _Alignas(8) char data[];
 } chunk;
 
 typedef struct tbuf {
   int flag; /* atomic spin flag: the owner, or the writer taking c    */
   int dead; /* the owner thread has exited (under flag)               */
   chunk *c;
+  int cls; /* the owner's: the size of chunk it asks for next    */
   struct tbuf *next; /* registry (reg_lock)                            */
 } tbuf;
 
@@ -145,8 +157,10 @@ static tbuf *reg;
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond;    /* the writer waits here     */
 static pthread_cond_t done_cond; /* flushers wait here        */
-static chunk *q_head, *q_tail, *free_chunks;
-static unsigned n_chunks, n_free;
+static chunk *q_head, *q_tail, *free_chunks[NCLASS];
+/* Bytes of chunks allocated, and of those in use (a thread's or queued):
+ * in use never passes the current sink's buffer, nor allocated for long. */
+static size_t bytes_alloc, bytes_used;
 static sinkobj default_sink = {
     .fd = -1,
     .kind = K_FILE,
@@ -563,9 +577,9 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
 static void chunk_release_locked(chunk *c) {
   sinkobj *s = c->s;
   c->s = NULL;
-  c->next = free_chunks;
-  free_chunks = c;
-  n_free++;
+  c->next = free_chunks[c->cls];
+  free_chunks[c->cls] = c;
+  bytes_used -= c->cap;
   if (s)
     s->refs--;
 }
@@ -833,50 +847,75 @@ static tbuf *tb_new(void) {
   return t;
 }
 
+/* q_lock held: free chunks go to *extra (freed by the caller, outside the
+ * lock), the largest first, while more than limit bytes are allocated. */
+static void trim_locked(size_t limit, chunk **extra) {
+  for (int k = NCLASS - 1; k >= 0 && bytes_alloc > limit; k--)
+    while (free_chunks[k] && bytes_alloc > limit) {
+      chunk *f = free_chunks[k];
+      free_chunks[k] = f->next;
+      bytes_alloc -= f->cap;
+      f->next = *extra;
+      *extra = f;
+    }
+}
+
 /* Under t's flag: hands t's chunk to the queue (an empty one back to the
- * free list) and takes a fresh one for s, within s's buffer. NULL: none
- * free (the target is not keeping up). */
-static chunk *tb_refill(tbuf *t, sinkobj *s) {
+ * free list) and takes a fresh one for s, of t's next size or smaller,
+ * holding at least need bytes, within s's buffer. NULL: no room (the
+ * target is not keeping up). */
+static chunk *tb_refill(tbuf *t, sinkobj *s, size_t need) {
   chunk *c = NULL;
   pthread_mutex_lock(&q_lock);
-  unsigned budget = (unsigned)(s->buffer / CHUNK_BYTES);
+  size_t budget = s->buffer;
   if (t->c) {
     if (t->c->len) {
       /* The writer comes within the interval anyway (this thread armed it
        * with its first line); it is woken early, at the cost of a system
        * call here, only when half the buffer is in use. */
+      if (t->c->s == s && t->cls < NCLASS - 1)
+        t->cls++; /* filled: a bigger one next */
       queue_push_locked(t->c);
-      if (2 * (n_chunks - n_free) >= budget)
+      if (2 * bytes_used >= budget)
         pthread_cond_signal(&q_cond);
     } else {
       chunk_release_locked(t->c);
     }
     t->c = NULL;
+  } else if (t->cls > 0) {
+    t->cls--; /* the writer took the last one before it was full */
   }
+  int lo = 0;
+  while ((size_t)CHUNK_MIN << lo < need)
+    lo++;
+  int k = t->cls > lo ? t->cls : lo;
+  while (k >= lo && bytes_used + ((size_t)CHUNK_MIN << k) > budget)
+    k--;
   chunk *extra = NULL;
-  if (n_chunks - n_free < budget) {
-    if (free_chunks) {
-      c = free_chunks;
-      free_chunks = c->next;
-      n_free--;
+  if (k >= lo) {
+    size_t cap = (size_t)CHUNK_MIN << k;
+    bytes_used += cap;
+    if (free_chunks[k]) {
+      c = free_chunks[k];
+      free_chunks[k] = c->next;
     } else {
-      n_chunks++; /* allocated outside the lock */
+      /* room for it: free chunks of other sizes go first */
+      trim_locked(budget - cap, &extra);
+      bytes_alloc += cap; /* allocated outside the lock */
       pthread_mutex_unlock(&q_lock);
-      c = malloc(sizeof *c);
+      c = malloc(sizeof *c + cap);
       pthread_mutex_lock(&q_lock);
-      if (!c)
-        n_chunks--;
+      if (c) {
+        c->cap = cap;
+        c->cls = k;
+      } else {
+        bytes_alloc -= cap;
+        bytes_used -= cap;
+      }
     }
   }
   /* over this sink's budget (smaller than a former one's): free chunks go */
-  while (free_chunks && n_chunks > budget) {
-    chunk *f = free_chunks;
-    free_chunks = f->next;
-    n_free--;
-    n_chunks--;
-    f->next = extra;
-    extra = f;
-  }
+  trim_locked(budget, &extra);
   if (c) {
     c->next = NULL;
     c->s = s;
@@ -944,8 +983,8 @@ static void line_add(const pp_record *r) {
   size_t ntags = pp_record_tags_len(r);
   size_t need = REC_BYTES(sch->nfields, ntags);
   chunk *c = t->c;
-  if (!c || c->s != s || CHUNK_BYTES - c->len < need) {
-    c = tb_refill(t, s);
+  if (!c || c->s != s || c->cap - c->len < need) {
+    c = tb_refill(t, s, need);
     if (!c) {
       tb_unlock(t);
       line_dropped(s);
@@ -1146,7 +1185,7 @@ PP_EXPORT int pp_flush(unsigned timeout_ms) {
   if (h)
     h->drain(timeout_ms ? (uint64_t)timeout_ms * 1000000ull : 1);
   pthread_mutex_lock(&q_lock);
-  if (writer_state == 0 && n_free == n_chunks && !retired && !notice_len) {
+  if (writer_state == 0 && bytes_used == 0 && !retired && !notice_len) {
     pthread_mutex_unlock(&q_lock); /* nothing held anywhere */
     return 0;
   }
@@ -1213,10 +1252,13 @@ __attribute__((destructor)) static void sink_fini(void) {
   free_tbufs(gone);
   pthread_mutex_lock(&q_lock);
   free_chunk_list(q_head);
-  free_chunk_list(free_chunks);
-  q_head = q_tail = free_chunks = NULL;
+  q_head = q_tail = NULL;
+  for (int k = 0; k < NCLASS; k++) {
+    free_chunk_list(free_chunks[k]);
+    free_chunks[k] = NULL;
+  }
   wpos = wlen = 0;
-  n_chunks = n_free = 0;
+  bytes_alloc = bytes_used = 0;
   sinkobj *r = retired;
   retired = NULL;
   sinkobj *c = cur;
@@ -1256,8 +1298,10 @@ static void after_fork_child(void) {
     t->flag = 0;
     t->c = NULL;
   }
-  q_head = q_tail = free_chunks = NULL;
-  n_chunks = n_free = 0;
+  q_head = q_tail = NULL;
+  for (int k = 0; k < NCLASS; k++)
+    free_chunks[k] = NULL;
+  bytes_alloc = bytes_used = 0;
   wpos = wlen = 0;
   writer_state = 0;
   writer_finished = writer_detached = 0;

@@ -19,6 +19,11 @@
  *            in batches, or with write = "record" for burst-record) holds
  *            every record the threads emit, however slow the writer: no
  *            line may be dropped;
+ *   crowd    the threads each emit RECORDS lines into a buffer of 32 KiB
+ *            that is written only at the end (interval_ms 60000): with 2
+ *            records a thread and up to 12 threads it holds them all (a
+ *            thread with records waiting holds at least 2 KiB of it), so no
+ *            line may be dropped;
  *   fork     (pipe, one thread) RECORDS lines are emitted and left buffered,
  *            then the process forks; the child emits 10 lines of its own,
  *            flushes and exits. The reader must get RECORDS + 10 lines: the
@@ -234,7 +239,7 @@ static int tcp_pair(int fds[2]) {
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: sink_helper pipe|socket|tcp "
-                    "killed|stalled|slow|burst|burst-record|fork "
+                    "killed|stalled|slow|burst|burst-record|crowd|fork "
                     "[THREADS] [RECORDS]\n");
     return 2;
   }
@@ -265,10 +270,15 @@ int main(int argc, char **argv) {
   pp_store_enable(0);
   pp_sink_fd(fds[1]);
   int burst = strncmp(scenario, "burst", 5) == 0;
+  int crowd = strcmp(scenario, "crowd") == 0;
   if (burst) {
     pp_sink_opts o = {(size_t)64 << 20, 0, strcmp(scenario, "burst-record") == 0};
     pp_sink_fd_with(fds[1], &o);
+  } else if (crowd) {
+    pp_sink_opts o = {(size_t)32 << 10, 60000, 0};
+    pp_sink_fd_with(fds[1], &o);
   }
+  burst |= crowd; /* no line may be dropped */
 
   pthread_t rt, wt, th[64];
   pthread_create(&rt, NULL, reader, NULL);
