@@ -7,27 +7,28 @@
  *
  *  - pp_emit copies the record (its schema pointer, its values, its tag
  *    text: 16 + 8 x fields + tags bytes, rounded up to 8) into a chunk (2
- *    to 16 KiB, below) owned by its own thread (a per-thread spin flag, which only the
- *    writer ever contends for, for the time of a pointer swap) and returns.
- *    No formatting and no system call on the emitting thread. A record
- *    refers to its schema, which lives for the process (schema.c keeps
- *    every schema declared, immutable, in a static table): the writer
- *    formats it long after the emit, whatever the thread has chosen since.
+ *    to 16 KiB, below) owned by its own thread (a per-thread spin flag,
+ *    which only the writer ever contends for, for the time of a pointer
+ *    swap) and returns. No formatting and no system call on the emitting
+ *    thread. A record refers to its schema, which lives for the process
+ *    (schema.c keeps every schema declared, immutable, in a static table):
+ *    the writer formats it long after the emit, whatever the thread has
+ *    chosen since.
  *  - A writer thread of this module takes full chunks at once, and partly
  *    filled ones every interval_ms (default 50), at pp_flush() and when a
  *    Lua state closes (once it has written what it took before: so a
- *    thread's buffer is never taken for a record or two while a backlog
+ *    thread's chunk is never taken for a record or two while a backlog
  *    waits), formats their lines (record.c's pp_line_format, the bytes
  *    pp_format_line gives) into a buffer of its own and writes them; a
  *    record stays in its chunk, and counts as held, until its whole line
- *    is written. It runs with every signal blocked
- *    (a vanished reader gives EPIPE, never SIGPIPE) and writes on a
- *    descriptor of its own: pipes, FIFOs and terminals are opened anew
- *    non-blocking (/proc/self/fd/N), sockets are written with
- *    MSG_DONTWAIT | MSG_NOSIGNAL, a path is opened with O_NONBLOCK (a FIFO
- *    with no reader is refused at once) in a helper thread that is waited
- *    for at most 2 s (a stalled file system). So only a write to a regular
- *    file on a stalled disk can hold the writer, and then only the writer.
+ *    is written. It runs with every signal blocked (a vanished reader
+ *    gives EPIPE, never SIGPIPE) and writes on a descriptor of its own:
+ *    pipes, FIFOs and terminals are opened anew non-blocking
+ *    (/proc/self/fd/N), sockets are written with MSG_DONTWAIT |
+ *    MSG_NOSIGNAL, a path is opened with O_NONBLOCK (a FIFO with no reader
+ *    is refused at once) in a helper thread that is waited for at most 2 s
+ *    (a stalled file system). So only a write to a regular file on a
+ *    stalled disk can hold the writer, and then only the writer.
  *  - Each write(2) holds whole lines; to pipes, at most PIPE_BUF bytes of
  *    them, which the kernel writes whole or not at all, so no other writer
  *    of the pipe lands inside a line. A short write is continued from where
