@@ -838,6 +838,7 @@ H["export.read_jsonl"] = function() return pick { FILES.jsonl, FILES.csv, FILES.
 H["export._encode"] = function() return any(), "fuzz" end
 H["records.concat"] = function() return { set_value(), set_value() } end
 H["records.set:layout"] = function() return nil end
+H["records.set:per_record"] = function() return field() end
 H["pp.parse.list"] = function()
   return records_list(), opts { prefix = pick { nil, "lst", "9bad" }, fields = { field(), "seq" },
     text = pick { nil, "line", "any", "x" }, source = pick { nil, "src" }, lines = chance(0.3) and { 1, 2 } or nil }

@@ -36,6 +36,15 @@ describe("record set summaries", function()
     assert.are.equal(40, s.sum)
   end)
 
+  it("gives a field's mean per record, records lacking it counting as 0", function()
+    -- ptx_ns 4+8+12+16+20 over 5; kernel_ns on every record; no "nope"
+    assert.are.equal(12, set():per_record("ptx_ns"))
+    local s = records.from_string("d a=2\nd b=1\nd a=4 b=1\n")
+    assert.are.equal(2, s:per_record("a"))
+    assert.are.equal(0, s:per_record("nope"))
+    assert.are.equal(0, s:where("a", 99):per_record("a"))
+  end)
+
   it("summarises plain arrays the same way", function()
     local s = pp.numeric.summary({ 50, 10, 40, 20, 30 })
     assert.are.equal(30, s.median)

@@ -319,6 +319,46 @@ describe("source selection and calibration through the fake driver", function()
     ]]
   end)
 
+  it("completes dispatches' records from CUPTI's launches, also at an exit without closing Lua", function()
+    if not need_fake() then return end
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers")
+      return
+    end
+    -- FAKECUDA_TRACE: the fake driver reports each launch to the fake CUPTI
+    -- as the real driver does (a 20 us kernel starting 7 us after the call)
+    local log = os.tmpname()
+    local out, ok = run("PHASEPROBE_LIBCUDA=" .. FAKE .. " PHASEPROBE_LIBCUPTI=build/libfakecupti.so "
+      .. "FAKECUDA_TRACE=1", ([[
+      local pp = require "phaseprobe"
+      local cu = pp.cuda
+      local ctx = assert(cu.context(0))
+      assert(ctx:kernel_source("cupti") == "cupti")
+      local s = ctx:stream()
+      local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
+      pp.enable(); assert(pp.sink(%q))
+      for i = 1, 30 do
+        pp.begin()
+        local w = s:window()
+        w:launch_loop{ fn = spin, grid = 1, block = 32, args = { 1000, 0, 0 }, iterations = 2 }
+        w:close(); pp.finish(); w:collect()
+        local r = pp.emit{ seq = i }
+        assert(r.kernel_src == "pending" or r.kernel_src == "cupti", r.kernel_src)
+      end
+      print("emitted")
+      os.exit(0) -- no lua_close: collection is still on at exit
+    ]]):format(log))
+    assert.is_true(ok, out)
+    local lines = {}
+    for l in io.lines(log) do lines[#lines + 1] = l end
+    os.remove(log)
+    assert.are.equal(30, #lines, out)
+    for _, l in ipairs(lines) do
+      assert.truthy(l:find(" kernel_ns=40000 ", 1, true), l)
+      assert.truthy(l:find(" kernel_src=cupti kernel_floor_ns=0 kernels=2 ", 1, true), l)
+    end
+  end)
+
   it("says why a window read by CUPTI has no kernel time when CUPTI delivers nothing", function()
     if not need_fake() then return end
     if not cu.built_with_cupti then

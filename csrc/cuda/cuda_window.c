@@ -226,6 +226,8 @@ PP_EXPORT CUresult pp_cuda_window_open_timeline(pp_cuda_window *w,
                 CUDA_ERROR_NOT_INITIALIZED);
   w->host_ns[0] = host_now_ns();
   w->stage = PP_CUDA_WINDOW_OPEN;
+  w->held = 1;
+  pp_cupti_window(1);
   return CUDA_SUCCESS;
 }
 
@@ -380,7 +382,7 @@ PP_EXPORT CUresult pp_cuda_window_collect(pp_cuda_window *w,
     pp_cuda_ksrc_collect(w, &ker, &src, &floor);
     *window_ns = UINT64_MAX;
     *kernel_ns = UINT64_MAX;
-    w->stage = PP_CUDA_WINDOW_IDLE;
+    pp_cuda_window_discard(w);
     return CUDA_SUCCESS;
   }
   /* Waiting for the device is not the probe's cost; the query after is. */
@@ -418,8 +420,14 @@ PP_EXPORT CUresult pp_cuda_window_collect(pp_cuda_window *w,
 }
 
 PP_EXPORT void pp_cuda_window_discard(pp_cuda_window *w) {
-  if (!w->pool)
+  if (w->held) { /* a timeline window: the flusher may flush again */
+    w->held = 0;
+    pp_cupti_window(-1);
+  }
+  if (!w->pool || w->timeline) {
+    w->stage = PP_CUDA_WINDOW_IDLE;
     return;
+  }
   CUevent *evs[4] = {&w->outer[0], &w->outer[1], &w->inner[0], &w->inner[1]};
   for (int i = 0; i < 4; i++) {
     pp_cuda_event_put(w->pool, *evs[i]);

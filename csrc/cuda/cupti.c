@@ -279,6 +279,8 @@ static pthread_t flusher;
 static CUpti_SubscriberHandle subscriber;
 static int active_flag;
 static unsigned flush_period_ms = 10;
+static int windows_open; /* timeline windows between open and collect */
+#define DEFER_MAX_NS 100000000ull /* a flush waits for no window longer */
 
 static __thread uint64_t tls_span; /* this thread's open span, or 0          */
 
@@ -659,6 +661,22 @@ static void *flusher_main(void *arg) {
     pthread_mutex_unlock(&tab_lock);
     if (!waiting)
       continue;
+    /* A flush takes CUPTI's and the driver's locks for about 55 us (H200):
+     * a thread inside a timed window would wait on them in its driver calls
+     * and the window would read the flush as host time. So the flush waits
+     * for a moment with no window open, polling each millisecond, at most
+     * DEFER_MAX_NS. */
+    uint64_t t0 = pp_now_ns();
+    while (!flusher_stop && __atomic_load_n(&windows_open, __ATOMIC_ACQUIRE) > 0 &&
+           since(pp_now_ns(), t0) < DEFER_MAX_NS) {
+      clock_gettime(CLOCK_REALTIME, &ts);
+      uint64_t ns1 = (uint64_t)ts.tv_nsec + 1000000u;
+      ts.tv_sec += (time_t)(ns1 / 1000000000u);
+      ts.tv_nsec = (long)(ns1 % 1000000000u);
+      pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
+    }
+    if (flusher_stop)
+      continue;
     pthread_mutex_unlock(&ctl_lock);
     api.ActivityFlushAll(0);
     pthread_mutex_lock(&tab_lock);
@@ -670,6 +688,8 @@ static void *flusher_main(void *arg) {
   pthread_mutex_unlock(&ctl_lock);
   return NULL;
 }
+
+static void at_exit(void);
 
 /* ---- start / stop ---------------------------------------------------------------- */
 static const CUpti_CallbackId launch_cbids[] = {
@@ -759,6 +779,16 @@ static int first_start(char *why, size_t whylen) {
   }
   flusher_on = 1;
   pp_set_device_hooks(&hooks);
+  static int exit_hooked;
+  if (!exit_hooked) {
+    /* Registered after CUPTI and the driver set up theirs, so it runs
+     * before they tear down (atexit runs in reverse order): a program that
+     * exits with collection on (os.exit without closing its Lua state, or
+     * exit() from C) completes what waits and stops the flusher while
+     * CUPTI still works. The module stays mapped (pin_module), so the
+     * handler never outlives its code. */
+    exit_hooked = atexit(at_exit) == 0;
+  }
   return 0;
 }
 
@@ -802,6 +832,10 @@ PP_EXPORT void pp_cupti_stop(void) {
   pthread_mutex_unlock(&ctl_lock);
 }
 
+PP_EXPORT void pp_cupti_window(int delta) {
+  __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);
+}
+
 PP_EXPORT int pp_cupti_active(void) {
   return __atomic_load_n(&active_flag, __ATOMIC_ACQUIRE);
 }
@@ -815,9 +849,9 @@ PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {
   return v;
 }
 
-/* On unload (the module is pinned once CUPTI was started, so this runs at
- * process exit): collection still on is stopped and what waits delivered. */
-__attribute__((destructor)) static void cupti_fini(void) {
+/* At process exit with collection on (see first_start): stopped, and what
+ * waits delivered, while CUPTI and the driver are still there. */
+static void at_exit(void) {
   pthread_mutex_lock(&ctl_lock);
   if (starts > 0) {
     starts = 0;
@@ -1092,6 +1126,10 @@ PP_EXPORT int pp_cupti_start(char *why, size_t whylen) {
   return -1;
 }
 PP_EXPORT void pp_cupti_stop(void) {}
+PP_EXPORT void pp_cupti_window(int delta) {
+  __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);
+}
+
 PP_EXPORT int pp_cupti_active(void) { return 0; }
 PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {
   (void)ms;
@@ -1121,6 +1159,7 @@ PP_EXPORT size_t pp_cupti_drain(uint64_t timeout_ns) {
   return 0;
 }
 PP_EXPORT void pp_cupti_span_release(uint64_t id) { (void)id; }
+PP_EXPORT void pp_cupti_window(int delta) { (void)delta; }
 PP_EXPORT void pp_cupti_stats_get(pp_cupti_stats *out) {
   memset(out, 0, sizeof *out);
 }

@@ -209,6 +209,7 @@ typedef struct {
    * record then takes CUPTI's figures). */
   pp_kernel_src source;
   int timeline;             /* opened without events (CUPTI's timeline)     */
+  int held;                 /* counted open for the CUPTI flusher           */
   uint64_t cupti_span;      /* CUPTI span of the loop's launches (0: none)  */
   pp_kernel_src kernel_src; /* what filled kernel_ns at collect             */
   uint64_t event_kernel_ns; /* the inner pair's reading, at collect         */

@@ -92,6 +92,10 @@ int pp_cupti_start(char *why, size_t whylen);
 void pp_cupti_stop(void);
 /* Whether collection is on. */
 int pp_cupti_active(void);
+/* A timed window opens (+1) or is collected or dropped (-1): the flusher
+ * holds its flushes while a window is open (at most 100 ms), so a flush's
+ * locks never stretch a measured window. */
+void pp_cupti_window(int delta);
 /* Milliseconds between the flusher's rounds (1..1000, default 10): a
  * round flushes when spans wait, so a record is completed about this long
  * after its kernels end. Returns the value in force; 0 only reads it. */

@@ -638,8 +638,10 @@ static lcu_window *check_window(lua_State *L, int idx) {
 static void window_release(lcu_window *w) {
   if (!w->holds)
     return;
-  if (!w->w.timeline && !w->c->released &&
-      pp_cuda()->CtxSetCurrent(w->c->ctx) == CUDA_SUCCESS)
+  if (w->w.timeline)
+    pp_cuda_window_discard(&w->w); /* no events: nothing of the driver's */
+  else if (!w->c->released &&
+           pp_cuda()->CtxSetCurrent(w->c->ctx) == CUDA_SUCCESS)
     pp_cuda_window_discard(&w->w);
   w->holds = 0;
   lcu_unhold(w->c);

@@ -331,13 +331,14 @@ static int rec_index(lua_State *L) {
   lrec *r = check_rec(L, 1);
   if (lua_type(L, 2) != LUA_TSTRING)
     return 0;
-  const char *k = lua_tostring(L, 2);
+  size_t klen;
+  const char *k = lua_tolstring(L, 2, &klen);
   if (k[0] == '_') {
-    if (strcmp(k, "_prefix") == 0) {
+    if (klen == 7 && memcmp(k, "_prefix", 7) == 0) {
       push_prefix(L, 1, r);
       return 1;
     }
-    if (strcmp(k, "_fields") == 0) {
+    if (klen == 7 && memcmp(k, "_fields", 7) == 0) {
       push_fields(L, 1, r);
       return 1;
     }

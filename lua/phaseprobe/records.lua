@@ -372,6 +372,15 @@ function Set:summary(name)
     "phaseprobe.summary")
 end
 
+--- The field's total over the set's records divided by their count: its
+-- mean per record, a record lacking the field counting as 0 (0 for an
+-- empty set or a field no record has).
+function Set:per_record(name)
+  local n = self:count()
+  if n == 0 or not self:has(name) then return 0 end
+  return (self:summary(name).sum or 0) / n
+end
+
 --- Summaries of every numeric field (or of the names given): name -> summary.
 function Set:summaries(names)
   local out = {}

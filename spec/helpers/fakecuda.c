@@ -31,6 +31,7 @@
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <dlfcn.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -702,6 +703,24 @@ static void log_launch(const fake_fn *f, const unsigned g[3],
   fclose(out);
 }
 
+/* With FAKECUDA_TRACE=1, a launch is also reported to the fake CUPTI
+ * (spec/helpers/fakecupti.c, loaded through PHASEPROBE_LIBCUPTI), as the
+ * real driver reports launches to CUPTI: a kernel of 20 us starting 7 us
+ * after the call. */
+static void traced_launch(void) {
+  static uint32_t (*report)(uint64_t, uint64_t, int);
+  static int looked;
+  if (!looked) {
+    looked = 1;
+    const char *on = getenv("FAKECUDA_TRACE"), *lib = getenv("PHASEPROBE_LIBCUPTI");
+    void *h = on && *on == '1' && lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (h)
+      *(void **)&report = dlsym(h, "fakecupti_launch");
+  }
+  if (report)
+    report(20000, 7000, 1);
+}
+
 static CUresult launch(CUfunction func, unsigned gx, unsigned gy, unsigned gz,
                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
                        void **params, int coop) {
@@ -722,6 +741,7 @@ static CUresult launch(CUfunction func, unsigned gx, unsigned gy, unsigned gz,
   log_launch(f, g, b, shared, coop, params);
   if (strncmp(f->name, "trap", 4) == 0)
     st.pending = CUDA_ERROR_ILLEGAL_ADDRESS;
+  traced_launch();
   return CUDA_SUCCESS;
 }
 

@@ -27,13 +27,6 @@ local analyze = require "phaseprobe.analysis.analyze"
 
 local M = {}
 
-local function mean0(set, field)
-  local n = set:count()
-  if n == 0 or not set:has(field) then return 0 end
-  local s = set:summary(field)
-  return (s.sum or 0) / n
-end
-
 local function union(a, b)
   local seen, out = {}, {}
   for _, list in ipairs({ a, b }) do
@@ -71,8 +64,8 @@ function M.sets(a, b, opts)
   local phases = union(ia.phases, ib.phases)
   local r = {
     metric = "wall_ns",
-    a = { label = labels[1], n = a:count(), mean = mean0(a, "wall_ns") },
-    b = { label = labels[2], n = b:count(), mean = mean0(b, "wall_ns") },
+    a = { label = labels[1], n = a:count(), mean = a:per_record("wall_ns") },
+    b = { label = labels[2], n = b:count(), mean = b:per_record("wall_ns") },
     rows = {}, nested = {},
   }
   r.diff = r.b.mean - r.a.mean
@@ -82,7 +75,7 @@ function M.sets(a, b, opts)
   end
   local acc = 0
   local function add(name, kind)
-    local ma, mb = mean0(a, name), mean0(b, name)
+    local ma, mb = a:per_record(name), b:per_record(name)
     local row = { name = name, kind = kind, a = ma, b = mb, diff = mb - ma }
     acc = acc + row.diff
     r.rows[#r.rows + 1] = row
@@ -99,7 +92,7 @@ function M.sets(a, b, opts)
   for _, n in ipairs(ia.nested) do names[#names + 1] = n.label end
   for _, n in ipairs(ib.nested) do names[#names + 1] = n.label end
   for _, name in ipairs(union(names, {})) do
-    local ma, mb = mean0(a, name), mean0(b, name)
+    local ma, mb = a:per_record(name), b:per_record(name)
     r.nested[#r.nested + 1] = { name = name, parent = nested[name], a = ma, b = mb,
       diff = mb - ma, share = share(mb - ma) }
   end

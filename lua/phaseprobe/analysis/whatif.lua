@@ -35,12 +35,6 @@ local M = {}
 
 M.WAIT_PHASES = { "release_ns", "readback_ns" }
 
-local function mean0(set, field)
-  local n = set:count()
-  if n == 0 or not set:has(field) then return 0 end
-  return (set:summary(field).sum or 0) / n
-end
-
 --- Resolves a phase or nested-region name ("ptx", "ptx_ns", "ptx_digest",
 -- "sub_ptx_digest_ns") against the set: label, kind, parent.
 function M.resolve(info, name)
@@ -160,7 +154,7 @@ function M.project(set, scenario, opts)
   for _, s in ipairs(steps) do
     local phase = s.kind == "phase" and s.field or s.parent
     s.enqueue_side = phase ~= nil and not wait[phase]
-    s.saved_wall = s.coef * mean0(set, s.field)
+    s.saved_wall = s.coef * set:per_record(s.field)
     wterms[#wterms + 1] = { s.field, -s.coef }
     if not has_enq then
       s.saved_enqueue = nil

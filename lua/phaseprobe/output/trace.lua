@@ -26,8 +26,14 @@
 --              when they exceed it), its phases as child slices laid end to
 --              end in schema order, the residue as "unattributed", nested
 --              regions inside their phase;
---   device     the outer device window and the kernel-only window on two
---              tracks of their own, placed where the events are recorded.
+--   device     with CUPTI's timeline (kernel_src=cupti): the launch loop's
+--              kernels as one slice from the first kernel's start to the
+--              last one's end, and the first launch call as an instant, at
+--              their true times (the probe clock, like the host slices);
+--              with event pairs: the outer device window and the
+--              kernel-only window on two tracks of their own, placed where
+--              the events are recorded (their device times have no host
+--              time of their own).
 -- Per run, counter tracks: each phase's mean ns per dispatch and the
 -- largest wall, over bins of consecutive dispatches (about M.BINS bins).
 -- Integer args past 2^63-1 are written as strings (trace readers parse
@@ -64,10 +70,13 @@ local PHASE_LAYOUT = "Phases are a partition of charged host time, not a record 
   .. "within a dispatch they are laid end to end from its start in schema order, then an "
   .. "'unattributed' slice holds the residue (wall_ns - named_host_ns). Nested regions (sub_*) "
   .. "are laid end to end inside the phase they were measured in. Zero-length phases are left out."
-local DEVICE_LAYOUT = "Device slices have their measured durations (device_window_ns, kernel_ns); "
-  .. "their positions are modelled: the outer window starts where its start event is recorded "
-  .. "(the end of the stage phase), the kernel window at the start of the launch phase, both kept "
-  .. "inside the dispatch where they fit."
+local DEVICE_LAYOUT = "Records timed by CUPTI's timeline (kernel_src=cupti) draw their kernels at "
+  .. "their true times, on the probe clock like the host slices: a 'kernels' slice from the first "
+  .. "kernel's start to the last one's end and a 'launch call' instant at the first launch. Event-pair "
+  .. "records: device slices have their measured durations (device_window_ns, kernel_ns); their "
+  .. "positions are modelled: the outer window starts where its start event is recorded (the end of "
+  .. "the stage phase), the kernel window at the start of the launch phase, both kept inside the "
+  .. "dispatch where they fit."
 local COUNTERS = "Counter tracks, per run: each phase's mean ns per dispatch and the largest "
   .. "wall_ns, over bins of consecutive dispatches, at the start of each bin's first dispatch. "
   .. "They cover every dispatch, those drawn in full or not."
@@ -375,9 +384,39 @@ M.TRACKS[2] = function(run) -- device: the outer window and the kernel-only wind
     '{"device_window_ns":%d,"kernel_ns":%d,"starvation_ns":%d%s}')
   local KERNEL = slice_format(pid, "device", "kernel",
     '{"kernel_floor_ns":%s,"kernel_ns":%d,"kernel_src":%s%s}')
+  -- CUPTI's timeline: the kernels where they ran, on the same clock as the
+  -- dispatch's start, and the launch call that started them
+  local KERNELS = slice_format(pid, "device", "kernels",
+    '{"kernels":%d,"kernel_ns":%d,"launch_latency_ns":%d,"host_gap_ns":%d,'
+    .. '"device_window_ns":%d,"kernel_src":"cupti"%s}')
+  local LAUNCH = ',\n{"args":{"launch_at_ns":%d%s},"cat":"device","name":"launch call","ph":"i","pid":'
+    .. pid .. ',"s":"t","tid":%d,"ts":%d.%03d}'
+  local has_timeline = false
+  for _, f in ipairs(L.fields or {}) do
+    if f == "kernel_first_ns" then has_timeline = true end
+  end
+  local function timeline(d, emit, seq_text)
+    local first, last = d.get("kernel_first_ns"), d.get("kernel_last_ns")
+    if d.get("kernel_src") ~= "cupti" or first == nil or last == nil then return false end
+    first, last = u(first), u(last)
+    local t, start = d.track, d.start
+    local at = u(d.get("launch_at_ns"))
+    local ts = start + at
+    emit(format(LAUNCH, at, seq_text, t.ker, ts // 1000, ts % 1000))
+    local ks, kd = start + first, math.max(0, last - first)
+    emit(format(KERNELS, u(d.get("kernels")), u(d.get("kernel_ns")), u(d.get("launch_latency_ns")),
+      u(d.get("host_gap_ns")), u(d.get("device_window_ns")), seq_text, kd // 1000, kd % 1000, t.ker,
+      ks // 1000, ks % 1000))
+    t.ker_end = math.max(t.ker_end, ks + kd)
+    return true
+  end
   return function(d, emit)
     local window, kernel = u(d.get("device_window_ns")), u(d.get("kernel_ns"))
     if window == 0 and kernel == 0 then return end
+    if has_timeline then
+      local seq = d.get("seq")
+      if timeline(d, emit, seq ~= nil and (',"seq":' .. value_json(seq)) or "") then return end
+    end
     local t, start, dur = d.track, d.start, d.dur
     local after_stage = 0
     if stage_k then
