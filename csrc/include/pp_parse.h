@@ -171,6 +171,12 @@ int pp_parser_feed(pp_parser *p, const char *buf, size_t len);
 int pp_parser_line(pp_parser *p, const char *line, size_t len);
 /* Ends the current source: a pending unterminated line is parsed. */
 int pp_parser_end(pp_parser *p);
+/* The index of the source being read (SIZE_MAX before any), and a return
+ * to source i after another was read (its line numbers and counts go on):
+ * a reader of lines whose callback fed the parser another source resumes
+ * its own. -1 when there is no source i (the parser was reset). */
+size_t pp_parser_current(const pp_parser *p);
+int pp_parser_resume(pp_parser *p, size_t i);
 
 /* Reads a whole file ("-" is stdin) as one source. progress (may be NULL)
  * is called about every 16 MiB; a non-zero return stops the reading.
