@@ -22,9 +22,12 @@ extern "C" {
 /* ---- summaries ----------------------------------------------------------- */
 /* Quantiles are type 7 (linear between the closest ranks: the median of an
  * even count is the mean of the middle two). An empty summary has count 0
- * and NaN for the rest. */
+ * and NaN for the rest. NaN values are no values: they are left out of
+ * every figure (count included) and counted in nan, so a summary does not
+ * depend on where they stand; infinities are values like any other. */
 typedef struct {
-  size_t count;        /* present values summarised                     */
+  size_t count;        /* values summarised (NaNs not among them)       */
+  size_t nan;          /* NaN values left out                           */
   double min, max, sum, mean, median, p90, p99;
   int exact;           /* integer column: imin, imax, isum are exact     */
   int64_t imin, imax;  /* integers (u64 bit patterns if unsigned)         */
@@ -41,6 +44,7 @@ void pp_summarize(double *a, size_t n, pp_summary *out);
 /* ---- line fits ----------------------------------------------------------- */
 typedef struct {
   size_t n;             /* points used                                    */
+  size_t nan;           /* pp_fit_line: points left out, a coordinate NaN */
   size_t distinct_x;    /* distinct x values (counted up to 1000)         */
   double xmin, xmax, ymedian;
   /* least squares */
@@ -63,7 +67,8 @@ typedef struct {
 #define PP_TS_EXACT_PAIRS 200000
 #define PP_TS_SAMPLE_PAIRS 100000
 #define PP_TS_SAMPLE_POINTS 65536
-/* x and y are not modified. Returns 0, or -1 out of memory. */
+/* x and y are not modified. A point with a NaN coordinate is left out
+ * (counted in out->nan). Returns 0, or -1 out of memory. */
 int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out);
 /* The same in stages, for many fits over shared columns: statistics of
  * an x column and of a y column once, then one pass a pair. */

@@ -9,10 +9,13 @@
  * implementation answers everywhere.
  *
  *   pp.numeric.summary(xs) -> {count=, min=, max=, sum=, mean=, median=,
- *                              p90=, p99=}
+ *                              p90=, p99= [, nan=]}
  *       xs: a sequence of numbers (read up to its raw length; __len is
  *       not consulted). Quantiles are type 7 (the median of an even count
  *       is the mean of the middle two). An empty sequence gives {count=0}.
+ *       NaNs are no values: left out of every figure, count included, and
+ *       counted in nan (present when there are any), so the order of the
+ *       values never matters; infinities are ordinary values.
  *
  *   pp.numeric.fit(xs, ys) -> {n=, distinct_x=, ok=, xmin=, xmax=, ymedian=,
  *                              ls={intercept=, slope=, r2=},
@@ -23,7 +26,9 @@
  *       sample past 200,000 pairs; quality = 1 - MAD(residuals) / MAD(y)
  *       in [0, 1]). ok is false when fewer than 2 distinct x values leave
  *       no slope to tell (slopes 0, intercepts the mean and median of ys).
- *       With n == 0 only n, distinct_x and ok are set.
+ *       With n == 0 only n, distinct_x and ok are set. A point with a NaN
+ *       coordinate is no point: left out, and counted in nan (present when
+ *       there are any).
  *
  * Not to be confused with pp.stats(), the probe's emission counters.
  * Misuse raises: a non-table argument, an element that is not a number
@@ -46,9 +51,13 @@ static void set_exact(lua_State *L, const char *k, int64_t v, int uns) {
 }
 
 void pp_lua_push_summary(lua_State *L, const pp_summary *s, int uns) {
-  lua_createtable(L, 0, 9);
+  lua_createtable(L, 0, 10);
   lua_pushinteger(L, (lua_Integer)s->count);
   lua_setfield(L, -2, "count");
+  if (s->nan) {
+    lua_pushinteger(L, (lua_Integer)s->nan);
+    lua_setfield(L, -2, "nan");
+  }
   if (s->count == 0)
     return;
   if (s->exact) {
@@ -77,6 +86,10 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f) {
   lua_setfield(L, -2, "distinct_x");
   lua_pushboolean(L, f->ok);
   lua_setfield(L, -2, "ok");
+  if (f->nan) {
+    lua_pushinteger(L, (lua_Integer)f->nan);
+    lua_setfield(L, -2, "nan");
+  }
   if (f->n == 0)
     return;
   pp_lua_set_num(L, "xmin", f->xmin);

@@ -132,6 +132,13 @@ static double sq_dev(const double *a, size_t n, double mean) {
 
 PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
   memset(out, 0, sizeof *out);
+  /* NaNs out, to the end: no order of the values changes the figures */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (a[i] == a[i])
+      a[m++] = a[i];
+  out->nan = n - m;
+  n = m;
   out->count = n;
   if (n == 0) {
     out->min = out->max = out->mean = out->median = out->p90 = out->p99 = NAN;
@@ -377,10 +384,40 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
 }
 
 PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out) {
+  /* a point with a NaN coordinate is no point: left out (copies made only
+   * when there is one), so the fit never depends on where it stands */
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += x[i] != x[i] || y[i] != y[i];
+  double *cx = NULL, *cy = NULL;
+  if (bad) {
+    cx = malloc((n - bad + 1) * sizeof *cx);
+    cy = malloc((n - bad + 1) * sizeof *cy);
+    if (!cx || !cy) {
+      free(cx);
+      free(cy);
+      return -1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (x[i] == x[i] && y[i] == y[i]) {
+        cx[m] = x[i];
+        cy[m] = y[i];
+        m++;
+      }
+    x = cx;
+    y = cy;
+    n = m;
+  }
   pp_fit_xstat xs;
   pp_fit_ystat ys;
   pp_fit_xstats(x, n, &xs);
-  if (pp_fit_ystats(y, n, &ys) != 0)
-    return -1;
-  return pp_fit_line_with(x, y, n, &xs, &ys, out);
+  int rc = pp_fit_ystats(y, n, &ys) != 0
+               ? -1
+               : pp_fit_line_with(x, y, n, &xs, &ys, out);
+  if (rc == 0)
+    out->nan = bad;
+  free(cx);
+  free(cy);
+  return rc;
 }
