@@ -29,10 +29,17 @@ typedef struct {
   size_t count;        /* values summarised (NaNs not among them)       */
   size_t nan;          /* NaN values left out                           */
   double min, max, sum, mean, median, p90, p99;
-  int exact;           /* integer column: imin, imax, isum are exact     */
-  int64_t imin, imax;  /* integers (u64 bit patterns if unsigned)         */
+  int exact;           /* integers: imin, imax, isum and text are exact  */
+  int64_t imin, imax;  /* with imin_u64 / imax_u64: a u64's bit pattern  */
+  int imin_u64, imax_u64;
   int isum_fits;       /* the exact sum fits in int64                    */
   int64_t isum;
+  /* With exact: each figure in decimal, the integer it is (min, max, sum)
+   * or the nearest one (mean, median, p90, p99; halves rounded up),
+   * computed exactly (what --raw prints). */
+  struct {
+    char min[24], max[24], sum[32], mean[24], median[24], p90[24], p99[24];
+  } text;
 } pp_summary;
 
 /* Type-7 quantile (linear between closest ranks) of a sorted array. */
@@ -40,6 +47,10 @@ double pp_quantile_sorted(const double *sorted, size_t n, double p);
 /* Summary (count, min, max, sum, mean, median, p90, p99) of n doubles; a
  * is reordered. */
 void pp_summarize(double *a, size_t n, pp_summary *out);
+/* The exact summary of integers: neg[0..nneg) the negative ones,
+ * pos[0..npos) the others (any u64); both are reordered. */
+void pp_summarize_int(int64_t *neg, size_t nneg, uint64_t *pos, size_t npos,
+                      pp_summary *out);
 
 /* ---- line fits ----------------------------------------------------------- */
 typedef struct {

@@ -405,59 +405,16 @@ static int parse_u64(const char *s, size_t n, uint64_t *out) {
   return 0;
 }
 
-/* -?digits(.digits*)?([eE][+-]?digits)? or -?.digits(...)? */
-static int float_shape(const char *s, size_t n) {
-  size_t i = 0, digits = 0;
-  if (i < n && (s[i] == '-' || s[i] == '+'))
-    i++;
-  while (i < n && s[i] >= '0' && s[i] <= '9')
-    i++, digits++;
-  if (i < n && s[i] == '.') {
-    i++;
-    while (i < n && s[i] >= '0' && s[i] <= '9')
-      i++, digits++;
-  }
-  if (!digits)
-    return 0;
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    i++;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-      i++;
-    size_t ed = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9')
-      i++, ed++;
-    if (!ed)
-      return 0;
-  }
-  return i == n;
-}
-
-/* Classifies a free-typed value: unsigned int, negative int, double or
- * string. */
+/* Classifies a free-typed value by the one rule (pp_cols_value_of_text):
+ * unsigned int, negative int, double or string. */
 static void classify(tok_t *t) {
-  const char *s = t->val;
-  size_t n = t->vlen;
-  t->neg = 0;
-  if (parse_u64(s, n, &t->u) == 0) {
-    t->kind = PP_VAL_INT;
-    return;
-  }
-  if (n > 1 && s[0] == '-' && parse_u64(s + 1, n - 1, &t->u) == 0 &&
-      t->u <= (uint64_t)INT64_MAX + 1) {
-    t->u = (uint64_t)0 - t->u;
-    t->neg = 1;
-    t->kind = PP_VAL_INT;
-    return;
-  }
-  if (n < 64 && float_shape(s, n)) {
-    char buf[64];
-    memcpy(buf, s, n);
-    buf[n] = 0;
-    t->d = strtod(buf, NULL);
-    t->kind = PP_VAL_NUM;
-    return;
-  }
-  t->kind = PP_VAL_STR;
+  pp_cols_field f;
+  t->kind = pp_cols_value_of_text(t->val, t->vlen, 0, &f);
+  t->neg = f.neg;
+  if (t->kind == PP_VAL_INT)
+    t->u = (uint64_t)f.v.i;
+  else if (t->kind == PP_VAL_NUM)
+    t->d = f.v.d;
 }
 
 static int ends_with(const char *s, size_t n, const char *suf) {
@@ -777,7 +734,8 @@ static int commit(pp_parser *p, const char *pre, size_t plen, size_t nt,
     else if (t->kind == PP_VAL_INT)
       rc = pp_cols_set_int(c, (size_t)t->col, row, t->u, t->neg);
     else if (t->kind == PP_VAL_NUM)
-      rc = pp_cols_set_num(c, (size_t)t->col, row, t->d);
+      rc = pp_cols_set_num_text(c, (size_t)t->col, row, t->d, t->val,
+                                t->vlen);
     else
       rc = pp_cols_set_str(c, (size_t)t->col, row, t->val, t->vlen);
     if (rc)
