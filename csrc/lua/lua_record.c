@@ -671,8 +671,9 @@ static const char *bad_field(lua_State *L, const char *name, size_t nlen,
   return lua_pushfstring(L, "field '%s': %s", lua_tostring(L, -1), what);
 }
 
-/* A list of {name, value [, true]} pairs in line order (with true, value is
- * a number's text, read exactly). Returns the count; on a problem, *why. */
+/* A list of {name, value [, true | "token"]} pairs in line order (with
+ * true, value is a number's text, read exactly; with "token", a text read
+ * as a record line's value is). Returns the count; on a problem, *why. */
 static size_t pair_fields(lua_State *L, int idx, list_scratch *sc,
                           const char **why) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
@@ -795,9 +796,9 @@ static size_t own_fields(const lrec *r, pp_cols_field *f) {
     if (!pp_field_present(s, r->tail, i))
       continue;
     pp_cols_field *x = &f[n++];
+    memset(x, 0, sizeof *x);
     x->name = s->field[i];
     x->nlen = strlen(s->field[i]);
-    x->neg = 0;
     if (s->kind[i] == PP_FIELD_KERNEL_SRC) {
       const char *k = pp_ksrc_name(r->tail[i]);
       x->v.kind = PP_VAL_STR;
@@ -818,9 +819,9 @@ static size_t own_fields(const lrec *r, pp_cols_field *f) {
     if (!stop)
       stop = end;
     pp_cols_field *x = &f[n++];
+    memset(x, 0, sizeof *x);
     x->name = name;
     x->nlen = (size_t)(eq - name);
-    x->neg = 0;
     x->v.kind = PP_VAL_STR;
     x->v.s = eq + 1;
     x->v.len = (size_t)(stop - eq - 1);
@@ -892,11 +893,15 @@ static void read_list_opts(lua_State *L, int t, list_opts *o) {
  * record sets give them: copied with its prefix, fields and values), a
  * table of name = value (its fields in the order of opts.fields, the others
  * by name), or a list of {name, value} pairs in line order, where
- * {name, text, true} is a number given as its text (read exactly: u64 up to
- * 2^64-1). opts: prefix (of tables, default "record"), fields, text =
- * "line" (default: a table's strings must fit in a line) | "any", source
- * (@file, default "(list)"), lines (@line of each element, default its
- * index; errors then say source:line). A bad element raises, naming it. */
+ * {name, text, true} is a number given as its text (a JSON number: read
+ * exactly, u64 up to 2^64-1, a float keeping its text) and
+ * {name, text, "token"} a text read as a record line's value is (a number
+ * when written as JSON writes one, else the string: pp_parse.h). opts:
+ * prefix (of tables, default "record"), fields, text = "line" (default: a
+ * table's strings must fit in a line, and its numbers be finite) | "any",
+ * source (@file, default "(list)"), lines (@line of each element, default
+ * its index; errors then say source:line). A bad element raises, naming
+ * it. */
 int pp_lua_parse_list(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 2);
