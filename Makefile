@@ -234,6 +234,7 @@ tsan:
 	  $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_sink.lua
 	@set -e; for k in pipe socket tcp; do for s in killed stalled slow; do \
 	  echo "sink_helper $$k $$s"; $(TSAN_ENV) $(BUILD)/sink_helper $$k $$s 4 1000 2>/dev/null; done; done
+	$(if $(FAKECUPTI),$(TSAN_ENV) $(BUILD)/cupti_helper $(FAKECUPTI))
 	$(TSAN_ENV) PHASEPROBE_LUA=$(CURDIR)/$(BUILD)/lua_host $(BUILD)/lua_host spec/run.lua \
 	  --exclude-tags=gpu,nosan spec/reliability_spec.lua spec/sink_spec.lua spec/probe_spec.lua
 	$(MAKE) clean

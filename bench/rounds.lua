@@ -51,13 +51,18 @@ function M.run(variants, rounds, n, now)
 end
 
 --- Prints one row per variant: min, median, max, and median / the median of
--- variants[base] (default 1).
+-- variants[base] (default 1); a variant with v.invalid set (a reason) gets
+-- that reason instead of figures.
 function M.print(title, variants, base, unit)
   base = variants[base or 1].median
   unit = unit or "ns"
   print(("%-46s %9s %9s %9s %10s"):format(title, "min", "median", "max", "x " .. "base"))
   for _, v in ipairs(variants) do
-    print(("%-46s %9.1f %9.1f %9.1f %10.2f"):format(v.name, v.min, v.median, v.max, v.median / base))
+    if v.invalid then
+      print(("%-46s %s"):format(v.name, v.invalid))
+    else
+      print(("%-46s %9.1f %9.1f %9.1f %10.2f"):format(v.name, v.min, v.median, v.max, v.median / base))
+    end
   end
   if unit ~= "ns" then print("(" .. unit .. ")") end
 end

@@ -241,8 +241,13 @@ PP_EXPORT CUresult pp_cuda_window_open(pp_cuda_window *w,
   if (!cu)
     return fail(w, "cuInit", CUDA_ERROR_NOT_INITIALIZED);
   CUresult rc = record(w, cu, &w->outer[0], 0);
-  if (rc == CUDA_SUCCESS)
+  if (rc == CUDA_SUCCESS) {
     w->stage = PP_CUDA_WINDOW_OPEN;
+    if (pp_cupti_active()) { /* no CUPTI flush inside it either */
+      w->held = 1;
+      pp_cupti_window(1);
+    }
+  }
   return rc;
 }
 
@@ -420,7 +425,7 @@ PP_EXPORT CUresult pp_cuda_window_collect(pp_cuda_window *w,
 }
 
 PP_EXPORT void pp_cuda_window_discard(pp_cuda_window *w) {
-  if (w->held) { /* a timeline window: the flusher may flush again */
+  if (w->held) { /* counted open for the CUPTI flusher: no longer */
     w->held = 0;
     pp_cupti_window(-1);
   }

@@ -383,17 +383,20 @@ int pp_emit(const pp_emit_args *args, pp_record *out);
 size_t pp_format_line(const pp_record *r, char *buf, size_t cap);
 
 /* ---- sinks --------------------------------------------------------------- */
-/* Line sink: stderr by default. The emitting thread never writes: it formats
- * the line into a buffer of its own and returns; a writer thread of the
- * library writes the lines, whole, on a descriptor of its own (pipes,
- * FIFOs and terminals non-blocking, sockets with MSG_NOSIGNAL, SIGPIPE
- * blocked), within `interval_ms` of the emit, or at once with per_record.
- * When the target does not keep up, lines beyond `buffer` bytes are dropped;
- * dropped and failed lines are counted (pp_stats) and said once on stderr.
- * A crash loses at most the lines of the last interval_ms and never more
- * than `buffer` bytes. A zero field takes the default. */
+/* Line sink: stderr by default. The emitting thread never writes nor
+ * formats: it copies the record (16 bytes + 8 per schema field + its tag
+ * text rounded up to 8) into a buffer of its own and returns; a writer
+ * thread of the library formats the lines (the bytes pp_format_line gives)
+ * and writes them, whole, on a descriptor of its own (pipes, FIFOs and
+ * terminals non-blocking, sockets with MSG_NOSIGNAL, SIGPIPE blocked),
+ * within `interval_ms` of the emit, or at once with per_record. A record is
+ * held until its line is written. When the target does not keep up, the
+ * records that find no room in `buffer` bytes are dropped; dropped and
+ * failed lines are counted (pp_stats) and said once on stderr. A crash
+ * loses at most the lines of the last interval_ms and never more than the
+ * records `buffer` bytes hold. A zero field takes the default. */
 typedef struct {
-  size_t buffer;        /* bytes of lines held at most: default 1 MiB,
+  size_t buffer;        /* bytes of records held at most: default 1 MiB,
                            at least 32 KiB                               */
   unsigned interval_ms; /* longest a line waits for its write: default 50 */
   int per_record;       /* 1: each line gets its own write(2) as soon as

@@ -223,6 +223,32 @@ int lcu_ctx_calibrate_events(lua_State *L) {
 }
 
 /* ---- window fields ------------------------------------------------------------ */
+/* CUPTI's timeline of a window as a table, times from the window's opening. */
+void lcu_push_timeline(lua_State *L, const pp_cupti_timeline *t) {
+  uint64_t o = t->open_ns;
+#define PP_REL_(x) ((x) > o ? (x) - o : 0)
+  lua_createtable(L, 0, 9);
+  lua_pushinteger(L, (lua_Integer)t->kernels);
+  lua_setfield(L, -2, "kernels");
+  lua_pushinteger(L, (lua_Integer)t->sum_ns);
+  lua_setfield(L, -2, "kernel_ns");
+  lua_pushinteger(L, (lua_Integer)t->window_ns);
+  lua_setfield(L, -2, "window_ns");
+  lua_pushinteger(L, (lua_Integer)PP_REL_(t->first_launch_ns));
+  lua_setfield(L, -2, "launch_at_ns");
+  lua_pushinteger(L, (lua_Integer)PP_REL_(t->first_start_ns));
+  lua_setfield(L, -2, "kernel_first_ns");
+  lua_pushinteger(L, (lua_Integer)PP_REL_(t->last_end_ns));
+  lua_setfield(L, -2, "kernel_last_ns");
+  lua_pushinteger(L, (lua_Integer)PP_REL_(t->close_ns));
+  lua_setfield(L, -2, "close_ns");
+  lua_pushinteger(L, (lua_Integer)t->launch_latency_ns);
+  lua_setfield(L, -2, "launch_latency_ns");
+  lua_pushinteger(L, (lua_Integer)t->host_gap_ns);
+  lua_setfield(L, -2, "host_gap_ns");
+#undef PP_REL_
+}
+
 int lcu_window_ksrc_field(lua_State *L, const lcu_window *lw, const char *k) {
   const pp_cuda_window *w = &lw->w;
   int done = lw->collected;
@@ -257,29 +283,7 @@ int lcu_window_ksrc_field(lua_State *L, const lcu_window *lw, const char *k) {
       lua_pushnil(L);
       return 1;
     }
-    const pp_cupti_timeline *t = &w->tl;
-    uint64_t o = t->open_ns;
-#define PP_REL_(x) ((x) > o ? (x) - o : 0)
-    lua_createtable(L, 0, 9);
-    lua_pushinteger(L, (lua_Integer)t->kernels);
-    lua_setfield(L, -2, "kernels");
-    lua_pushinteger(L, (lua_Integer)t->sum_ns);
-    lua_setfield(L, -2, "kernel_ns");
-    lua_pushinteger(L, (lua_Integer)t->window_ns);
-    lua_setfield(L, -2, "window_ns");
-    lua_pushinteger(L, (lua_Integer)PP_REL_(t->first_launch_ns));
-    lua_setfield(L, -2, "launch_at_ns");
-    lua_pushinteger(L, (lua_Integer)PP_REL_(t->first_start_ns));
-    lua_setfield(L, -2, "kernel_first_ns");
-    lua_pushinteger(L, (lua_Integer)PP_REL_(t->last_end_ns));
-    lua_setfield(L, -2, "kernel_last_ns");
-    lua_pushinteger(L, (lua_Integer)PP_REL_(t->close_ns));
-    lua_setfield(L, -2, "close_ns");
-    lua_pushinteger(L, (lua_Integer)t->launch_latency_ns);
-    lua_setfield(L, -2, "launch_latency_ns");
-    lua_pushinteger(L, (lua_Integer)t->host_gap_ns);
-    lua_setfield(L, -2, "host_gap_ns");
-#undef PP_REL_
+    lcu_push_timeline(L, &w->tl);
   } else if (strcmp(k, "cupti_why") == 0) {
     if (w->cupti_why[0])
       lua_pushstring(L, w->cupti_why);

@@ -643,6 +643,10 @@ static void window_release(lcu_window *w) {
   else if (!w->c->released &&
            pp_cuda()->CtxSetCurrent(w->c->ctx) == CUDA_SUCCESS)
     pp_cuda_window_discard(&w->w);
+  else if (w->w.held) { /* its events went with the context */
+    w->w.held = 0;
+    pp_cupti_window(-1);
+  }
   w->holds = 0;
   lcu_unhold(w->c);
 }
@@ -894,8 +898,11 @@ static int window_get(lua_State *L) {
 }
 
 /* s:timed{fn=, grid=, block=, shared=, args=, iterations=, reset=,
- * cooperative=, fence=, spin_us=, source=} -> device_window_ns, kernel_ns: the whole
- * window (open, optional spin, loop, optional fence, close, collect) in C. */
+ * cooperative=, fence=, spin_us=, source=} -> device_window_ns, kernel_ns
+ * [, timeline]: the whole window (open, optional spin, loop, optional fence,
+ * close, collect) in C. Read by CUPTI it waits for the kernels' records (a
+ * forced flush: the next kernel starts about 200 us late on an H200) and
+ * adds the timeline table (as w.timeline). */
 static int stream_timed(lua_State *L) {
   lcu_stream *s = check_open_stream(L, 1, "stream:timed");
   launch_desc d;
@@ -941,7 +948,10 @@ static int stream_timed(lua_State *L) {
   }
   lua_pushinteger(L, (lua_Integer)win);
   lua_pushinteger(L, (lua_Integer)ker);
-  return 2;
+  if (!w.timeline)
+    return 2;
+  lcu_push_timeline(L, &w.tl);
+  return 3;
 }
 
 /* ctx:event_costs([samples]) -> {record = {ns...}, pair = {ns...}}: host

@@ -139,6 +139,9 @@ int lcu_ctx_calibrate_events(lua_State *L);
 int lcu_ctx_kernel_source(lua_State *L);
 /* Gives back what the context holds of the kernel-time sources (release). */
 void lcu_ctx_release_ksrc(lcu_ctx *c);
+/* CUPTI's timeline of a window as a table (w.timeline, s:timed's third
+ * result), times from the window's opening. */
+void lcu_push_timeline(lua_State *L, const pp_cupti_timeline *t);
 /* Reads an optional source name ("event" | "cupti") at idx; def if nil. */
 pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
                            pp_kernel_src def);

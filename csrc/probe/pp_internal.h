@@ -10,6 +10,8 @@
 
 #include "phaseprobe.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 /* __rdtsc alone: <x86gprintrin.h>, not <x86intrin.h> (64,000 lines of
  * vector intrinsics a file, half the time of a build). */
@@ -192,6 +194,14 @@ void pp_record_fill_timeline(pp_record *r, const pp_device_timeline *t,
 /* Writes r's line (no newline, no NUL) at out, which has PP_LINE_BYTES of
  * room; returns its length. */
 size_t pp_record_format(const pp_record *r, char *out);
+/* The same line from its parts: a schema, its nfields values in line order
+ * and ntags bytes of tag text (" key=value ..."). */
+size_t pp_line_format(const pp_schema *s, const uint64_t *values,
+                      const char *tags, size_t ntags, char *out);
+/* The bytes of r's tag text, as its line carries them. */
+static inline size_t pp_record_tags_len(const pp_record *r) {
+  return strnlen(r->tags, PP_TAGS_MAX - 1);
+}
 /* The name of a kernel_src value as lines print it ("none" when unknown). */
 const char *pp_ksrc_name(uint64_t k);
 /* pp_record_field_present over a schema and its values in line order (the

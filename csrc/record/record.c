@@ -1,7 +1,9 @@
 /*
  * record.c: the record, in one place: built from this thread's accumulator
- * (pp_emit), written as its line (pp_format_line; the sink writes the same
- * bytes, pp_record_format), and read by field name (pp_record_get).
+ * (pp_emit), written as its line (pp_format_line; the sink's writer thread
+ * writes the same bytes, pp_line_format, from the copy of the record that
+ * pp_emit left in its thread's buffer), and read by field name
+ * (pp_record_get).
  *
  *   probe.c (the accumulator) -> pp_emit -> pp_record -> sink.c (line
  *   writer, hook), store.c -> Lua (lua_record.c), parsers (parse.c)
@@ -194,14 +196,14 @@ static char *put_u64(char *p, uint64_t v) {
   return p + n;
 }
 
-size_t pp_record_format(const pp_record *r, char *out) {
-  const pp_schema *s = r->schema;
+size_t pp_line_format(const pp_schema *s, const uint64_t *values,
+                      const char *tags, size_t ntags, char *out) {
   char *p = out;
   size_t n = strlen(s->prefix);
   memcpy(p, s->prefix, n);
   p += n;
   for (size_t i = 0; i < s->nfields; i++) {
-    if (s->kind[i] >= PP_FIELD_DEVICE && !pp_record_field_present(r, i))
+    if (s->kind[i] >= PP_FIELD_DEVICE && !pp_field_present(s, values, i))
       continue;
     *p++ = ' ';
     n = strlen(s->field[i]);
@@ -209,18 +211,22 @@ size_t pp_record_format(const pp_record *r, char *out) {
     p += n;
     *p++ = '=';
     if (s->kind[i] == PP_FIELD_KERNEL_SRC) {
-      const char *name = pp_ksrc_name(r->values[i]);
+      const char *name = pp_ksrc_name(values[i]);
       n = strlen(name);
       memcpy(p, name, n);
       p += n;
     } else {
-      p = put_u64(p, r->values[i]);
+      p = put_u64(p, values[i]);
     }
   }
-  n = strnlen(r->tags, PP_TAGS_MAX - 1);
-  memcpy(p, r->tags, n);
-  p += n;
+  memcpy(p, tags, ntags);
+  p += ntags;
   return (size_t)(p - out);
+}
+
+size_t pp_record_format(const pp_record *r, char *out) {
+  return pp_line_format(r->schema, r->values, r->tags,
+                        pp_record_tags_len(r), out);
 }
 
 PP_EXPORT size_t pp_format_line(const pp_record *r, char *buf, size_t cap) {

@@ -5,26 +5,39 @@
  * The line sink never blocks, signals or kills the emitting thread, whatever
  * the target (regular file, pipe, FIFO, socket, terminal):
  *
- *  - pp_emit formats the line into a 16 KiB chunk owned by its own thread
- *    (a per-thread spin flag, which only the writer ever contends for, for
- *    the time of a pointer swap) and returns. No system call for the line.
+ *  - pp_emit copies the record (its schema pointer, its values, its tag
+ *    text: 16 + 8 x fields + tags bytes, rounded up to 8) into a chunk (2
+ *    to 16 KiB, below) owned by its own thread (a per-thread spin flag,
+ *    which only the writer ever contends for, for the time of a pointer
+ *    swap) and returns. No formatting and no system call on the emitting
+ *    thread. A record refers to its schema, which lives for the process
+ *    (schema.c keeps every schema declared, immutable, in a static table):
+ *    the writer formats it long after the emit, whatever the thread has
+ *    chosen since.
  *  - A writer thread of this module takes full chunks at once, and partly
  *    filled ones every interval_ms (default 50), at pp_flush() and when a
- *    Lua state closes, and writes them. It runs with every signal blocked
- *    (a vanished reader gives EPIPE, never SIGPIPE) and writes on a
- *    descriptor of its own: pipes, FIFOs and terminals are opened anew
- *    non-blocking (/proc/self/fd/N), sockets are written with
- *    MSG_DONTWAIT | MSG_NOSIGNAL, a path is opened with O_NONBLOCK (a FIFO
- *    with no reader is refused at once) in a helper thread that is waited
- *    for at most 2 s (a stalled file system). So only a write to a regular
- *    file on a stalled disk can hold the writer, and then only the writer.
+ *    Lua state closes (once it has written what it took before: so a
+ *    thread's chunk is never taken for a record or two while a backlog
+ *    waits), formats their lines (record.c's pp_line_format, the bytes
+ *    pp_format_line gives) into a buffer of its own and writes them; a
+ *    record stays in its chunk, and counts as held, until its whole line
+ *    is written. It runs with every signal blocked (a vanished reader
+ *    gives EPIPE, never SIGPIPE) and writes on a descriptor of its own:
+ *    pipes, FIFOs and terminals are opened anew non-blocking
+ *    (/proc/self/fd/N), sockets are written with MSG_DONTWAIT |
+ *    MSG_NOSIGNAL, a path is opened with O_NONBLOCK (a FIFO with no reader
+ *    is refused at once) in a helper thread that is waited for at most 2 s
+ *    (a stalled file system). So only a write to a regular file on a
+ *    stalled disk can hold the writer, and then only the writer.
  *  - Each write(2) holds whole lines; to pipes, at most PIPE_BUF bytes of
  *    them, which the kernel writes whole or not at all, so no other writer
  *    of the pipe lands inside a line. A short write is continued from where
  *    it stopped before anything else goes to that sink.
- *  - Memory is bounded by the sink's `buffer` (default 1 MiB of chunks);
- *    when the target does not keep up, a line that finds no room is dropped
- *    and counted. What could not be written (dropped, or a failed write) is
+ *  - Memory is bounded by the sink's `buffer` (default 1 MiB of chunks of
+ *    records, shared out among the threads in chunks of 2 to 16 KiB) and
+ *    the writer's line buffer (64 KiB and a line); when the target does not
+ *    keep up, a record that finds no room is dropped and counted as a
+ *    dropped line. What could not be written (dropped, or a failed write) is
  *    counted in pp_stats() and said once per sink on stderr (or where
  *    pp_notices_* sends notices), by the writer, non-blocking.
  *  - The writer is stopped and joined before the module's code can go away:
@@ -54,9 +67,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHUNK_BYTES 16384
+/* A thread's chunk is 2, 4, 8 or 16 KiB: a thread starts with the smallest,
+ * gets the next size up when it fills one, and the next down when the
+ * writer takes one before it is full; so many threads that emit now and
+ * then share a small buffer, and a thread that emits flat out hands over
+ * 16 KiB at a time. */
+#define CHUNK_MIN 2048
+#define CHUNK_MAX 16384
+#define NCLASS 4
 #define DEFAULT_BUFFER ((size_t)1 << 20)
-#define MIN_BUFFER ((size_t)2 * CHUNK_BYTES)
+#define MIN_BUFFER ((size_t)2 * CHUNK_MAX)
 #define MAX_BUFFER ((size_t)1 << 30)
 #define DEFAULT_INTERVAL_MS 50u
 #define MAX_INTERVAL_MS 60000u
@@ -65,7 +85,21 @@
 #define STOP_MS 100u      /* what a stop adds after its flush            */
 #define FINISH_MS 500u    /* then, to finish a line a socket took part of */
 #define OPEN_TIMEOUT_MS 2000u
-_Static_assert(CHUNK_BYTES >= PP_LINE_BYTES, "a chunk holds the longest line");
+#define WBUF_BYTES 65536 /* the writer formats this much at a time, and a line */
+
+/* A record as pp_emit leaves it in its thread's chunk: this head, the
+ * schema's nfields values in line order, then ntags bytes of tag text,
+ * padded to 8 bytes. */
+typedef struct {
+  const pp_schema *schema;
+  uint32_t size;  /* bytes of the whole entry, a multiple of 8 */
+  uint32_t ntags; /* bytes of tag text after the values        */
+} rec_head;
+#define REC_BYTES(nfields, ntags)                                              \
+  (sizeof(rec_head) + 8 * (size_t)(nfields) + (((size_t)(ntags) + 7) & ~(size_t)7))
+_Static_assert(CHUNK_MIN >= REC_BYTES(PP_MAX_FIELDS, PP_TAGS_MAX),
+               "the smallest chunk holds the largest record");
+_Static_assert(CHUNK_MIN << (NCLASS - 1) == CHUNK_MAX, "the chunk sizes");
 
 /* ---- state --------------------------------------------------------------- */
 enum { K_FILE, K_STREAM, K_SOCK, K_BLOCKING };
@@ -89,17 +123,21 @@ typedef struct sinkobj {
 typedef struct chunk {
   struct chunk *next;
   sinkobj *s;
-  size_t len; /* owner thread, under its flag; fixed once queued         */
-  size_t off; /* atomic: bytes done (written, failed or dropped)         */
-  char data[CHUNK_BYTES];
+  size_t len;    /* bytes of records: owner thread, under its flag; fixed once
+                    queued                                              */
+  uint64_t nrec; /* records in it: the same                             */
+  size_t off;    /* the writer's: bytes of records formatted            */
+  uint64_t done; /* atomic: records done (written, failed or dropped)   */
+  size_t cap;    /* bytes of data: CHUNK_MIN << cls                     */
+  int cls;
+  _Alignas(8) char data[];
 } chunk;
 
 typedef struct tbuf {
   int flag; /* atomic spin flag: the owner, or the writer taking c    */
   int dead; /* the owner thread has exited (under flag)               */
   chunk *c;
-  const pp_schema *bound_for; /* owner only: cached line bound        */
-  size_t bound;
+  int cls; /* the owner's: the size of chunk it asks for next    */
   struct tbuf *next; /* registry (reg_lock)                            */
 } tbuf;
 
@@ -120,8 +158,10 @@ static tbuf *reg;
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond;    /* the writer waits here     */
 static pthread_cond_t done_cond; /* flushers wait here        */
-static chunk *q_head, *q_tail, *free_chunks;
-static unsigned n_chunks, n_free;
+static chunk *q_head, *q_tail, *free_chunks[NCLASS];
+/* Bytes of chunks allocated, and of those in use (a thread's or queued):
+ * in use never passes the current sink's buffer, nor allocated for long. */
+static size_t bytes_alloc, bytes_used;
 static sinkobj default_sink = {
     .fd = -1,
     .kind = K_FILE,
@@ -148,6 +188,12 @@ static int shut;               /* atomic: the module is going away */
 static int lua_states;         /* q_lock */
 
 static uint64_t n_emitted, n_written, n_dropped, n_failed; /* atomic */
+
+/* The writer's lines: formatted from the records of the chunk it writes
+ * (the queue's head, until done with it), written from wpos to wlen. Only
+ * the writer thread touches them. */
+static char wbuf[WBUF_BYTES + PP_LINE_BYTES];
+static size_t wpos, wlen;
 static int last_err;                                       /* atomic */
 
 static pp_record_hook hook;
@@ -408,28 +454,29 @@ static void say_trouble(sinkobj *s, const char *what, int err) {
 
 static void post_notice(const char *msg);
 
-/* The rest of the chunk will not be written: counted as failed or dropped. */
+/* The rest of the chunk (the lines formatted from it and not yet written,
+ * and its records not yet formatted) will not be written: counted as failed
+ * or dropped. */
 static void give_up_rest(chunk *c, int failed, int err) {
-  size_t off = __atomic_load_n(&c->off, __ATOMIC_RELAXED);
-  uint64_t k = count_lines(c->data + off, c->len - off);
+  uint64_t k = c->nrec - __atomic_load_n(&c->done, __ATOMIC_RELAXED);
   __atomic_fetch_add(failed ? &n_failed : &n_dropped, k, __ATOMIC_RELAXED);
   if (failed)
     __atomic_store_n(&last_err, err, __ATOMIC_RELAXED);
-  __atomic_store_n(&c->off, c->len, __ATOMIC_RELEASE);
+  __atomic_store_n(&c->done, c->nrec, __ATOMIC_RELEASE);
+  c->off = c->len;
+  wpos = wlen = 0;
   if (k)
     say_trouble(c->s, failed ? "could not be written"
                              : "were not taken in time and were dropped",
                 failed ? err : 0);
 }
 
-/* The next piece to write from off: one line for a per-record sink; to a
- * pipe, whole lines of at most PIPE_BUF bytes (a line longer than that
- * alone); elsewhere, the rest. */
-static size_t piece(const sinkobj *s, const chunk *c, size_t off) {
-  size_t rest = c->len - off;
+/* The next piece to write of the rest lines at p: one line for a
+ * per-record sink; to a pipe, whole lines of at most PIPE_BUF bytes (a line
+ * longer than that alone); elsewhere, the rest. */
+static size_t piece(const sinkobj *s, const char *p, size_t rest) {
   if (s->kind != K_STREAM && s->kind != K_BLOCKING && !s->per_record)
     return rest;
-  const char *p = c->data + off;
   const char *nl = memchr(p, '\n', rest);
   size_t n = nl ? (size_t)(nl - p) + 1 : rest;
   if (s->per_record)
@@ -444,10 +491,27 @@ static size_t piece(const sinkobj *s, const chunk *c, size_t off) {
   return n;
 }
 
+/* The lines of c's next records into wbuf: as many as WBUF_BYTES takes, or
+ * one (a per-record sink writes each as soon as it can). */
+static void format_some(chunk *c, int one) {
+  wpos = wlen = 0;
+  while (c->off < c->len && wlen < WBUF_BYTES) {
+    const rec_head *h = (const rec_head *)(c->data + c->off);
+    const uint64_t *v = (const uint64_t *)(h + 1);
+    wlen += pp_line_format(h->schema, v, (const char *)(v + h->schema->nfields),
+                           h->ntags, wbuf + wlen);
+    wbuf[wlen++] = '\n';
+    c->off += h->size;
+    if (one)
+      break;
+  }
+}
+
 /* Writes what is left of c. 1: done with it (written, failed or dropped);
  * 0: the target takes nothing for now (the caller looks at its other work
- * and comes back). Called without q_lock; `retired` and `grace_until` are
- * the sink's, read under q_lock when the chunk was taken. */
+ * and comes back to c: wbuf keeps c's lines meanwhile). Called without
+ * q_lock; `retired` and `grace_until` are the sink's, read under q_lock
+ * when the chunk was taken. */
 static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
   sinkobj *s = c->s;
   if (s->lazy && s->fd < 0 && own_from_fd(2, s) != 0) {
@@ -458,9 +522,13 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
     give_up_rest(c, 1, __atomic_load_n(&last_err, __ATOMIC_RELAXED));
     return 1;
   }
-  size_t off = __atomic_load_n(&c->off, __ATOMIC_RELAXED);
-  while (off < c->len) {
-    size_t n = piece(s, c, off);
+  for (;;) {
+    if (wpos == wlen) {
+      if (c->off >= c->len)
+        return 1;
+      format_some(c, s->per_record);
+    }
+    size_t n = piece(s, wbuf + wpos, wlen - wpos);
     /* Given up at a stop, or when the sink was replaced and its grace is
      * over; but a line the target has taken part of (a stream socket) gets
      * FINISH_MS more, alone, so its reader is not left half a line. */
@@ -471,22 +539,22 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
       until = grace_until;
     if (until != UINT64_MAX) {
       uint64_t now = mono_ns();
-      int mid = off > 0 && c->data[off - 1] != '\n';
+      int mid = wpos > 0 && wbuf[wpos - 1] != '\n';
       if (now >= until + (mid ? (uint64_t)FINISH_MS * 1000000ull : 0)) {
         give_up_rest(c, 0, 0);
         return 1;
       }
       if (now >= until) {
-        const char *nl = memchr(c->data + off, '\n', c->len - off);
-        n = nl ? (size_t)(nl - (c->data + off)) + 1 : c->len - off;
+        const char *nl = memchr(wbuf + wpos, '\n', wlen - wpos);
+        n = nl ? (size_t)(nl - (wbuf + wpos)) + 1 : wlen - wpos;
       }
     }
-    ssize_t w = sink_write(s, c->data + off, n);
+    ssize_t w = sink_write(s, wbuf + wpos, n);
     if (w > 0) {
-      __atomic_fetch_add(&n_written, count_lines(c->data + off, (size_t)w),
-                         __ATOMIC_RELAXED);
-      off += (size_t)w;
-      __atomic_store_n(&c->off, off, __ATOMIC_RELEASE);
+      uint64_t k = count_lines(wbuf + wpos, (size_t)w);
+      __atomic_fetch_add(&n_written, k, __ATOMIC_RELAXED);
+      __atomic_fetch_add(&c->done, k, __ATOMIC_RELEASE);
+      wpos += (size_t)w;
       continue;
     }
     if (w < 0 && errno == EINTR)
@@ -504,16 +572,15 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
     give_up_rest(c, 1, e);
     return 1;
   }
-  return 1;
 }
 
 /* q_lock held. */
 static void chunk_release_locked(chunk *c) {
   sinkobj *s = c->s;
   c->s = NULL;
-  c->next = free_chunks;
-  free_chunks = c;
-  n_free++;
+  c->next = free_chunks[c->cls];
+  free_chunks[c->cls] = c;
+  bytes_used -= c->cap;
   if (s)
     s->refs--;
 }
@@ -608,6 +675,12 @@ static void *writer_main(void *arg) {
         if (now >= armed_at + (uint64_t)cur_interval_ms() * 1000000ull)
           collect = 1;
       }
+      /* Not while what was taken before waits: the threads' records stay
+       * in their own chunks meanwhile (a per-record sink arms the writer at
+       * every record; taking a chunk each time would hold a chunk for a
+       * record or two, and the buffer would fill with them). */
+      if (q_head)
+        collect = 0;
     }
     if (collect) {
       __atomic_store_n(&armed, 0, __ATOMIC_RELEASE);
@@ -775,68 +848,82 @@ static tbuf *tb_new(void) {
   return t;
 }
 
-/* The most bytes r's line can take (cached per schema on the thread). */
-static size_t line_bound(tbuf *t, const pp_record *r) {
-  const pp_schema *s = r->schema;
-  if (t->bound_for != s) {
-    size_t n = strlen(s->prefix) + PP_TAGS_MAX + 2;
-    for (size_t i = 0; i < s->nfields; i++)
-      n += strlen(s->field[i]) + 2 + 20;
-    t->bound = n;
-    t->bound_for = s;
-  }
-  return t->bound;
+/* q_lock held: free chunks go to *extra (freed by the caller, outside the
+ * lock), the largest first, while more than limit bytes are allocated. */
+static void trim_locked(size_t limit, chunk **extra) {
+  for (int k = NCLASS - 1; k >= 0 && bytes_alloc > limit; k--)
+    while (free_chunks[k] && bytes_alloc > limit) {
+      chunk *f = free_chunks[k];
+      free_chunks[k] = f->next;
+      bytes_alloc -= f->cap;
+      f->next = *extra;
+      *extra = f;
+    }
 }
 
 /* Under t's flag: hands t's chunk to the queue (an empty one back to the
- * free list) and takes a fresh one for s, within s's buffer. NULL: none
- * free (the target is not keeping up). */
-static chunk *tb_refill(tbuf *t, sinkobj *s) {
+ * free list) and takes a fresh one for s, of t's next size or smaller,
+ * holding at least need bytes, within s's buffer. NULL: no room (the
+ * target is not keeping up). */
+static chunk *tb_refill(tbuf *t, sinkobj *s, size_t need) {
   chunk *c = NULL;
   pthread_mutex_lock(&q_lock);
-  unsigned budget = (unsigned)(s->buffer / CHUNK_BYTES);
+  size_t budget = s->buffer;
   if (t->c) {
     if (t->c->len) {
       /* The writer comes within the interval anyway (this thread armed it
        * with its first line); it is woken early, at the cost of a system
        * call here, only when half the buffer is in use. */
+      if (t->c->s == s && t->cls < NCLASS - 1)
+        t->cls++; /* filled: a bigger one next */
       queue_push_locked(t->c);
-      if (2 * (n_chunks - n_free) >= budget)
+      if (2 * bytes_used >= budget)
         pthread_cond_signal(&q_cond);
     } else {
       chunk_release_locked(t->c);
     }
     t->c = NULL;
+  } else if (t->cls > 0) {
+    t->cls--; /* the writer took the last one before it was full */
   }
+  int lo = 0;
+  while ((size_t)CHUNK_MIN << lo < need)
+    lo++;
+  int k = t->cls > lo ? t->cls : lo;
+  while (k >= lo && bytes_used + ((size_t)CHUNK_MIN << k) > budget)
+    k--;
   chunk *extra = NULL;
-  if (n_chunks - n_free < budget) {
-    if (free_chunks) {
-      c = free_chunks;
-      free_chunks = c->next;
-      n_free--;
+  if (k >= lo) {
+    size_t cap = (size_t)CHUNK_MIN << k;
+    bytes_used += cap;
+    if (free_chunks[k]) {
+      c = free_chunks[k];
+      free_chunks[k] = c->next;
     } else {
-      n_chunks++; /* allocated outside the lock */
+      /* room for it: free chunks of other sizes go first */
+      trim_locked(budget - cap, &extra);
+      bytes_alloc += cap; /* allocated outside the lock */
       pthread_mutex_unlock(&q_lock);
-      c = malloc(sizeof *c);
+      c = malloc(sizeof *c + cap);
       pthread_mutex_lock(&q_lock);
-      if (!c)
-        n_chunks--;
+      if (c) {
+        c->cap = cap;
+        c->cls = k;
+      } else {
+        bytes_alloc -= cap;
+        bytes_used -= cap;
+      }
     }
   }
   /* over this sink's budget (smaller than a former one's): free chunks go */
-  while (free_chunks && n_chunks > budget) {
-    chunk *f = free_chunks;
-    free_chunks = f->next;
-    n_free--;
-    n_chunks--;
-    f->next = extra;
-    extra = f;
-  }
+  trim_locked(budget, &extra);
   if (c) {
     c->next = NULL;
     c->s = s;
     c->len = 0;
-    __atomic_store_n(&c->off, 0, __ATOMIC_RELAXED);
+    c->nrec = 0;
+    c->off = 0;
+    __atomic_store_n(&c->done, 0, __ATOMIC_RELAXED);
     s->refs++;
   }
   if (writer_state == 0)
@@ -893,9 +980,12 @@ static void line_add(const pp_record *r) {
     __atomic_fetch_add(&n_failed, 1, __ATOMIC_RELAXED);
     return;
   }
+  const pp_schema *sch = r->schema;
+  size_t ntags = pp_record_tags_len(r);
+  size_t need = REC_BYTES(sch->nfields, ntags);
   chunk *c = t->c;
-  if (!c || c->s != s || CHUNK_BYTES - c->len < line_bound(t, r)) {
-    c = tb_refill(t, s);
+  if (!c || c->s != s || c->cap - c->len < need) {
+    c = tb_refill(t, s, need);
     if (!c) {
       tb_unlock(t);
       line_dropped(s);
@@ -903,23 +993,23 @@ static void line_add(const pp_record *r) {
     }
     t->c = c;
   }
-  size_t n = pp_record_format(r, c->data + c->len);
-  c->data[c->len + n] = '\n';
-  c->len += n + 1;
-  int per_record = s->per_record;
+  /* the record, not its line: the writer formats it */
+  rec_head *h = (rec_head *)(c->data + c->len);
+  h->schema = sch;
+  h->size = (uint32_t)need;
+  h->ntags = (uint32_t)ntags;
+  uint64_t *v = (uint64_t *)(h + 1);
+  memcpy(v, r->values, sizeof(uint64_t) * sch->nfields);
+  memcpy(v + sch->nfields, r->tags, ntags);
+  c->len += need;
+  c->nrec++;
   tb_unlock(t);
-  if (per_record) {
-    /* the reference's one write per record: the writer is woken for each
-     * line (it writes them one by one), and the emitting thread goes on */
-    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&q_lock);
-    if (writer_state == 0)
-      start_writer_locked();
-    pthread_cond_signal(&q_cond);
-    pthread_mutex_unlock(&q_lock);
-  } else if (!__atomic_load_n(&armed, __ATOMIC_RELAXED)) {
+  /* A per-record sink (the reference's one write per record) has no
+   * interval: once armed, the writer takes the record at once and writes
+   * each line on its own; an emit wakes it only when it was not armed
+   * already (one system call when it sleeps), and goes on. */
+  if (!__atomic_load_n(&armed, __ATOMIC_RELAXED))
     arm();
-  }
 }
 
 void pp_sinks_deliver(const pp_record *r) {
@@ -1096,7 +1186,7 @@ PP_EXPORT int pp_flush(unsigned timeout_ms) {
   if (h)
     h->drain(timeout_ms ? (uint64_t)timeout_ms * 1000000ull : 1);
   pthread_mutex_lock(&q_lock);
-  if (writer_state == 0 && n_free == n_chunks && !retired && !notice_len) {
+  if (writer_state == 0 && bytes_used == 0 && !retired && !notice_len) {
     pthread_mutex_unlock(&q_lock); /* nothing held anywhere */
     return 0;
   }
@@ -1163,9 +1253,13 @@ __attribute__((destructor)) static void sink_fini(void) {
   free_tbufs(gone);
   pthread_mutex_lock(&q_lock);
   free_chunk_list(q_head);
-  free_chunk_list(free_chunks);
-  q_head = q_tail = free_chunks = NULL;
-  n_chunks = n_free = 0;
+  q_head = q_tail = NULL;
+  for (int k = 0; k < NCLASS; k++) {
+    free_chunk_list(free_chunks[k]);
+    free_chunks[k] = NULL;
+  }
+  wpos = wlen = 0;
+  bytes_alloc = bytes_used = 0;
   sinkobj *r = retired;
   retired = NULL;
   sinkobj *c = cur;
@@ -1205,8 +1299,11 @@ static void after_fork_child(void) {
     t->flag = 0;
     t->c = NULL;
   }
-  q_head = q_tail = free_chunks = NULL;
-  n_chunks = n_free = 0;
+  q_head = q_tail = NULL;
+  for (int k = 0; k < NCLASS; k++)
+    free_chunks[k] = NULL;
+  bytes_alloc = bytes_used = 0;
+  wpos = wlen = 0;
   writer_state = 0;
   writer_finished = writer_detached = 0;
   stop_req = 0;
@@ -1230,15 +1327,13 @@ PP_EXPORT void pp_stats(pp_stats_t *out) {
   for (tbuf *t = reg; t; t = t->next) {
     tb_lock(t);
     if (t->c)
-      pending += count_lines(t->c->data, t->c->len);
+      pending += t->c->nrec;
     tb_unlock(t);
   }
   pthread_mutex_unlock(&reg_lock);
   pthread_mutex_lock(&q_lock);
-  for (chunk *c = q_head; c; c = c->next) {
-    size_t off = __atomic_load_n(&c->off, __ATOMIC_ACQUIRE);
-    pending += count_lines(c->data + off, c->len - off);
-  }
+  for (chunk *c = q_head; c; c = c->next)
+    pending += c->nrec - __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
   snprintf(out->sink, sizeof out->sink, "%s", cur ? cur->name : "none");
   pthread_mutex_unlock(&q_lock);
   out->lines_pending = pending;

@@ -14,6 +14,16 @@
  *   stalled  the reader reads nothing until every thread has emitted, then
  *            drains what reached it;
  *   slow     the reader reads 512 bytes at a time, pausing between reads;
+ *   burst, burst-record
+ *            the reader reads as fast as it can; the sink's buffer (64 MiB,
+ *            in batches, or with write = "record" for burst-record) holds
+ *            every record the threads emit, however slow the writer: no
+ *            line may be dropped;
+ *   crowd    the threads each emit RECORDS lines into a buffer of 32 KiB
+ *            that is written only at the end (interval_ms 60000): with 2
+ *            records a thread and up to 12 threads it holds them all (a
+ *            thread with records waiting holds at least 2 KiB of it), so no
+ *            line may be dropped;
  *   fork     (pipe, one thread) RECORDS lines are emitted and left buffered,
  *            then the process forks; the child emits 10 lines of its own,
  *            flushes and exits. The reader must get RECORDS + 10 lines: the
@@ -228,7 +238,8 @@ static int tcp_pair(int fds[2]) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: sink_helper pipe|socket|tcp killed|stalled|slow "
+    fprintf(stderr, "usage: sink_helper pipe|socket|tcp "
+                    "killed|stalled|slow|burst|burst-record|crowd|fork "
                     "[THREADS] [RECORDS]\n");
     return 2;
   }
@@ -258,6 +269,16 @@ int main(int argc, char **argv) {
   pp_schema_use(schema);
   pp_store_enable(0);
   pp_sink_fd(fds[1]);
+  int burst = strncmp(scenario, "burst", 5) == 0;
+  int crowd = strcmp(scenario, "crowd") == 0;
+  if (burst) {
+    pp_sink_opts o = {(size_t)64 << 20, 0, strcmp(scenario, "burst-record") == 0};
+    pp_sink_fd_with(fds[1], &o);
+  } else if (crowd) {
+    pp_sink_opts o = {(size_t)32 << 10, 60000, 0};
+    pp_sink_fd_with(fds[1], &o);
+  }
+  burst |= crowd; /* no line may be dropped */
 
   pthread_t rt, wt, th[64];
   pthread_create(&rt, NULL, reader, NULL);
@@ -318,7 +339,7 @@ int main(int argc, char **argv) {
   uint64_t expect = (uint64_t)nthreads * (uint64_t)records;
   uint64_t accounted = st.lines_written + st.lines_dropped + st.line_failures;
   int fail = bad != 0 || st.emitted != expect || accounted != expect ||
-             st.lines_pending != 0;
+             st.lines_pending != 0 || (burst && st.lines_dropped != 0);
   uint64_t from_child = forked ? 10 : 0;
   if (!bad && strcmp(scenario, "killed") != 0 &&
       (uint64_t)nlines != st.lines_written + from_child) {
@@ -326,6 +347,8 @@ int main(int argc, char **argv) {
     snprintf(why, sizeof why, "%ld lines received, %llu written", nlines,
              (unsigned long long)st.lines_written);
   }
+  if (!bad && burst && st.lines_dropped)
+    snprintf(why, sizeof why, "lines dropped from a buffer that holds them all");
   if (!bad && accounted != expect)
     snprintf(why, sizeof why, "written + dropped + failed = %llu, not %llu",
              (unsigned long long)accounted, (unsigned long long)expect);
