@@ -629,8 +629,10 @@ static const char *lua_value(lua_State *L, pp_cols_field *x, int as) {
     const char *bad = NULL;
     if (pp_cols_value_of_text(s, len, as == AS_NUMBER, x) == PP_VAL_NONE) {
       size_t d = len && s[0] == '-' ? 1 : 0;
-      int whole = len > d && strspn(s + d, "0123456789") == len - d;
-      const char *why = whole ? "does not fit in 64 bits" : "is not a number";
+      int whole = len > d && strspn(s + d, "0123456789") == len - d &&
+                  (s[d] != '0' || len - d == 1); /* no leading zero */
+      const char *why = whole ? "does not fit in 64 bits"
+                              : "is not a number as JSON writes one";
       bad = len <= 40 ? lua_pushfstring(L, "%s %s", s, why)
                       : lua_pushfstring(L, "a number of %d bytes %s", (int)len,
                                         why);
