@@ -310,9 +310,16 @@ uninstall:
 # Regenerates the checked-in PTX of examples/kernels/*.cu (needs nvcc).
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 KERNELS_CU := $(wildcard examples/kernels/*.cu)
-ptx: $(KERNELS_CU:.cu=.ptx)
+# The scanner's fixtures from CUDA: each .cu in release (-O3) and debug (-G)
+# PTX, as nvcc gives them.
+PTX_FIXTURES_CU := $(wildcard spec/fixtures/ptx/*.cu)
+ptx: $(KERNELS_CU:.cu=.ptx) $(PTX_FIXTURES_CU:.cu=.ptx) $(PTX_FIXTURES_CU:.cu=-G.ptx)
 examples/kernels/%.ptx: examples/kernels/%.cu
 	$(NVCC) -ptx -arch=compute_90 -O3 $< -o $@
+spec/fixtures/ptx/%.ptx: spec/fixtures/ptx/%.cu
+	$(NVCC) -ptx -arch=compute_90 -O3 $< -o $@
+spec/fixtures/ptx/%-G.ptx: spec/fixtures/ptx/%.cu
+	$(NVCC) -ptx -arch=compute_90 -G $< -o $@
 
 clean:
 	rm -rf $(BUILD) $(MODULE)

@@ -36,9 +36,11 @@ local function best(run)
   return b
 end
 
+-- the exporters take record sets (the one container)
+local set = gen.set(records)
 local lines = best(function()
   local f = assert(io.open(dir .. "/r.log", "wb"))
-  for _, r in ipairs(records) do f:write(tostring(r), "\n") end
+  for i = 1, #set do f:write(tostring(set[i]), "\n") end
   f:close()
 end)
 local rows = {

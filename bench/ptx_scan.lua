@@ -7,7 +7,8 @@
 -- The text is built from real PTX: nvcc's entries from examples/kernels
 -- (renamed per copy) interleaved with reference-shaped entries holding three
 -- grid barriers each, under one module header, as the reference's programs
--- are single modules of up to 3.9 MB.
+-- are single modules of up to 3.9 MB; then one reference-shaped entry alone,
+-- then nvcc's debug (-G) entries of spec/fixtures/ptx/syncs-G.ptx.
 local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
 local pp = rounds.start()
 print(rounds.clock_note(pp))
@@ -159,6 +160,27 @@ end
 
 local mixed, copies = build()
 measure(mixed, ("mixed module (%d copies of nvcc's entries + a reference-shaped entry each)"):format(copies))
+
+-- nvcc's debug code (-G): the entries of spec/fixtures/ptx/syncs-G.ptx,
+-- renamed per copy, where grid syncs are found by following the barrier
+-- counter's address through register copies.
+local function build_debug()
+  local text = read("spec/fixtures/ptx/syncs-G.ptx")
+  local head = text:match("^(.-)\n%.visible %.entry") or ""
+  local parts, size, copy = { head, "\n" }, #head + 1, 0
+  local pool = entries(text)
+  while size < TARGET do
+    copy = copy + 1
+    for _, e in ipairs(pool) do
+      local t = e.text:gsub(e.name, e.name .. "_" .. copy) .. "\n"
+      parts[#parts + 1] = t
+      size = size + #t
+    end
+  end
+  return table.concat(parts), copy
+end
+local debug, dcopies = build_debug()
+measure(debug, ("debug (-G) module (%d copies of nvcc -G entries with grid syncs)"):format(dcopies))
 
 -- One entry holding the whole program, as the reference's "main" does.
 local k = 1

@@ -16,7 +16,8 @@
  * Checks, beyond the sanitizers: every line is counted once (total ==
  * parsed + rejected + other), the store holds exactly the parsed records,
  * error entries name real lines, and every stored record prints as a line
- * that parses back as one record with the same fields.
+ * that parses back as one record with the same fields, which prints as the
+ * same line (each value keeps its text, whatever its column held).
  */
 #include "pp_parse.h"
 
@@ -89,6 +90,10 @@ static void round_trip(const pp_cols *c, size_t row, unsigned mode) {
   size_t L = pp_cols_layout(c, row);
   CHECK(pp_cols_layout_nfields(back, pp_cols_layout(back, 0)) ==
         pp_cols_layout_nfields(c, L));
+  /* and prints as the same line: every value keeps its text */
+  char again[8192];
+  size_t m = pp_cols_format(back, 0, again, sizeof again);
+  CHECK(m == n && memcmp(again, buf, n) == 0);
   pp_cols_free(back);
 }
 

@@ -54,8 +54,23 @@ describe("command output", function()
   end)
 
   it("prints u64 values past 2^63-1 exactly with --raw", function()
-    pending("u64 values above 2^63-1 reach Lua as doubles from the column summaries (issue 13 "
-      .. "item 10 chooses their representation): 2^64-1 prints as 18446744073709551616")
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write("p seq=1 wall_ns=18446744073709551615 big=-3 x_ns=5\n",
+      "p seq=2 wall_ns=18446744073709551613 big=18446744073709551615 x_ns=7\n")
+    f:close()
+    local _, out = run("report", "--raw", "--fields", "wall_ns,big", path)
+    local _, plain = run("report", path)
+    os.remove(path)
+    -- the values a quantity holds, as its lines print them
+    assert.matches("big %(2 of 2 values held: %-3 on 1, 18446744073709551615 on 1%)", plain)
+    -- min, median, mean, p90, p99, max, total: exact, the interpolated ones
+    -- rounded to the nearest integer (halves up)
+    assert.matches("\nwall_ns +18446744073709551613 +18446744073709551614 +18446744073709551614"
+      .. " +18446744073709551615 +18446744073709551615 +18446744073709551615 +36893488147419103228\n", out)
+    -- a negative value beside 2^64-1: -3 + 0.9 (2^64 + 2) = 16602069666338596453.2
+    assert.matches("\nbig +%-3 +9223372036854775806 +9223372036854775806 +16602069666338596453"
+      .. " +18262276632972456099 +18446744073709551615 +18446744073709551612\n", out)
   end)
 
   it("writes signs as a person does", function()

@@ -191,12 +191,71 @@ describe("phaseprobe subcommands", function()
     local rc, _, err = run("ptx", ptx)
     assert.are.equal(1, rc)
     assert.matches("pp.ptx.scan is not available", err)
-    pp.ptx.scan = function(text) return { bytes = #text, barriers = 0, entries = { "main" } } end
     local rc2, out2 = run("ptx", ptx)
     pp.ptx.scan = saved
     os.remove(ptx)
-    assert.are.equal(0, rc2)
-    assert.matches("barriers%s+0\nbytes%s+" .. #text .. "\nentries:\n  main", out2)
+    assert.are.equal(1, rc2)
+    assert.are.equal("", out2)
+  end)
+
+  it("prints what ptx --help promises: each entry's launch bounds, parameters, registers, counts", function()
+    local oracle = require "helpers.ptx_oracle"
+    local files = { "examples/kernels/shared.ptx", "examples/kernels/params.ptx",
+                    "spec/fixtures/ptx/syncs-G.ptx" }
+    local rc, out = run("ptx", "--raw", table.unpack(files))
+    assert.are.equal(0, rc)
+    local seen = 0
+    for _, f in ipairs(files) do
+      local r = pp.ptx.scan(oracle.read(f))
+      local part = out:match("== " .. f:gsub("%p", "%%%0") .. "\n(.-)\n== ") or out:match("== " .. f:gsub("%p", "%%%0") .. "\n(.*)$")
+      assert.is_not_nil(part, f)
+      assert.matches("PTX " .. r.version:gsub("%.", "%%.") .. ", target " .. r.target, part)
+      assert.matches("grid sync: " .. (r.grid_sync and "yes" or "no"), part, 1, true)
+      for _, e in ipairs(r.entries) do
+        local block = part:match("\nentry " .. e.name .. " (.-)\n\n") or part:match("\nentry " .. e.name .. " (.*)$")
+        assert.is_not_nil(block, f .. ": " .. e.name)
+        assert.matches("line " .. e.line .. ", column " .. e.col, block, 1, true)
+        if e.maxntid then
+          assert.matches(".maxntid " .. table.concat(e.maxntid, ", "), block, 1, true)
+        end
+        if e.minnctapersm then assert.matches(".minnctapersm " .. e.minnctapersm, block, 1, true) end
+        if not (e.maxntid or e.reqntid or e.minnctapersm or e.maxnreg) then
+          assert.matches("launch bounds: none declared", block, 1, true)
+        end
+        for i, p in ipairs(e.params) do
+          local row = ("\n%%s+%d%%s+%s%%s+%s%%s+%d%%s+%d%%s+"):format(i, p.name:gsub("%p", "%%%0"),
+            p.type:gsub("%p", "%%%0"), p.size, p.align)
+            .. (p.array > 0 and (p.array .. "%s+") or "") .. p.offset .. "\n"
+          assert.matches(row, block .. "\n", nil, nil, f .. ": " .. e.name .. " param " .. i)
+        end
+        for class, n in pairs(e.registers) do
+          assert.matches(class .. " " .. n, block, 1, true)
+        end
+        assert.matches("instructions " .. e.instructions .. ":", block, 1, true)
+        assert.matches("grid syncs " .. e.grid_syncs, block, 1, true)
+        assert.matches("shared " .. e.shared_bytes .. " bytes", block, 1, true)
+        for _, v in ipairs(e.vars) do assert.matches(v.name, block, 1, true) end
+        seen = seen + 1
+      end
+      for _, g in ipairs(r.globals) do assert.matches("\n%s+" .. g.name .. "%s+" .. g.space, part) end
+      for _, fn in ipairs(r.funcs) do assert.matches(fn, part, 1, true) end
+    end
+    assert.are.equal(6, seen)
+    -- the debug code's three grid syncs
+    assert.matches("entry debug_syncs .-grid syncs 3", out)
+  end)
+
+  it("prints a partial scan's errors as file:line:column, exit status 1 under --strict", function()
+    local bad = tmpfile(".version 8.0\n.target sm_90\n.address_size 64\n"
+      .. ".visible .entry k(.param .align 3 .b8 k_p[8]) { ret; }\n")
+    local rc, out, err = run("ptx", bad)
+    assert.are.equal(0, rc)
+    assert.matches(bad .. ":4:33: .align 3: an alignment must be a power of two", out, 1, true)
+    assert.matches("partial scan: " .. bad .. ":4:33:", err, 1, true)
+    local rc2, out2 = run("ptx", "--strict", bad)
+    os.remove(bad)
+    assert.are.equal(1, rc2)
+    assert.matches("entry k ", out2, 1, true)
   end)
 
   it("runs the demo module's main with the arguments, or says it is absent", function()

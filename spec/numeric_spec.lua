@@ -36,6 +36,31 @@ describe("pp.numeric", function()
     end
   end)
 
+  it("leaves NaN out of every figure, wherever it stands, and counts it (#13 item 11)", function()
+    local nan = 0 / 0
+    local want = pp.numeric.summary({ 1, 2 })
+    for _, xs in ipairs { { nan, 1, 2 }, { 1, nan, 2 }, { 1, 2, nan }, { nan, 2, nan, 1, nan } } do
+      local s = pp.numeric.summary(xs)
+      for _, k in ipairs { "count", "min", "max", "sum", "mean", "median", "p90", "p99" } do
+        assert.are.equal(want[k], s[k], k)
+      end
+      assert.are.equal(#xs - 2, s.nan)
+    end
+    assert.is_nil(want.nan)
+    local none = pp.numeric.summary({ nan, nan })
+    assert.are.same({ 0, 2 }, { none.count, none.nan })
+    assert.is_nil(none.median)
+    -- infinities are values
+    local inf = pp.numeric.summary({ 1, math.huge, -math.huge })
+    assert.are.same({ 3, -math.huge, math.huge, 1 }, { inf.count, inf.min, inf.max, inf.median })
+    -- and in a fit, a point with a NaN coordinate is no point
+    local f = pp.numeric.fit({ 1, 2, nan, 3, 4 }, { 12, 14, 99, 16, nan })
+    local g = pp.numeric.fit({ 1, 2, 3 }, { 12, 14, 16 })
+    assert.are.same({ 3, 2 }, { f.n, f.nan })
+    assert.is_true(near(g.ls.slope, f.ls.slope) and near(g.ts.slope, f.ts.slope))
+    assert.are.equal(2, f.ts.slope)
+  end)
+
   it("summarises nothing as count 0 and no other field", function()
     local s = pp.numeric.summary({})
     assert.are.equal(0, s.count)

@@ -13,6 +13,8 @@ local FILES = {
   "examples/kernels/gridsync.ptx",
   "spec/fixtures/ptx/vyre_grid3.ptx",
   "spec/fixtures/ptx/comments_strings.ptx",
+  "spec/fixtures/ptx/syncs.ptx",
+  "spec/fixtures/ptx/syncs-G.ptx",
 }
 
 local function cuda_or_pending()
@@ -60,6 +62,6 @@ describe("pp.ptx scan results against the driver #gpu", function()
       close(mod)
     end
     close(ctx)
-    assert.are.equal(7, checked) -- 2 + 2 + 1 + 1 + 1 entries
+    assert.are.equal(11, checked) -- 2 + 2 + 1 + 1 + 1 + 2 + 2 entries
   end)
 end)

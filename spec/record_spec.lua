@@ -265,6 +265,9 @@ describe("pp.parse.list", function()
       { { { a = 1 }, 5 }, nil, "element 2 is a number" },
       { { { { "n", "99999999999999999999", true } } }, { source = "f.jsonl", lines = { 9 } },
         "^f%.jsonl:9: field 'n': 99999999999999999999 does not fit in 64 bits$" },
+      { { { { "n", "007", true } } }, { source = "f.jsonl", lines = { 3 } },
+        "^f%.jsonl:3: field 'n': 007 is not a number as JSON writes one$" },
+      { { { { "n", "-0012", true } } }, nil, "field 'n': %-0012 is not a number as JSON writes one" },
       { { { a = 1 } }, { prefix = "9x" }, "prefix '9x' is not a prefix word" },
     } do
       local ok, err = pcall(pp.parse.list, c[1], c[2])

@@ -40,10 +40,18 @@
  *     - a prefix with no fields; more than PP_PARSE_MAX_TOKENS fields;
  *       a new field name past the store's limit of distinct names.
  *
- *   Values: an unsigned decimal integer is an integer (u64, kept as its bit
- *   pattern); -digits is a signed integer; a decimal or exponent number is a
- *   double; anything else is a string. A column that sees both numbers and
- *   strings becomes a string column (numbers re-spelled as text).
+ *   Values (pp_cols_value_of_text, one rule for lines, CSV cells and JSON
+ *   numbers): a value is a number exactly when it is written as JSON writes
+ *   a number. An integer without leading zeros or '+' from -2^63 to 2^64-1
+ *   is an integer (a u64 above INT64_MAX kept as its bit pattern, flagged
+ *   u64 when read); a finite number with a fraction or an exponent
+ *   (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?) is a double, whose text
+ *   is kept when it is not the double's shortest spelling ("1.50", "1e3");
+ *   anything else is a string ("007", "+5", "-0", "0x10", "nan", an integer
+ *   past 64 bits). Each value keeps its own kind and its exact text whatever
+ *   the other values of its column: a column of integers and doubles is a
+ *   number column whose integers stay integers, and a column that sees a
+ *   string becomes a string column holding every value's text as written.
  *
  *   Known schemas: the default (reference) schema and the current one, plus
  *   any given in the options.
@@ -82,10 +90,12 @@ typedef enum { PP_VAL_NONE = 0, PP_VAL_INT, PP_VAL_NUM, PP_VAL_STR } pp_val_kind
 
 typedef struct {
   pp_val_kind kind;
-  int64_t i;         /* PP_VAL_INT (u64 values above INT64_MAX wrap)      */
+  int64_t i;         /* PP_VAL_INT: the value, or with u64 set the bit
+                        pattern of an unsigned value above INT64_MAX     */
   double d;          /* PP_VAL_NUM                                        */
   const char *s;     /* PP_VAL_STR: NUL-terminated, owned by the store    */
   size_t len;        /* PP_VAL_STR                                        */
+  int u64;           /* PP_VAL_INT: i is a u64 above INT64_MAX            */
 } pp_value;
 
 /* Hidden per-record columns, addressable by name like any field. */
@@ -99,13 +109,21 @@ size_t pp_cols_nfields(const pp_cols *c);
 size_t pp_cols_field_column(const pp_cols *c, size_t i);
 const char *pp_cols_name(const pp_cols *c, size_t col);
 int pp_cols_hidden(const pp_cols *c, size_t col);
+/* PP_VAL_INT: integers only; PP_VAL_NUM: doubles (and integers, which
+ * pp_cols_get gives as PP_VAL_INT); PP_VAL_STR: strings only. */
 pp_val_kind pp_cols_kind(const pp_cols *c, size_t col);
-/* Whether every integer seen in the column was unsigned (u64 semantics). */
+/* Whether no integer of the column is negative. */
 int pp_cols_unsigned(const pp_cols *c, size_t col);
 /* Column index by name (hidden names included); -1 if none. */
 int pp_cols_find(const pp_cols *c, const char *name);
 /* Value of `col` in record `row`; kind PP_VAL_NONE when absent. */
 void pp_cols_get(const pp_cols *c, size_t col, size_t row, pp_value *out);
+/* The text of that value as the record's line prints it (exact: the digits
+ * of an integer, a double's text as it was written or its shortest
+ * spelling, the string); returns its full length (0 when absent), writing
+ * at most cap-1 bytes and a NUL. */
+size_t pp_cols_text(const pp_cols *c, size_t col, size_t row, char *buf,
+                    size_t cap);
 /* A value as double (ints by the column's signedness); 0 if absent. */
 int pp_cols_get_double(const pp_cols *c, size_t col, size_t row, double *out);
 /* The record's layout: its prefix and its fields in line order. */
@@ -172,6 +190,12 @@ int pp_parser_feed(pp_parser *p, const char *buf, size_t len);
 int pp_parser_line(pp_parser *p, const char *line, size_t len);
 /* Ends the current source: a pending unterminated line is parsed. */
 int pp_parser_end(pp_parser *p);
+/* The index of the source being read (SIZE_MAX before any), and a return
+ * to source i after another was read (its line numbers and counts go on):
+ * a reader of lines whose callback fed the parser another source resumes
+ * its own. -1 when there is no source i (the parser was reset). */
+size_t pp_parser_current(const pp_parser *p);
+int pp_parser_resume(pp_parser *p, size_t i);
 
 /* Reads a whole file ("-" is stdin) as one source. progress (may be NULL)
  * is called about every 16 MiB; a non-zero return stops the reading.

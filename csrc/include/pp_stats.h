@@ -22,14 +22,24 @@ extern "C" {
 /* ---- summaries ----------------------------------------------------------- */
 /* Quantiles are type 7 (linear between the closest ranks: the median of an
  * even count is the mean of the middle two). An empty summary has count 0
- * and NaN for the rest. */
+ * and NaN for the rest. NaN values are no values: they are left out of
+ * every figure (count included) and counted in nan, so a summary does not
+ * depend on where they stand; infinities are values like any other. */
 typedef struct {
-  size_t count;        /* present values summarised                     */
+  size_t count;        /* values summarised (NaNs not among them)       */
+  size_t nan;          /* NaN values left out                           */
   double min, max, sum, mean, median, p90, p99;
-  int exact;           /* integer column: imin, imax, isum are exact     */
-  int64_t imin, imax;  /* integers (u64 bit patterns if unsigned)         */
+  int exact;           /* integers: imin, imax, isum and text are exact  */
+  int64_t imin, imax;  /* with imin_u64 / imax_u64: a u64's bit pattern  */
+  int imin_u64, imax_u64;
   int isum_fits;       /* the exact sum fits in int64                    */
   int64_t isum;
+  /* With exact: each figure in decimal, the integer it is (min, max, sum)
+   * or the nearest one (mean, median, p90, p99; halves rounded up),
+   * computed exactly (what --raw prints). */
+  struct {
+    char min[24], max[24], sum[32], mean[24], median[24], p90[24], p99[24];
+  } text;
 } pp_summary;
 
 /* Type-7 quantile (linear between closest ranks) of a sorted array. */
@@ -37,10 +47,15 @@ double pp_quantile_sorted(const double *sorted, size_t n, double p);
 /* Summary (count, min, max, sum, mean, median, p90, p99) of n doubles; a
  * is reordered. */
 void pp_summarize(double *a, size_t n, pp_summary *out);
+/* The exact summary of integers: neg[0..nneg) the negative ones,
+ * pos[0..npos) the others (any u64); both are reordered. */
+void pp_summarize_int(int64_t *neg, size_t nneg, uint64_t *pos, size_t npos,
+                      pp_summary *out);
 
 /* ---- line fits ----------------------------------------------------------- */
 typedef struct {
   size_t n;             /* points used                                    */
+  size_t nan;           /* pp_fit_line: points left out, a coordinate NaN */
   size_t distinct_x;    /* distinct x values (counted up to 1000)         */
   double xmin, xmax, ymedian;
   /* least squares */
@@ -63,7 +78,8 @@ typedef struct {
 #define PP_TS_EXACT_PAIRS 200000
 #define PP_TS_SAMPLE_PAIRS 100000
 #define PP_TS_SAMPLE_POINTS 65536
-/* x and y are not modified. Returns 0, or -1 out of memory. */
+/* x and y are not modified. A point with a NaN coordinate is left out
+ * (counted in out->nan). Returns 0, or -1 out of memory. */
 int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out);
 /* The same in stages, for many fits over shared columns: statistics of
  * an x column and of a y column once, then one pass a pair. */

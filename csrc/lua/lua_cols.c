@@ -7,7 +7,8 @@
  *   local cols = pp.parse.file("run.log")
  *   #cols, cols:count()                    records
  *   cols:fields(), cols:kind(name)         field names, a field's kind
- *   cols:row(i [, names]), cols:get(name, i), cols:line(i), cols:values(name)
+ *   cols:row(i [, names]), cols:get(name, i), cols:line(i),
+ *   cols:values(name [, sel [, "text"]])
  *   cols:where(name, value), cols:range(name, lo, hi), cols:select(rows)
  *                                          -> selection (rows of this store)
  *   cols:summary(name [, sel]), cols:fit(x, y [, sel]),
@@ -185,7 +186,7 @@ static int cols_get(lua_State *L) {
     return 0;
   pp_value v;
   pp_cols_get(c, (size_t)col, row, &v);
-  pp_lua_push_value(L, &v, pp_cols_unsigned(c, (size_t)col));
+  pp_lua_push_value(L, &v);
   return 1;
 }
 
@@ -232,21 +233,40 @@ static query records_args(lua_State *L) {
   return q;
 }
 
-/* cols:values(name [, sel]) -> {present values, in row order} */
+/* cols:values(name [, sel [, "value" | "text"]]) -> {present values, in
+ * row order}: as Lua values (a u64 above 2^63-1 as the nearest float), or
+ * as the exact texts the record lines print */
 static int cols_values(lua_State *L) {
+  static const char *const as_names[] = {"value", "text", NULL};
   query q = query_args(L);
+  int as_text = luaL_checkoption(L, 4, "value", as_names) == 1;
   size_t n = nrows(q.c, q.sel, q.nsel);
   lua_createtable(L, q.col < 0 ? 0 : (int)n, 0);
   if (q.col < 0)
     return 1;
   lua_Integer out = 1;
   pp_value v;
-  int uns = pp_cols_unsigned(q.c, (size_t)q.col);
+  char small[64];
   for (size_t i = 0; i < n; i++) {
-    pp_cols_get(q.c, (size_t)q.col, q.sel ? q.sel[i] : i, &v);
+    size_t row = q.sel ? q.sel[i] : i;
+    pp_cols_get(q.c, (size_t)q.col, row, &v);
     if (v.kind == PP_VAL_NONE)
       continue;
-    pp_lua_push_value(L, &v, uns);
+    if (!as_text) {
+      pp_lua_push_value(L, &v);
+    } else if (v.kind == PP_VAL_STR) {
+      lua_pushlstring(L, v.s, v.len);
+    } else {
+      size_t len = pp_cols_text(q.c, (size_t)q.col, row, small, sizeof small);
+      if (len < sizeof small) {
+        lua_pushlstring(L, small, len);
+      } else {
+        luaL_Buffer b;
+        char *dst = luaL_buffinitsize(L, &b, len + 1);
+        pp_cols_text(q.c, (size_t)q.col, row, dst, len + 1);
+        luaL_pushresultsize(&b, len);
+      }
+    }
     lua_rawseti(L, -2, out++);
   }
   return 1;
@@ -260,8 +280,7 @@ static int cols_summary(lua_State *L) {
   memset(&s, 0, sizeof s);
   if (q.col >= 0 && pp_cols_summary(q.c, (size_t)q.col, q.sel, q.nsel, &s) != 0)
     return luaL_error(L, "phaseprobe.columns: out of memory");
-  pp_lua_push_summary(L, &s,
-                      q.col >= 0 && pp_cols_unsigned(q.c, (size_t)q.col));
+  pp_lua_push_summary(L, &s);
   return 1;
 }
 
@@ -379,7 +398,7 @@ static int cols_lincomb(lua_State *L) {
     pp_summarize(out, m, &s);
     free(out);
   }
-  pp_lua_push_summary(L, &s, 0);
+  pp_lua_push_summary(L, &s);
   return 1;
 }
 
@@ -508,7 +527,7 @@ static int groups_gc(lua_State *L) {
 /* With the group's selection on top and the list of groups below it: sets
  * list[i] = {key = key | missing = true, n = n, sel = <the selection>}
  * (key NULL or of kind PP_VAL_NONE: records lacking the field). */
-static void add_group(lua_State *L, const pp_value *key, int uns, size_t n,
+static void add_group(lua_State *L, const pp_value *key, size_t n,
                       lua_Integer i) {
   lua_createtable(L, 0, 4);
   lua_insert(L, -2);
@@ -517,7 +536,7 @@ static void add_group(lua_State *L, const pp_value *key, int uns, size_t n,
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "missing");
   } else {
-    pp_lua_push_value(L, key, uns);
+    pp_lua_push_value(L, key);
     lua_setfield(L, -2, "key");
   }
   pp_lua_set_int(L, "n", n);
@@ -541,7 +560,7 @@ static int cols_group(lua_State *L) {
       lua_pushvalue(L, 1);
       lua_call(L, 1, 1);
     }
-    add_group(L, NULL, 0, n, 1);
+    add_group(L, NULL, n, 1);
     return 1;
   }
   /* the groups are freed by their guard's __gc if building the tables
@@ -554,11 +573,10 @@ static int cols_group(lua_State *L) {
     return luaL_error(L, "phaseprobe.columns: out of memory");
   pp_group *g = gg->g;
   size_t ng = gg->n;
-  int uns = pp_cols_unsigned(q.c, (size_t)q.col);
   lua_createtable(L, (int)ng, 0);
   for (size_t i = 0; i < ng; i++) {
     push_sel(L, 1, g[i].rows, g[i].n);
-    add_group(L, &g[i].key, uns, g[i].n, (lua_Integer)i + 1);
+    add_group(L, &g[i].key, g[i].n, (lua_Integer)i + 1);
   }
   pp_groups_free(g, ng);
   gg->g = NULL;

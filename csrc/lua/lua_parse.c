@@ -23,7 +23,11 @@
  * Unreadable files, and files past max_bytes, give nil, message (what was
  * read stays in a parser object); bad options raise. A parser closed from
  * its own callback (the lines iterator, the progress function) stops and
- * raises once the callback returns.
+ * raises once the callback returns. A lines iterator may feed its parser
+ * (p:string, p:lines, p:file, p:store): those are sources of their own, and
+ * the iterator's lines go on in its source, numbered where they left off; a
+ * file's progress function may not (it raises: the file's next line may
+ * have begun in the bytes already read).
  *
  * Lists from Lua are read by their raw length (no __len), and every string
  * taken from an options table is anchored until the parser has copied it.
@@ -43,6 +47,7 @@ typedef struct {
   pp_parser *p;
   int closed;
   int busy; /* inside a call that runs a callback: freeing waits for it */
+  int in_file; /* reading a file (its progress function may run) */
 } parser_ud;
 
 /* ---- options ------------------------------------------------------------- */
@@ -211,6 +216,18 @@ static parser_ud *check_parser(lua_State *L) {
   return u;
 }
 
+/* A parser about to be fed: not from the progress function of a file it
+ * is reading (the file's next line may have begun in the bytes already
+ * read: another source would end it there). A line iterator may feed it:
+ * its own lines then go on in their source (feed_lines). */
+static parser_ud *check_feedable(lua_State *L) {
+  parser_ud *u = check_parser(L);
+  if (u->in_file)
+    luaL_error(L, "phaseprobe.parse: a parser cannot be fed while it reads a "
+                  "file (from that file's progress function)");
+  return u;
+}
+
 static void parser_release(parser_ud *u) {
   u->closed = 1;
   if (u->busy == 0 && u->p) {
@@ -278,6 +295,7 @@ static parser_ud *push_parser(lua_State *L, int opts) {
   uint64_t cap;
   u->p = new_parser(L, opts, &cap);
   u->closed = 0;
+  u->in_file = 0;
   lua_pushinteger(L, (lua_Integer)cap);
   lua_setiuservalue(L, -2, 1);
   return u;
@@ -330,7 +348,9 @@ static int do_file(lua_State *L, int p_idx, const char *path, int fn) {
   parser_ud *u = lua_touserdata(L, p_idx);
   progress_ctx x = {L, u, fn, 0};
   parser_enter(u);
+  u->in_file++;
   int rc = pp_parser_file(u->p, path, fn ? progress_cb : NULL, &x);
+  u->in_file--;
   int saved = errno;
   int closed = parser_leave(u);
   if (x.failed == 1) {
@@ -354,7 +374,7 @@ static int do_file(lua_State *L, int p_idx, const char *path, int fn) {
 }
 
 static int parser_file(lua_State *L) {
-  parser_ud *u = check_parser(L);
+  parser_ud *u = check_feedable(L);
   const char *path = pp_lua_checkcstr(L, 2);
   int fn = 0;
   if (!lua_isnoneornil(L, 3)) {
@@ -410,7 +430,7 @@ static int parser_feed(lua_State *L, const char *dflt,
 }
 
 static int parser_string(lua_State *L) {
-  check_parser(L);
+  check_feedable(L);
   luaL_checkstring(L, 2);
   return parser_feed(L, "(string)", feed_string);
 }
@@ -423,6 +443,7 @@ static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
   if (pp_lua_hasnul(L, src_idx))
     luaL_error(L, "phaseprobe.parse: a source name contains a NUL byte");
   pp_parser_source(u->p, lua_tostring(L, src_idx));
+  size_t mine = pp_parser_current(u->p);
   for (;;) {
     lua_pushvalue(L, it);
     parser_enter(u);
@@ -445,6 +466,12 @@ static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
       return luaL_error(L, "phaseprobe.parse.lines: the iterator returned a %s, "
                            "not a string",
                         luaL_typename(L, -1));
+    /* the iterator may have fed this parser another source (p:string,
+     * p:lines, p:file): its lines go on in their own */
+    if (pp_parser_current(u->p) != mine && pp_parser_resume(u->p, mine) != 0) {
+      pp_parser_source(u->p, lua_tostring(L, src_idx));
+      mine = pp_parser_current(u->p);
+    }
     if (pp_parser_line(u->p, s, len) != 0) {
       int e = errno;
       pp_parser_end(u->p);
@@ -458,7 +485,7 @@ static int feed_lines(lua_State *L, int p_idx, int it, int src_idx) {
 }
 
 static int parser_lines(lua_State *L) {
-  check_parser(L);
+  check_feedable(L);
   luaL_checktype(L, 2, LUA_TFUNCTION);
   return parser_feed(L, "(lines)", feed_lines);
 }
@@ -488,7 +515,7 @@ static int feed_store(lua_State *L, pp_parser *p) {
 }
 
 static int parser_store(lua_State *L) {
-  parser_ud *u = check_parser(L);
+  parser_ud *u = check_feedable(L);
   feed_store(L, u->p);
   lua_settop(L, 1);
   return 1;

@@ -69,10 +69,10 @@ void pp_lua_push_u64(lua_State *L, uint64_t v) {
     lua_pushnumber(L, (lua_Number)v);
 }
 
-void pp_lua_push_value(lua_State *L, const pp_value *v, int is_unsigned) {
+void pp_lua_push_value(lua_State *L, const pp_value *v) {
   switch (v->kind) {
   case PP_VAL_INT:
-    if (is_unsigned)
+    if (v->u64)
       pp_lua_push_u64(L, (uint64_t)v->i);
     else
       lua_pushinteger(L, (lua_Integer)v->i);
@@ -213,7 +213,7 @@ static void push_field(lua_State *L, int ri, const lrec *r, int k) {
   }
   pp_value v;
   pp_cols_get(c, (size_t)col, r->u.row, &v);
-  pp_lua_push_value(L, &v, pp_cols_unsigned(c, (size_t)col));
+  pp_lua_push_value(L, &v);
 }
 
 /* ---- the read-only view of a field list ------------------------------------ */
@@ -409,9 +409,9 @@ static int rec_tostring(lua_State *L) {
     luaL_addchar(&b, ' ');
     luaL_addstring(&b, pp_cols_name(c, col));
     luaL_addchar(&b, '=');
-    size_t n = pp_cols_value_text(c, col, r->u.row, NULL, 0);
+    size_t n = pp_cols_text(c, col, r->u.row, NULL, 0);
     char *dst = luaL_prepbuffsize(&b, n + 1);
-    pp_cols_value_text(c, col, r->u.row, dst, n + 1);
+    pp_cols_text(c, col, r->u.row, dst, n + 1);
     luaL_addsize(&b, n);
   }
   luaL_pushresult(&b);
@@ -450,10 +450,10 @@ static int rec_text(lua_State *L) {
   pp_cols_get(c, (size_t)col, r->u.row, &v);
   if (v.kind == PP_VAL_NONE)
     return 0;
-  size_t n = pp_cols_value_text(c, (size_t)col, r->u.row, NULL, 0);
+  size_t n = pp_cols_text(c, (size_t)col, r->u.row, NULL, 0);
   luaL_Buffer b;
   char *dst = luaL_buffinitsize(L, &b, n + 1);
-  pp_cols_value_text(c, (size_t)col, r->u.row, dst, n + 1);
+  pp_cols_text(c, (size_t)col, r->u.row, dst, n + 1);
   luaL_pushresultsize(&b, n);
   return 1;
 }
@@ -499,7 +499,7 @@ static int push_nth(lua_State *L, int ri, const lrec *r, size_t *pos) {
     if (v.kind == PP_VAL_NONE)
       continue;
     lua_pushstring(L, pp_cols_name(c, col));
-    pp_lua_push_value(L, &v, pp_cols_unsigned(c, col));
+    pp_lua_push_value(L, &v);
     return 1;
   }
   return 0;
@@ -611,52 +611,32 @@ typedef struct {
   int line_mode;
 } list_opts;
 
-/* A number written as text, read exactly: an unsigned decimal integer (up
- * to 2^64-1), a negative one (from -2^63), else a finite float. NULL, or
- * what is wrong. */
-static const char *number_text(const char *s, size_t len, pp_cols_field *x) {
-  char buf[64];
-  if (len == 0 || len >= sizeof buf)
-    return len ? "too long for a number" : "an empty number";
-  memcpy(buf, s, len);
-  buf[len] = 0;
-  size_t i = buf[0] == '-' ? 1 : 0;
-  if (i < len && strspn(buf + i, "0123456789") == len - i) {
-    uint64_t v = 0;
-    for (size_t k = i; k < len; k++) {
-      unsigned d = (unsigned)(buf[k] - '0');
-      if (v > (UINT64_MAX - d) / 10)
-        return "does not fit in 64 bits";
-      v = v * 10 + d;
-    }
-    if (i && v > (uint64_t)INT64_MAX + 1)
-      return "does not fit in 64 bits";
-    x->v.kind = PP_VAL_INT;
-    x->v.i = i ? (int64_t)(0 - v) : (int64_t)v;
-    x->neg = i && v != 0;
-    return NULL;
-  }
-  char *end;
-  double d = strtod(buf, &end);
-  if (*end || end == buf || d != d || d - d != 0)
-    return "is not a number";
-  x->v.kind = PP_VAL_NUM;
-  x->v.d = d;
-  return NULL;
-}
+/* How a pair's value is read (its third element). */
+enum { AS_VALUE, AS_NUMBER, AS_TOKEN };
 
-/* The value at the top (popped) into x. NULL, or what is wrong. */
-static const char *lua_value(lua_State *L, pp_cols_field *x, int as_text) {
+/* The value at the top (popped) into x. NULL, or what is wrong. With
+ * AS_NUMBER or AS_TOKEN a string is a value's text, read by the one rule
+ * (pp_cols_value_of_text): AS_NUMBER's must be a number. */
+static const char *lua_value(lua_State *L, pp_cols_field *x, int as) {
   int t = lua_type(L, -1);
   x->neg = 0;
-  if (as_text && t == LUA_TSTRING) {
+  x->text = NULL;
+  x->tlen = 0;
+  x->v.u64 = 0;
+  if (as != AS_VALUE && t == LUA_TSTRING) {
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
-    const char *bad = number_text(s, len, x);
-    if (bad && len <= 40)
-      bad = lua_pushfstring(L, "%s %s", s, bad);
-    else if (bad)
-      bad = lua_pushfstring(L, "a number of %d bytes %s", (int)len, bad);
+    const char *bad = NULL;
+    if (pp_cols_value_of_text(s, len, as == AS_NUMBER, x) == PP_VAL_NONE) {
+      size_t d = len && s[0] == '-' ? 1 : 0;
+      int whole = len > d && strspn(s + d, "0123456789") == len - d &&
+                  (s[d] != '0' || len - d == 1); /* no leading zero */
+      const char *why = whole ? "does not fit in 64 bits"
+                              : "is not a number as JSON writes one";
+      bad = len <= 40 ? lua_pushfstring(L, "%s %s", s, why)
+                      : lua_pushfstring(L, "a number of %d bytes %s", (int)len,
+                                        why);
+    }
     if (bad)
       lua_remove(L, -2); /* the text; the message stays on the stack */
     else
@@ -693,8 +673,9 @@ static const char *bad_field(lua_State *L, const char *name, size_t nlen,
   return lua_pushfstring(L, "field '%s': %s", lua_tostring(L, -1), what);
 }
 
-/* A list of {name, value [, true]} pairs in line order (with true, value is
- * a number's text, read exactly). Returns the count; on a problem, *why. */
+/* A list of {name, value [, true | "token"]} pairs in line order (with
+ * true, value is a number's text, read exactly; with "token", a text read
+ * as a record line's value is). Returns the count; on a problem, *why. */
 static size_t pair_fields(lua_State *L, int idx, list_scratch *sc,
                           const char **why) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
@@ -717,12 +698,17 @@ static size_t pair_fields(lua_State *L, int idx, list_scratch *sc,
     }
     x->name = lua_tolstring(L, -1, &x->nlen); /* the pair holds it */
     lua_pop(L, 1);
-    int as_text = lua_rawgeti(L, pair, 3) == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    int as = AS_VALUE;
+    int t3 = lua_rawgeti(L, pair, 3);
+    if (t3 == LUA_TBOOLEAN && lua_toboolean(L, -1))
+      as = AS_NUMBER;
+    else if (t3 == LUA_TSTRING && strcmp(lua_tostring(L, -1), "token") == 0)
+      as = AS_TOKEN;
     lua_pop(L, 1);
     lua_rawgeti(L, pair, 2);
-    const char *bad = lua_value(L, x, as_text);
+    const char *bad = lua_value(L, x, as);
     if (bad) {
-      *why = bad_field(L, x->name, x->nlen, bad, !as_text);
+      *why = bad_field(L, x->name, x->nlen, bad, as == AS_VALUE);
       return 0;
     }
     lua_pop(L, 1); /* the pair: the list holds it */
@@ -795,7 +781,7 @@ static size_t table_fields(lua_State *L, int idx, const list_opts *o,
     x->nlen = sc->nlen[i];
     lua_pushlstring(L, x->name, x->nlen);
     lua_rawget(L, idx);
-    const char *bad = lua_value(L, x, 0);
+    const char *bad = lua_value(L, x, AS_VALUE);
     if (bad) {
       *why = bad_field(L, x->name, x->nlen, bad, 1);
       return 0;
@@ -812,9 +798,9 @@ static size_t own_fields(const lrec *r, pp_cols_field *f) {
     if (!pp_field_present(s, r->tail, i))
       continue;
     pp_cols_field *x = &f[n++];
+    memset(x, 0, sizeof *x);
     x->name = s->field[i];
     x->nlen = strlen(s->field[i]);
-    x->neg = 0;
     if (s->kind[i] == PP_FIELD_KERNEL_SRC) {
       const char *k = pp_ksrc_name(r->tail[i]);
       x->v.kind = PP_VAL_STR;
@@ -835,9 +821,9 @@ static size_t own_fields(const lrec *r, pp_cols_field *f) {
     if (!stop)
       stop = end;
     pp_cols_field *x = &f[n++];
+    memset(x, 0, sizeof *x);
     x->name = name;
     x->nlen = (size_t)(eq - name);
-    x->neg = 0;
     x->v.kind = PP_VAL_STR;
     x->v.s = eq + 1;
     x->v.len = (size_t)(stop - eq - 1);
@@ -859,7 +845,10 @@ static size_t row_fields(const pp_cols *c, const lrec *r, pp_cols_field *f) {
     x->name = pp_cols_name(c, col);
     x->nlen = strlen(x->name);
     x->v = v;
-    x->neg = v.kind == PP_VAL_INT && v.i < 0 && !pp_cols_unsigned(c, col);
+    x->neg = v.kind == PP_VAL_INT && v.i < 0 && !v.u64;
+    x->text = v.kind == PP_VAL_NUM
+                  ? pp_cols_alt_text(c, col, r->u.row, &x->tlen)
+                  : NULL;
   }
   return n;
 }
@@ -906,11 +895,15 @@ static void read_list_opts(lua_State *L, int t, list_opts *o) {
  * record sets give them: copied with its prefix, fields and values), a
  * table of name = value (its fields in the order of opts.fields, the others
  * by name), or a list of {name, value} pairs in line order, where
- * {name, text, true} is a number given as its text (read exactly: u64 up to
- * 2^64-1). opts: prefix (of tables, default "record"), fields, text =
- * "line" (default: a table's strings must fit in a line) | "any", source
- * (@file, default "(list)"), lines (@line of each element, default its
- * index; errors then say source:line). A bad element raises, naming it. */
+ * {name, text, true} is a number given as its text (a JSON number: read
+ * exactly, u64 up to 2^64-1, a float keeping its text) and
+ * {name, text, "token"} a text read as a record line's value is (a number
+ * when written as JSON writes one, else the string: pp_parse.h). opts:
+ * prefix (of tables, default "record"), fields, text = "line" (default: a
+ * table's strings must fit in a line, and its numbers be finite) | "any",
+ * source (@file, default "(list)"), lines (@line of each element, default
+ * its index; errors then say source:line). A bad element raises, naming
+ * it. */
 int pp_lua_parse_list(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 2);

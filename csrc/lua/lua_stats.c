@@ -9,10 +9,15 @@
  * implementation answers everywhere.
  *
  *   pp.numeric.summary(xs) -> {count=, min=, max=, sum=, mean=, median=,
- *                              p90=, p99=}
+ *                              p90=, p99= [, nan=]}
  *       xs: a sequence of numbers (read up to its raw length; __len is
  *       not consulted). Quantiles are type 7 (the median of an even count
  *       is the mean of the middle two). An empty sequence gives {count=0}.
+ *       NaNs are no values: left out of every figure, count included, and
+ *       counted in nan (present when there are any), so the order of the
+ *       values never matters; infinities are ordinary values. A summary of
+ *       integers (the column store's) also carries _raw: each figure as
+ *       exact decimal text.
  *
  *   pp.numeric.fit(xs, ys) -> {n=, distinct_x=, ok=, xmin=, xmax=, ymedian=,
  *                              ls={intercept=, slope=, r2=},
@@ -23,7 +28,9 @@
  *       sample past 200,000 pairs; quality = 1 - MAD(residuals) / MAD(y)
  *       in [0, 1]). ok is false when fewer than 2 distinct x values leave
  *       no slope to tell (slopes 0, intercepts the mean and median of ys).
- *       With n == 0 only n, distinct_x and ok are set.
+ *       With n == 0 only n, distinct_x and ok are set. A point with a NaN
+ *       coordinate is no point: left out, and counted in nan (present when
+ *       there are any).
  *
  * Not to be confused with pp.stats(), the probe's emission counters.
  * Misuse raises: a non-table argument, an element that is not a number
@@ -35,29 +42,50 @@
 #include <stdint.h>
 #include <string.h>
 
-/* An exact integer, or a float when it does not fit a Lua integer as the
- * unsigned value it is. */
-static void set_exact(lua_State *L, const char *k, int64_t v, int uns) {
-  if (uns && v < 0)
-    lua_pushnumber(L, (double)(uint64_t)v);
+/* An exact integer, or a float when it is a u64 above 2^63-1 (as every
+ * u64 value reaches Lua: pp_lua_push_u64). */
+static void set_exact(lua_State *L, const char *k, int64_t v, int u64) {
+  if (u64)
+    pp_lua_push_u64(L, (uint64_t)v);
   else
     lua_pushinteger(L, (lua_Integer)v);
   lua_setfield(L, -2, k);
 }
 
-void pp_lua_push_summary(lua_State *L, const pp_summary *s, int uns) {
-  lua_createtable(L, 0, 9);
+void pp_lua_push_summary(lua_State *L, const pp_summary *s) {
+  lua_createtable(L, 0, 10);
   lua_pushinteger(L, (lua_Integer)s->count);
   lua_setfield(L, -2, "count");
+  if (s->nan) {
+    lua_pushinteger(L, (lua_Integer)s->nan);
+    lua_setfield(L, -2, "nan");
+  }
   if (s->count == 0)
     return;
   if (s->exact) {
-    set_exact(L, "min", s->imin, uns);
-    set_exact(L, "max", s->imax, uns);
+    set_exact(L, "min", s->imin, s->imin_u64);
+    set_exact(L, "max", s->imax, s->imax_u64);
     if (s->isum_fits)
       set_exact(L, "sum", s->isum, 0);
     else
       pp_lua_set_num(L, "sum", s->sum);
+    /* every figure exactly, as decimal text (what --raw prints) */
+    lua_createtable(L, 0, 7);
+    lua_pushstring(L, s->text.min);
+    lua_setfield(L, -2, "min");
+    lua_pushstring(L, s->text.max);
+    lua_setfield(L, -2, "max");
+    lua_pushstring(L, s->text.sum);
+    lua_setfield(L, -2, "sum");
+    lua_pushstring(L, s->text.mean);
+    lua_setfield(L, -2, "mean");
+    lua_pushstring(L, s->text.median);
+    lua_setfield(L, -2, "median");
+    lua_pushstring(L, s->text.p90);
+    lua_setfield(L, -2, "p90");
+    lua_pushstring(L, s->text.p99);
+    lua_setfield(L, -2, "p99");
+    lua_setfield(L, -2, "_raw");
   } else {
     pp_lua_set_num(L, "min", s->min);
     pp_lua_set_num(L, "max", s->max);
@@ -77,6 +105,10 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f) {
   lua_setfield(L, -2, "distinct_x");
   lua_pushboolean(L, f->ok);
   lua_setfield(L, -2, "ok");
+  if (f->nan) {
+    lua_pushinteger(L, (lua_Integer)f->nan);
+    lua_setfield(L, -2, "nan");
+  }
   if (f->n == 0)
     return;
   pp_lua_set_num(L, "xmin", f->xmin);
@@ -126,7 +158,7 @@ static int l_summary(lua_State *L) {
   double *a = check_numbers(L, 1, &n);
   pp_summary s;
   pp_summarize(a, n, &s);
-  pp_lua_push_summary(L, &s, 0);
+  pp_lua_push_summary(L, &s);
   return 1;
 }
 

@@ -53,7 +53,7 @@ void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx);
  * nearest float above. */
 void pp_lua_push_u64(lua_State *L, uint64_t v);
 /* A store value: integers of an unsigned column through pp_lua_push_u64. */
-void pp_lua_push_value(lua_State *L, const pp_value *v, int is_unsigned);
+void pp_lua_push_value(lua_State *L, const pp_value *v);
 /* pp.parse.list(list [, opts]) -> columns: records and tables into a store. */
 int pp_lua_parse_list(lua_State *L);
 
@@ -82,7 +82,7 @@ const pp_schema *pp_lua_test_schema(lua_State *L, int idx);
 
 /* A summary and a line fit as the Lua tables of pp.numeric (lua_stats.c);
  * with uns, an exact min and max are unsigned 64-bit values. */
-void pp_lua_push_summary(lua_State *L, const pp_summary *s, int uns);
+void pp_lua_push_summary(lua_State *L, const pp_summary *s);
 void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 
 /* Reads the whole file at path into a string pushed on the stack and

@@ -75,8 +75,11 @@ static void free_column(pp_cols *c, pp_column *k) {
     pp_chunk *h = &k->chunks[i];
     pp_cols_dealloc(c, h->data, (size_t)h->cap * h->width);
     pp_cols_dealloc(c, h->bits, h->cap / 8);
+    pp_cols_dealloc(c, h->ibits, h->cap / 8);
+    pp_cols_dealloc(c, h->sbits, h->cap / 8);
   }
   pp_cols_dealloc(c, k->chunks, k->nchunks * sizeof *k->chunks);
+  pp_cols_dealloc(c, k->alt, k->alt_cap * 2 * sizeof *k->alt);
   pp_cols_dealloc(c, k->name, k->len + 1);
 }
 
@@ -342,12 +345,15 @@ static int slot(pp_cols *c, pp_chunk *h, uint32_t off, int w) {
     memset((char *)d + (size_t)h->cap * h->width, 0,
            (size_t)(na - h->cap) * h->width);
     h->data = d;
-    if (h->bits) { /* the bitmap covers cap rows */
-      uint64_t *b = pp_cols_realloc(c, h->bits, h->cap / 8, na / 8);
+    uint64_t **maps[3] = {&h->bits, &h->ibits, &h->sbits};
+    for (int m = 0; m < 3; m++) { /* the bitmaps cover cap rows */
+      if (!*maps[m])
+        continue;
+      uint64_t *b = pp_cols_realloc(c, *maps[m], h->cap / 8, na / 8);
       if (!b)
         return -1;
       memset((char *)b + h->cap / 8, 0, (na - h->cap) / 8);
-      h->bits = b;
+      *maps[m] = b;
     }
     h->cap = na;
   }
@@ -365,83 +371,197 @@ static int slot(pp_cols *c, pp_chunk *h, uint32_t off, int w) {
 }
 
 /* ---- kind changes -------------------------------------------------------- */
-static int to_num(pp_cols *c, pp_column *k) {
+/* A bitmap over the chunk's rows, made (zeroed) when it has none. */
+static int bitmap(pp_cols *c, pp_chunk *h, uint64_t **b) {
+  if (*b || !h->cap)
+    return 0;
+  *b = pp_cols_calloc(c, h->cap / 8);
+  return *b ? 0 : -1;
+}
+
+static void set_bit(uint64_t *b, uint32_t off, int on) {
+  if (on)
+    b[off >> 6] |= 1ull << (off & 63);
+  else
+    b[off >> 6] &= ~(1ull << (off & 63));
+}
+
+/* A column about to hold both negative integers and u64 values above
+ * INT64_MAX: every chunk gets sbits, marking as negative the wide values
+ * already there when the column held negative ones. */
+static int both_signs(pp_cols *c, pp_column *k) {
   for (size_t i = 0; i < k->nchunks; i++) {
     pp_chunk *h = &k->chunks[i];
-    int old = h->width;
+    if (!h->data || h->sbits)
+      continue;
+    if (bitmap(c, h, &h->sbits) != 0)
+      return -1;
+    if (!k->negative || h->width < 8)
+      continue;
+    for (uint32_t j = 0; j < h->cap; j++)
+      if (pp_chunk_has(h, j) && !(k->mixed && !pp_bit(h->ibits, j)) &&
+          (int64_t)((uint64_t *)h->data)[j] < 0)
+        set_bit(h->sbits, j, 1);
+  }
+  return 0;
+}
+
+/* An integer column that takes a double: a number column whose integer
+ * cells stay integers (ibits), at width 8. */
+static int to_mixed(pp_cols *c, pp_column *k) {
+  for (size_t i = 0; i < k->nchunks; i++) {
+    pp_chunk *h = &k->chunks[i];
     if (!h->data) {
       h->width = 8;
       continue;
     }
-    if (widen(c, h, 8) != 0)
+    if (widen(c, h, 8) != 0 || bitmap(c, h, &h->ibits) != 0)
       return -1;
-    for (uint32_t j = 0; j < h->cap; j++) {
-      uint64_t raw = ((uint64_t *)h->data)[j];
-      double d = pp_int_to_double(k, raw, old);
-      memcpy((uint64_t *)h->data + j, &d, 8);
-    }
+    for (uint32_t j = 0; j < h->cap; j++)
+      if (pp_chunk_has(h, j))
+        set_bit(h->ibits, j, 1);
   }
   k->kind = PP_VAL_NUM;
+  k->mixed = 1;
   return 0;
 }
 
-static size_t num_text(double d, char *buf, size_t cap) {
-  int n = snprintf(buf, cap, "%.15g", d);
-  if (strtod(buf, NULL) != d)
-    n = snprintf(buf, cap, "%.17g", d);
+/* A number column that takes an integer: its doubles stay doubles. */
+static int num_to_mixed(pp_cols *c, pp_column *k) {
+  for (size_t i = 0; i < k->nchunks; i++) {
+    pp_chunk *h = &k->chunks[i];
+    if (h->data && bitmap(c, h, &h->ibits) != 0)
+      return -1;
+  }
+  k->mixed = 1;
+  return 0;
+}
+
+size_t pp_float_text(double d, char *buf, size_t cap) {
+  char tmp[40];
+  int n = 0;
+  for (int prec = 15; prec <= 17; prec++) {
+    n = snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+    if (strtod(tmp, NULL) == d || d != d)
+      break;
+  }
+  if (n < 0)
+    n = 0;
+  if (strspn(tmp, "-0123456789") == (size_t)n && n + 2 < (int)sizeof tmp) {
+    memcpy(tmp + n, ".0", 3); /* stays a double when read back */
+    n += 2;
+  }
+  if (cap) {
+    size_t k = (size_t)n < cap ? (size_t)n : cap - 1;
+    memcpy(buf, tmp, k);
+    buf[k] = 0;
+  }
+  return (size_t)n;
+}
+
+static size_t int_text(const pp_value *v, char *buf, size_t cap) {
+  int n = v->u64 || v->i >= 0
+              ? snprintf(buf, cap, "%llu", (unsigned long long)(uint64_t)v->i)
+              : snprintf(buf, cap, "%lld", (long long)v->i);
   return n < 0 ? 0 : (size_t)n;
 }
 
-static size_t int_text(const pp_column *k, uint64_t raw, int width, char *buf,
-                       size_t cap) {
-  int n = (k->negative && width == 8)
-              ? snprintf(buf, cap, "%lld", (long long)(int64_t)raw)
-              : snprintf(buf, cap, "%llu", (unsigned long long)raw);
-  return n < 0 ? 0 : (size_t)n;
+/* The string id of the text a double of row `row` was written as, or
+ * UINT32_MAX. */
+static uint32_t alt_of(const pp_column *k, size_t row) {
+  size_t lo = 0, hi = k->nalt;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (k->alt[2 * mid] < row)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < k->nalt && k->alt[2 * lo] == row ? k->alt[2 * lo + 1]
+                                                : UINT32_MAX;
 }
 
-/* Numbers become their text; the column then holds string ids. */
+const char *pp_cols_alt_text(const pp_cols *c, size_t col, size_t row,
+                             size_t *len) {
+  const pp_column *k = &c->col[col];
+  uint32_t id = k->nalt ? alt_of(k, row) : UINT32_MAX;
+  if (id == UINT32_MAX) {
+    *len = 0;
+    return NULL;
+  }
+  return pp_cols_str(c, id, len);
+}
+
+/* The exact text of a present cell (not a string): into buf, or *s set to
+ * the string it is. Returns its length. */
+static size_t cell_text(const pp_cols *c, const pp_column *k, size_t row,
+                        const pp_value *v, char *buf, size_t cap,
+                        const char **s) {
+  *s = buf;
+  if (v->kind == PP_VAL_INT)
+    return int_text(v, buf, cap);
+  uint32_t id = k->nalt ? alt_of(k, row) : UINT32_MAX;
+  if (id != UINT32_MAX) {
+    size_t len;
+    *s = pp_cols_str(c, id, &len);
+    return len;
+  }
+  return pp_float_text(v->d, buf, cap);
+}
+
+/* Numbers become their text (as written); the column then holds string
+ * ids. */
 static int to_str(pp_cols *c, pp_column *k) {
-  char buf[40];
+  char buf[48];
   for (size_t i = 0; i < k->nchunks; i++) {
     pp_chunk *h = &k->chunks[i];
     if (!h->data)
       continue;
     int old = h->width;
     uint32_t cap = h->cap;
-    uint64_t *vals = malloc((size_t)cap * sizeof *vals);
-    uint8_t *ids = vals ? pp_cols_calloc(c, cap) : NULL;
-    if (!ids) {
-      free(vals);
+    uint32_t *ids = malloc((size_t)cap * sizeof *ids);
+    if (!ids)
+      return -1;
+    for (uint32_t j = 0; j < cap; j++) {
+      if (!pp_chunk_has(h, j))
+        continue;
+      pp_value v;
+      pp_cell(k, h, j, &v);
+      const char *t;
+      size_t n = cell_text(c, k, i * PP_CH + j, &v, buf, sizeof buf, &t);
+      ids[j] = pp_cols_intern(c, t, n);
+      if (ids[j] == UINT32_MAX) {
+        free(ids);
+        return -1;
+      }
+    }
+    uint8_t *data = pp_cols_calloc(c, cap);
+    if (!data) {
+      free(ids);
       return -1;
     }
-    for (uint32_t j = 0; j < cap; j++)
-      vals[j] = pp_chunk_raw(h, j);
     pp_cols_dealloc(c, h->data, (size_t)cap * old);
-    h->data = ids;
+    pp_cols_dealloc(c, h->ibits, cap / 8);
+    pp_cols_dealloc(c, h->sbits, cap / 8);
+    h->ibits = h->sbits = NULL;
+    h->data = data;
     h->width = 1;
     for (uint32_t j = 0; j < cap; j++) {
       if (!pp_chunk_has(h, j))
         continue;
-      size_t n;
-      if (k->kind == PP_VAL_NUM) {
-        double d;
-        memcpy(&d, &vals[j], 8);
-        n = num_text(d, buf, sizeof buf);
-      } else {
-        n = int_text(k, vals[j], old, buf, sizeof buf);
-      }
-      uint32_t id = pp_cols_intern(c, buf, n);
-      if (id == UINT32_MAX || (h->width < width_for(id) &&
-                               widen(c, h, width_for(id)) != 0)) {
-        free(vals);
+      if (h->width < width_for(ids[j]) && widen(c, h, width_for(ids[j])) != 0) {
+        free(ids);
         return -1;
       }
-      put_raw(h, j, id);
+      put_raw(h, j, ids[j]);
     }
-    free(vals);
+    free(ids);
   }
+  pp_cols_dealloc(c, k->alt, k->alt_cap * 2 * sizeof *k->alt);
+  k->alt = NULL;
+  k->nalt = k->alt_cap = 0;
   k->kind = PP_VAL_STR;
+  k->mixed = k->big = k->negative = 0;
   return 0;
 }
 
@@ -450,45 +570,84 @@ int pp_cols_set_int(pp_cols *c, size_t col, size_t row, uint64_t v, int neg) {
   pp_column *k = &c->col[col];
   if (k->kind == PP_VAL_NONE)
     k->kind = PP_VAL_INT;
-  if (k->kind == PP_VAL_NUM)
-    return pp_cols_set_num(c, col, row,
-                           neg ? (double)(int64_t)v : (double)v);
   if (k->kind == PP_VAL_STR) {
     char buf[24];
-    int n = neg ? snprintf(buf, sizeof buf, "%lld", (long long)(int64_t)v)
-                : snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-    return pp_cols_set_str(c, col, row, buf, (size_t)n);
+    pp_value x = {.kind = PP_VAL_INT, .i = (int64_t)v, .u64 = !neg && v > (uint64_t)INT64_MAX};
+    return pp_cols_set_str(c, col, row, buf, int_text(&x, buf, sizeof buf));
   }
-  if (neg && !k->negative) {
-    /* wide unsigned values already stored keep their bits; reading them
-     * as signed is the documented ambiguity of mixed columns */
-    k->negative = 1;
-  }
-  pp_chunk *h = chunk_for(c, k, row);
-  if (!h || slot(c, h, (uint32_t)(row & PP_CH_MASK), neg ? 8 : width_for(v)))
+  if (k->kind == PP_VAL_NUM && !k->mixed && num_to_mixed(c, k) != 0)
     return -1;
-  put_raw(h, (uint32_t)(row & PP_CH_MASK), v);
+  int big = !neg && v > (uint64_t)INT64_MAX;
+  if (((neg && k->big) || (big && k->negative)) && !(k->negative && k->big) &&
+      both_signs(c, k) != 0)
+    return -1;
+  k->negative |= (uint8_t)neg;
+  k->big |= (uint8_t)big;
+  uint32_t off = (uint32_t)(row & PP_CH_MASK);
+  pp_chunk *h = chunk_for(c, k, row);
+  if (!h || slot(c, h, off, k->kind == PP_VAL_NUM || neg ? 8 : width_for(v)))
+    return -1;
+  put_raw(h, off, v);
+  if (k->negative && k->big) {
+    if (bitmap(c, h, &h->sbits) != 0)
+      return -1;
+    set_bit(h->sbits, off, neg);
+  }
+  if (k->mixed) {
+    if (bitmap(c, h, &h->ibits) != 0)
+      return -1;
+    set_bit(h->ibits, off, 1);
+  }
+  return 0;
+}
+
+int pp_cols_set_num_text(pp_cols *c, size_t col, size_t row, double v,
+                         const char *text, size_t len) {
+  pp_column *k = &c->col[col];
+  char buf[48];
+  size_t n = pp_float_text(v, buf, sizeof buf);
+  int own = text && (len != n || memcmp(text, buf, n) != 0);
+  if (k->kind == PP_VAL_NONE)
+    k->kind = PP_VAL_NUM;
+  if (k->kind == PP_VAL_STR)
+    return own ? pp_cols_set_str(c, col, row, text, len)
+               : pp_cols_set_str(c, col, row, buf, n);
+  if (k->kind == PP_VAL_INT && to_mixed(c, k) != 0)
+    return -1;
+  uint32_t off = (uint32_t)(row & PP_CH_MASK);
+  pp_chunk *h = chunk_for(c, k, row);
+  if (!h || slot(c, h, off, 8))
+    return -1;
+  uint64_t bits;
+  memcpy(&bits, &v, 8);
+  put_raw(h, off, bits);
+  if (k->mixed) {
+    if (bitmap(c, h, &h->ibits) != 0)
+      return -1;
+    set_bit(h->ibits, off, 0);
+  }
+  if (own) { /* the text it was written as */
+    uint32_t id = pp_cols_intern(c, text, len);
+    if (id == UINT32_MAX || row > UINT32_MAX)
+      return -1;
+    if (k->nalt == k->alt_cap) {
+      size_t na = k->alt_cap ? k->alt_cap * 2 : 8;
+      uint32_t *a = pp_cols_realloc(c, k->alt, k->alt_cap * 2 * sizeof *a,
+                                    na * 2 * sizeof *a);
+      if (!a)
+        return -1;
+      k->alt = a;
+      k->alt_cap = na;
+    }
+    k->alt[2 * k->nalt] = (uint32_t)row;
+    k->alt[2 * k->nalt + 1] = id;
+    k->nalt++;
+  }
   return 0;
 }
 
 int pp_cols_set_num(pp_cols *c, size_t col, size_t row, double v) {
-  pp_column *k = &c->col[col];
-  if (k->kind == PP_VAL_NONE)
-    k->kind = PP_VAL_NUM;
-  if (k->kind == PP_VAL_INT && to_num(c, k) != 0)
-    return -1;
-  if (k->kind == PP_VAL_STR) {
-    char buf[40];
-    size_t n = num_text(v, buf, sizeof buf);
-    return pp_cols_set_str(c, col, row, buf, n);
-  }
-  pp_chunk *h = chunk_for(c, k, row);
-  if (!h || slot(c, h, (uint32_t)(row & PP_CH_MASK), 8))
-    return -1;
-  uint64_t bits;
-  memcpy(&bits, &v, 8);
-  put_raw(h, (uint32_t)(row & PP_CH_MASK), bits);
-  return 0;
+  return pp_cols_set_num_text(c, col, row, v, NULL, 0);
 }
 
 int pp_cols_set_str(pp_cols *c, size_t col, size_t row, const char *s,
@@ -549,20 +708,12 @@ PP_EXPORT void pp_cols_get(const pp_cols *c, size_t col, size_t row, pp_value *o
   if (row >= c->n || !pp_chunk_has(h, off))
     return;
   const pp_column *k = &c->col[col];
-  uint64_t raw = pp_chunk_raw(h, off);
-  out->kind = (pp_val_kind)k->kind;
-  switch (k->kind) {
-  case PP_VAL_INT:
-    out->i = (int64_t)raw;
-    break;
-  case PP_VAL_NUM:
-    memcpy(&out->d, &raw, 8);
-    break;
-  case PP_VAL_STR:
-    out->s = pp_cols_str(c, (uint32_t)raw, &out->len);
-    break;
-  default:
-    out->kind = PP_VAL_NONE;
+  if (k->kind == PP_VAL_NONE)
+    return;
+  pp_cell(k, h, off, out);
+  if (out->kind == PP_VAL_STR) {
+    out->s = pp_cols_str(c, (uint32_t)out->i, &out->len);
+    out->i = 0;
   }
 }
 
@@ -598,6 +749,22 @@ static size_t put(char *buf, size_t cap, size_t at, const char *s, size_t n) {
   return at + n;
 }
 
+/* The exact text of `col` in `row`: a pointer to it (into tmp, or the
+ * store's string) and its length; 0 when absent. */
+static size_t text_of(const pp_cols *c, size_t col, size_t row, char *tmp,
+                      size_t cap, const char **s) {
+  pp_value v;
+  pp_cols_get(c, col, row, &v);
+  *s = tmp;
+  if (v.kind == PP_VAL_STR) {
+    *s = v.s;
+    return v.len;
+  }
+  if (v.kind == PP_VAL_NONE)
+    return 0;
+  return cell_text(c, &c->col[col], row, &v, tmp, cap, s);
+}
+
 PP_EXPORT size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t cap) {
   size_t at = 0, L = pp_cols_layout(c, row);
   const char *prefix = pp_cols_layout_prefix(c, L);
@@ -609,38 +776,20 @@ PP_EXPORT size_t pp_cols_format(const pp_cols *c, size_t row, char *buf, size_t 
     at = put(buf, cap, at, " ", 1);
     at = put(buf, cap, at, k->name, k->len);
     at = put(buf, cap, at, "=", 1);
-    pp_value v;
-    pp_cols_get(c, col, row, &v);
-    size_t n = 0;
-    if (v.kind == PP_VAL_INT)
-      n = int_text(k, (uint64_t)v.i, 8, tmp, sizeof tmp);
-    else if (v.kind == PP_VAL_NUM)
-      n = num_text(v.d, tmp, sizeof tmp);
-    if (v.kind == PP_VAL_STR)
-      at = put(buf, cap, at, v.s, v.len);
-    else
-      at = put(buf, cap, at, tmp, n);
+    const char *s;
+    size_t n = text_of(c, col, row, tmp, sizeof tmp, &s);
+    at = put(buf, cap, at, s, n);
   }
   if (cap)
     buf[at < cap ? at : cap - 1] = 0;
   return at;
 }
 
-/* The text of one value as its line prints it (no NUL counted; cut to
- * cap - 1 bytes); returns the full length. */
-size_t pp_cols_value_text(const pp_cols *c, size_t col, size_t row, char *buf,
-                          size_t cap) {
-  pp_value v;
-  pp_cols_get(c, col, row, &v);
+PP_EXPORT size_t pp_cols_text(const pp_cols *c, size_t col, size_t row,
+                              char *buf, size_t cap) {
   char tmp[48];
-  size_t n = 0;
-  const char *s = tmp;
-  if (v.kind == PP_VAL_INT)
-    n = int_text(&c->col[col], (uint64_t)v.i, 8, tmp, sizeof tmp);
-  else if (v.kind == PP_VAL_NUM)
-    n = num_text(v.d, tmp, sizeof tmp);
-  else if (v.kind == PP_VAL_STR)
-    s = v.s, n = v.len;
+  const char *s;
+  size_t n = text_of(c, col, row, tmp, sizeof tmp, &s);
   if (cap) {
     size_t k = n < cap ? n : cap - 1;
     memcpy(buf, s, k);

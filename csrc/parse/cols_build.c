@@ -22,6 +22,7 @@
 #include "pp_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int name_byte(unsigned char ch) {
@@ -56,6 +57,114 @@ static int whole_u64(double d, uint64_t *out) {
   if (out)
     *out = d >= 0x1p64 ? UINT64_MAX : (uint64_t)d;
   return 1;
+}
+
+/* ---- what a value's text stands for -------------------------------------- */
+/* The digits [s, s + n) as a u64: 0 done, 1 not all digits, 2 past 2^64-1. */
+static int digits_u64(const char *s, size_t n, uint64_t *out) {
+  uint64_t v = 0;
+  int over = 0;
+  if (n == 0)
+    return 1;
+  for (size_t i = 0; i < n; i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (d > 9)
+      return 1;
+    if (v > (UINT64_MAX - d) / 10)
+      over = 1;
+    else
+      v = v * 10 + d;
+  }
+  if (over)
+    return 2;
+  *out = v;
+  return 0;
+}
+
+/* JSON's number: -?(0|[1-9]D*)(.D+)?([eE][+-]?D+)?; sets *whole when it has
+ * neither fraction nor exponent. */
+static int json_number(const char *s, size_t n, int *whole) {
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i >= n || s[i] < '0' || s[i] > '9')
+    return 0;
+  if (s[i] == '0')
+    i++;
+  else
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+      i++;
+  *whole = 1;
+  if (i < n && s[i] == '.') {
+    size_t d = ++i;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+      i++;
+    if (i == d)
+      return 0;
+    *whole = 0;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+      i++;
+    size_t d = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+      i++;
+    if (i == d)
+      return 0;
+    *whole = 0;
+  }
+  return i == n;
+}
+
+pp_val_kind pp_cols_value_of_text(const char *s, size_t n, int numeric,
+                                  pp_cols_field *out) {
+  out->neg = 0;
+  out->text = NULL;
+  out->tlen = 0;
+  out->v.u64 = 0;
+  int whole = 0;
+  int is_num = n > 0 && n < 400 && json_number(s, n, &whole);
+  if (is_num && whole) {
+    int neg = s[0] == '-';
+    uint64_t v = 0;
+    /* an integer: from -2^63 to 2^64-1 */
+    int over = digits_u64(s + neg, n - (size_t)neg, &v) != 0 ||
+               (neg && v > (uint64_t)INT64_MAX + 1);
+    if (neg && v == 0 && !over && !numeric) {
+      out->v.kind = PP_VAL_STR; /* "-0" is no integer's text */
+      out->v.s = s;
+      out->v.len = n;
+      return PP_VAL_STR;
+    }
+    if (!over) {
+      out->v.kind = PP_VAL_INT;
+      out->v.i = neg ? (int64_t)(0 - v) : (int64_t)v;
+      out->neg = neg && v != 0;
+      return PP_VAL_INT;
+    }
+    is_num = 0; /* past 64 bits: the text stays a string (or, numeric,
+                   is refused: no number holds it exactly) */
+  }
+  if (is_num) {
+    char buf[400];
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    double d = strtod(buf, NULL);
+    if (d - d == 0) { /* finite (an underflow reads as 0) */
+      out->v.kind = PP_VAL_NUM;
+      out->v.d = d;
+      out->text = s;
+      out->tlen = n;
+      return PP_VAL_NUM;
+    }
+  }
+  if (numeric) {
+    out->v.kind = PP_VAL_NONE;
+    return PP_VAL_NONE;
+  }
+  out->v.kind = PP_VAL_STR;
+  out->v.s = s;
+  out->v.len = n;
+  return PP_VAL_STR;
 }
 
 /* The first problem of a name, or NULL. */
@@ -95,6 +204,8 @@ static const char *value_problem(const pp_cols_field *f, int line_mode) {
   if (f->v.kind == PP_VAL_NUM) {
     if (pp_cols_strict_name(f->name, f->nlen) && !whole_u64(f->v.d, NULL))
       return "a float where an unsigned integer belongs";
+    if (line_mode && f->v.d - f->v.d != 0)
+      return "a number that is not finite (a line cannot hold it as a number)";
     return NULL;
   }
   if (f->v.kind == PP_VAL_INT) {
@@ -171,7 +282,8 @@ int pp_cols_append(pp_cols *c, const char *prefix, size_t plen,
       if (pp_cols_strict_name(f[i].name, f[i].nlen) && whole_u64(f[i].v.d, &u))
         rc = pp_cols_set_int(c, (size_t)col, row, u, 0);
       else
-        rc = pp_cols_set_num(c, (size_t)col, row, f[i].v.d);
+        rc = pp_cols_set_num_text(c, (size_t)col, row, f[i].v.d, f[i].text,
+                                  f[i].tlen);
       break;
     default:
       rc = pp_cols_set_str(c, (size_t)col, row, f[i].v.s, f[i].v.len);

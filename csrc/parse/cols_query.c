@@ -65,40 +65,38 @@ PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
     out->count = cnt;
     return 0;
   }
+  if (k->kind == PP_VAL_INT) { /* exact: the integers themselves */
+    int64_t *neg = malloc((n ? n : 1) * sizeof *neg);
+    uint64_t *pos = malloc((n ? n : 1) * sizeof *pos);
+    if (!neg || !pos) {
+      free(neg);
+      free(pos);
+      return -1;
+    }
+    size_t nneg = 0, npos = 0;
+    FOR_ROWS(c, sel, nsel, r, {
+      const pp_chunk *h = pp_cols_chunk(c, col, r);
+      uint32_t off = (uint32_t)(r & PP_CH_MASK);
+      if (!pp_chunk_has(h, off))
+        continue;
+      pp_value v;
+      pp_cell(k, h, off, &v);
+      if (v.i < 0 && !v.u64)
+        neg[nneg++] = v.i;
+      else
+        pos[npos++] = (uint64_t)v.i;
+    });
+    pp_summarize_int(neg, nneg, pos, npos, out);
+    free(neg);
+    free(pos);
+    return 0;
+  }
   double *a = malloc((n ? n : 1) * sizeof *a);
   if (!a)
     return -1;
   size_t m = pp_cols_gather(c, col, sel, nsel, a);
   pp_summarize(a, m, out);
   free(a);
-  if (k->kind == PP_VAL_INT && m) {
-    int uns = !k->negative;
-    __int128 sum = 0;
-    uint64_t umin = UINT64_MAX, umax = 0;
-    int64_t smin = INT64_MAX, smax = INT64_MIN;
-    FOR_ROWS(c, sel, nsel, r, {
-      const pp_chunk *h = pp_cols_chunk(c, col, r);
-      uint32_t off = (uint32_t)(r & PP_CH_MASK);
-      if (!pp_chunk_has(h, off))
-        continue;
-      uint64_t raw = pp_chunk_raw(h, off);
-      if (uns) {
-        sum += raw;
-        if (raw < umin) umin = raw;
-        if (raw > umax) umax = raw;
-      } else {
-        int64_t s = (int64_t)raw;
-        sum += s;
-        if (s < smin) smin = s;
-        if (s > smax) smax = s;
-      }
-    });
-    out->exact = 1;
-    out->imin = uns ? (int64_t)umin : smin;
-    out->imax = uns ? (int64_t)umax : smax;
-    out->isum_fits = sum >= INT64_MIN && sum <= INT64_MAX;
-    out->isum = out->isum_fits ? (int64_t)sum : 0;
-  }
   return 0;
 }
 
@@ -134,11 +132,8 @@ static int value_equals(const pp_cols *c, size_t col, size_t r,
     return v->kind == x.kind && v->len == x.len &&
            memcmp(v->s, x.s, x.len) == 0;
   if (v->kind == PP_VAL_INT && x.kind == PP_VAL_INT)
-    return v->i == x.i;
-  double a = v->kind == PP_VAL_INT ? (double)v->i : v->d;
-  double b;
-  pp_cols_get_double(c, col, r, &b);
-  return a == b;
+    return v->i == x.i && !v->u64 == !x.u64;
+  return pp_value_double(v) == pp_value_double(&x);
 }
 
 PP_EXPORT size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
@@ -163,9 +158,14 @@ PP_EXPORT size_t pp_cols_where_range(const pp_cols *c, size_t col, double lo, do
 }
 
 /* ---- grouping ------------------------------------------------------------ */
-/* A group key: the raw stored value (string id, integer bits or double
- * bits), or a marker for "absent". */
-static uint64_t key_of(const pp_cols *c, size_t col, size_t r, int *present) {
+/* A group key: a tag and 64 bits, so that the values a column may hold
+ * never share a key (a negative integer and a u64 share their bits). An
+ * integer a double holds exactly groups with that double (3 with 3.0, as
+ * Lua's table keys do); -0.0 groups with 0.0. */
+enum { KEY_INT, KEY_NEG, KEY_DOUBLE, KEY_STR };
+
+static uint64_t key_of(const pp_cols *c, size_t col, size_t r, int *present,
+                       uint8_t *tag) {
   const pp_chunk *h = pp_cols_chunk(c, col, r);
   uint32_t off = (uint32_t)(r & PP_CH_MASK);
   if (!pp_chunk_has(h, off)) {
@@ -173,18 +173,42 @@ static uint64_t key_of(const pp_cols *c, size_t col, size_t r, int *present) {
     return 0;
   }
   *present = 1;
-  uint64_t raw = pp_chunk_raw(h, off);
-  if (c->col[col].kind == PP_VAL_NUM) {
-    double d;
-    memcpy(&d, &raw, 8);
-    if (d == 0)
-      raw = 0; /* -0.0 groups with 0.0 */
+  const pp_column *k = &c->col[col];
+  if (k->kind == PP_VAL_INT && !k->negative) { /* the common case */
+    *tag = KEY_INT;
+    return pp_chunk_raw(h, off);
   }
+  pp_value v;
+  pp_cell(k, h, off, &v);
+  uint64_t raw;
+  switch (v.kind) {
+  case PP_VAL_STR:
+    *tag = KEY_STR;
+    return (uint64_t)v.i;
+  case PP_VAL_INT:
+    if (k->kind == PP_VAL_NUM) { /* beside doubles: as one, when exact */
+      double d = pp_value_double(&v);
+      if (d < 0x1p63 && d >= -0x1p63 && (v.u64 ? 0 : (int64_t)d == v.i)) {
+        v.kind = PP_VAL_NUM;
+        v.d = d;
+        break;
+      }
+    }
+    *tag = v.i < 0 && !v.u64 ? KEY_NEG : KEY_INT;
+    return (uint64_t)v.i;
+  default:
+    break;
+  }
+  *tag = KEY_DOUBLE;
+  if (v.d == 0)
+    return 0; /* -0.0 groups with 0.0 */
+  memcpy(&raw, &v.d, 8);
   return raw;
 }
 
 typedef struct {
   uint64_t *keys;
+  uint8_t *tags;
   uint32_t *ids; /* group id + 1; 0 empty */
   size_t size;
 } keymap;
@@ -192,23 +216,27 @@ typedef struct {
 static int km_init(keymap *m, size_t size) {
   m->size = size;
   m->keys = malloc(size * sizeof *m->keys);
+  m->tags = malloc(size);
   m->ids = calloc(size, sizeof *m->ids);
-  return m->keys && m->ids ? 0 : -1;
+  return m->keys && m->tags && m->ids ? 0 : -1;
 }
 
 static void km_free(keymap *m) {
   free(m->keys);
+  free(m->tags);
   free(m->ids);
 }
 
 /* Returns the id of key, inserting `next` if new; UINT32_MAX on OOM. */
-static uint32_t km_get(keymap *m, uint64_t key, uint32_t next, int *added) {
+static uint32_t km_get(keymap *m, uint64_t key, uint8_t tag, uint32_t next,
+                       int *added) {
   *added = 0;
-  size_t mask = m->size - 1, h = pp_mix64(key) & mask;
+  size_t mask = m->size - 1, h = pp_mix64(key ^ tag) & mask;
   for (; m->ids[h]; h = (h + 1) & mask)
-    if (m->keys[h] == key)
+    if (m->keys[h] == key && m->tags[h] == tag)
       return m->ids[h] - 1;
   m->keys[h] = key;
+  m->tags[h] = tag;
   m->ids[h] = next + 1;
   *added = 1;
   if ((size_t)(next + 1) * 2 > m->size) {
@@ -219,10 +247,11 @@ static uint32_t km_get(keymap *m, uint64_t key, uint32_t next, int *added) {
     }
     for (size_t i = 0; i < m->size; i++)
       if (m->ids[i]) {
-        size_t j = pp_mix64(m->keys[i]) & (g.size - 1);
+        size_t j = pp_mix64(m->keys[i] ^ m->tags[i]) & (g.size - 1);
         while (g.ids[j])
           j = (j + 1) & (g.size - 1);
         g.keys[j] = m->keys[i];
+        g.tags[j] = m->tags[i];
         g.ids[j] = m->ids[i];
       }
     km_free(m);
@@ -255,7 +284,8 @@ PP_EXPORT int pp_cols_group(const pp_cols *c, size_t col, const uint32_t *sel,
   for (size_t i = 0; i < n; i++) {
     size_t r = sel ? sel[i] : i;
     int present, added;
-    uint64_t key = key_of(c, col, r, &present);
+    uint8_t tag = 0;
+    uint64_t key = key_of(c, col, r, &present, &tag);
     uint32_t id;
     if (!present) {
       if (missing == UINT32_MAX) {
@@ -266,7 +296,7 @@ PP_EXPORT int pp_cols_group(const pp_cols *c, size_t col, const uint32_t *sel,
       }
       id = missing;
     } else {
-      id = km_get(&m, key, (uint32_t)ng, &added);
+      id = km_get(&m, key, tag, (uint32_t)ng, &added);
       if (id == UINT32_MAX)
         goto out;
     }
@@ -314,16 +344,19 @@ PP_EXPORT size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *
   }
   int have_prev = 0;
   uint64_t prev = 0;
+  uint8_t prev_tag = 0;
   FOR_ROWS(c, sel, nsel, r, {
     if (nd >= limit)
       break;
     int present, added;
-    uint64_t key = key_of(c, col, r, &present);
-    if (!present || (have_prev && key == prev))
+    uint8_t tag = 0;
+    uint64_t key = key_of(c, col, r, &present, &tag);
+    if (!present || (have_prev && key == prev && tag == prev_tag))
       continue;
     have_prev = 1;
     prev = key;
-    if (km_get(&m, key, (uint32_t)nd, &added) == UINT32_MAX)
+    prev_tag = tag;
+    if (km_get(&m, key, tag, (uint32_t)nd, &added) == UINT32_MAX)
       break;
     nd += (size_t)added;
   });

@@ -46,6 +46,7 @@ typedef struct {
 typedef struct {
   char *name;
   uint32_t str_id; /* in the current store; UINT32_MAX: not interned yet */
+  uint64_t lineno; /* its last line read, while another source is read */
   pp_parse_stats st;
 } source_t;
 
@@ -62,7 +63,8 @@ struct pp_parser {
   uint64_t max_bytes; /* bytes one source may bring */
   source_t *src;
   size_t nsrc, src_alloc;
-  uint64_t lineno;
+  size_t cur;      /* the source being read (the last, unless resumed) */
+  uint64_t lineno; /* its last line read */
   pp_parse_stats st;
   char *carry;
   size_t carry_len, carry_cap;
@@ -270,12 +272,14 @@ PP_EXPORT void pp_parser_free(pp_parser *p) {
 static source_t *cur_src(pp_parser *p) {
   if (p->nsrc == 0)
     pp_parser_source(p, "(input)");
-  return p->nsrc ? &p->src[p->nsrc - 1] : NULL;
+  return p->nsrc ? &p->src[p->cur] : NULL;
 }
 
 PP_EXPORT void pp_parser_source(pp_parser *p, const char *name) {
-  if (p->nsrc)
+  if (p->nsrc) {
     pp_parser_end(p);
+    p->src[p->cur].lineno = p->lineno;
+  }
   if (p->nsrc == p->src_alloc) {
     size_t na = p->src_alloc ? p->src_alloc * 2 : 4;
     source_t *ns = realloc(p->src, na * sizeof *ns);
@@ -294,12 +298,28 @@ PP_EXPORT void pp_parser_source(pp_parser *p, const char *name) {
     return;
   }
   s->str_id = UINT32_MAX;
-  p->nsrc++;
+  p->cur = p->nsrc++;
   p->lineno = 0;
 }
 
+PP_EXPORT size_t pp_parser_current(const pp_parser *p) {
+  return p->nsrc ? p->cur : SIZE_MAX;
+}
+
+PP_EXPORT int pp_parser_resume(pp_parser *p, size_t i) {
+  if (i >= p->nsrc)
+    return -1;
+  if (i == p->cur)
+    return 0;
+  pp_parser_end(p); /* the other source's pending line */
+  p->src[p->cur].lineno = p->lineno;
+  p->cur = i;
+  p->lineno = p->src[i].lineno;
+  return 0;
+}
+
 static void count(pp_parser *p, int what) {
-  source_t *s = &p->src[p->nsrc - 1];
+  source_t *s = &p->src[p->cur];
   uint64_t *g = what == 0 ? &p->st.parsed : what == 1 ? &p->st.rejected : &p->st.other;
   uint64_t *l = what == 0 ? &s->st.parsed : what == 1 ? &s->st.rejected : &s->st.other;
   (*g)++;
@@ -330,7 +350,7 @@ static void reject(pp_parser *p, size_t column, const char *fmt, ...) {
   count(p, 1);
   if (p->nerr >= p->max_errors) {
     p->st.errors_dropped++;
-    p->src[p->nsrc - 1].st.errors_dropped++;
+    p->src[p->cur].st.errors_dropped++;
     return;
   }
   if (p->nerr == p->err_alloc) {
@@ -353,7 +373,7 @@ static void reject(pp_parser *p, size_t column, const char *fmt, ...) {
     p->st.errors_dropped++;
     return;
   }
-  p->err[p->nerr++] = (pp_parse_error){p->src[p->nsrc - 1].name, p->lineno,
+  p->err[p->nerr++] = (pp_parse_error){p->src[p->cur].name, p->lineno,
                                        (uint32_t)column, what};
 }
 
@@ -385,59 +405,16 @@ static int parse_u64(const char *s, size_t n, uint64_t *out) {
   return 0;
 }
 
-/* -?digits(.digits*)?([eE][+-]?digits)? or -?.digits(...)? */
-static int float_shape(const char *s, size_t n) {
-  size_t i = 0, digits = 0;
-  if (i < n && (s[i] == '-' || s[i] == '+'))
-    i++;
-  while (i < n && s[i] >= '0' && s[i] <= '9')
-    i++, digits++;
-  if (i < n && s[i] == '.') {
-    i++;
-    while (i < n && s[i] >= '0' && s[i] <= '9')
-      i++, digits++;
-  }
-  if (!digits)
-    return 0;
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    i++;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-      i++;
-    size_t ed = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9')
-      i++, ed++;
-    if (!ed)
-      return 0;
-  }
-  return i == n;
-}
-
-/* Classifies a free-typed value: unsigned int, negative int, double or
- * string. */
+/* Classifies a free-typed value by the one rule (pp_cols_value_of_text):
+ * unsigned int, negative int, double or string. */
 static void classify(tok_t *t) {
-  const char *s = t->val;
-  size_t n = t->vlen;
-  t->neg = 0;
-  if (parse_u64(s, n, &t->u) == 0) {
-    t->kind = PP_VAL_INT;
-    return;
-  }
-  if (n > 1 && s[0] == '-' && parse_u64(s + 1, n - 1, &t->u) == 0 &&
-      t->u <= (uint64_t)INT64_MAX + 1) {
-    t->u = (uint64_t)0 - t->u;
-    t->neg = 1;
-    t->kind = PP_VAL_INT;
-    return;
-  }
-  if (n < 64 && float_shape(s, n)) {
-    char buf[64];
-    memcpy(buf, s, n);
-    buf[n] = 0;
-    t->d = strtod(buf, NULL);
-    t->kind = PP_VAL_NUM;
-    return;
-  }
-  t->kind = PP_VAL_STR;
+  pp_cols_field f;
+  t->kind = pp_cols_value_of_text(t->val, t->vlen, 0, &f);
+  t->neg = f.neg;
+  if (t->kind == PP_VAL_INT)
+    t->u = (uint64_t)f.v.i;
+  else if (t->kind == PP_VAL_NUM)
+    t->d = f.v.d;
 }
 
 static int ends_with(const char *s, size_t n, const char *suf) {
@@ -730,7 +707,7 @@ static int check_required(pp_parser *p, const known_t *k, size_t nt,
 }
 
 static uint32_t source_id(pp_parser *p) {
-  source_t *s = &p->src[p->nsrc - 1];
+  source_t *s = &p->src[p->cur];
   if (s->str_id == UINT32_MAX)
     s->str_id = pp_cols_intern(p->cols, s->name, strlen(s->name));
   return s->str_id;
@@ -756,7 +733,8 @@ static int commit(pp_parser *p, const char *pre, size_t plen, size_t nt,
     else if (t->kind == PP_VAL_INT)
       rc = pp_cols_set_int(c, (size_t)t->col, row, t->u, t->neg);
     else if (t->kind == PP_VAL_NUM)
-      rc = pp_cols_set_num(c, (size_t)t->col, row, t->d);
+      rc = pp_cols_set_num_text(c, (size_t)t->col, row, t->d, t->val,
+                                t->vlen);
     else
       rc = pp_cols_set_str(c, (size_t)t->col, row, t->val, t->vlen);
     if (rc)
@@ -799,7 +777,7 @@ static int record_line(pp_parser *p, const char *line, size_t len, size_t *t0,
                        size_t *t1, int *known) {
   p->lineno++;
   p->st.total++;
-  p->src[p->nsrc - 1].st.total++;
+  p->src[p->cur].st.total++;
   size_t i = 0;
   while (i < len && blank(line[i]))
     i++;
@@ -938,7 +916,7 @@ PP_EXPORT int pp_parser_end(pp_parser *p) {
   if (!p->nsrc)
     return 0;
   if (p->carry_len) {
-    p->src[p->nsrc - 1].st.unterminated = 1;
+    p->src[p->cur].st.unterminated = 1;
     p->st.unterminated = 1;
     process_line(p, p->carry, p->carry_len);
     p->carry_len = 0;
@@ -1012,6 +990,7 @@ PP_EXPORT void pp_parser_reset(pp_parser *p) {
   for (size_t i = 0; i < p->nsrc; i++)
     free(p->src[i].name);
   p->nsrc = 0;
+  p->cur = 0;
   for (size_t i = 0; i < p->nerr; i++)
     free((char *)p->err[i].what);
   p->nerr = 0;

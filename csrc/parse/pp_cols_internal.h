@@ -6,7 +6,14 @@
  * phase that never exceeds 65535 ns costs 2 bytes a record. Presence: a
  * chunk without a bitmap holds values exactly for its first `npresent`
  * rows (the common case: every record has the field); the bitmap appears
- * only when a record lacks a field that a later record has. */
+ * only when a record lacks a field that a later record has.
+ *
+ * A value's kind is its own (pp_cell says which): integer cells of a number
+ * column are marked in the chunk's `ibits`, and where a column holds both
+ * negative integers and u64 values above INT64_MAX (which share their bit
+ * patterns at width 8), `sbits` marks the negative ones. A double whose text
+ * is not its shortest spelling keeps that text in its column's `alt` list
+ * (row, string id), so that the value prints as it was written. */
 #ifndef PP_COLS_INTERNAL_H
 #define PP_COLS_INTERNAL_H
 
@@ -19,8 +26,10 @@
 #define PP_CH_MASK (PP_CH - 1)
 
 typedef struct {
-  void *data;     /* cap entries of `width` bytes                     */
-  uint64_t *bits; /* cap presence bits, or NULL (prefix semantics)    */
+  void *data;      /* cap entries of `width` bytes                     */
+  uint64_t *bits;  /* cap presence bits, or NULL (prefix semantics)    */
+  uint64_t *ibits; /* a mixed number column: 1 = an integer cell       */
+  uint64_t *sbits; /* negative and big integers: 1 = a negative cell  */
   uint32_t cap;
   uint32_t npresent;
   uint8_t width; /* 0 while data is NULL                              */
@@ -33,10 +42,14 @@ typedef struct {
   uint8_t strict;   /* must hold unsigned integers (parser)           */
   uint8_t hidden;   /* @file, @line, @layout                          */
   uint8_t negative; /* a negative integer was stored                  */
+  uint8_t big;      /* a u64 above INT64_MAX was stored               */
+  uint8_t mixed;    /* PP_VAL_NUM holding integers too (ibits)        */
   uint64_t stamp;   /* parser: the last line that named this column   */
   uint32_t tokpos;  /* parser: its token index in that line           */
   size_t nchunks;
   pp_chunk *chunks;
+  uint32_t *alt;    /* (row, string id) pairs, rows increasing        */
+  size_t nalt, alt_cap;
 } pp_column;
 
 typedef struct {
@@ -98,24 +111,42 @@ uint32_t pp_cols_layout_intern(pp_cols *c, uint32_t prefix,
  * Return 0, or -1 out of memory. */
 int pp_cols_set_int(pp_cols *c, size_t col, size_t row, uint64_t v, int neg);
 int pp_cols_set_num(pp_cols *c, size_t col, size_t row, double v);
+/* A double with the text it was written as (kept when it is not the
+ * double's shortest spelling; text may be NULL). */
+int pp_cols_set_num_text(pp_cols *c, size_t col, size_t row, double v,
+                         const char *text, size_t len);
 /* A string value: interned text. */
 int pp_cols_set_str(pp_cols *c, size_t col, size_t row, const char *s,
                     size_t len);
 /* A string value already interned in this store. */
 int pp_cols_set_strid(pp_cols *c, size_t col, size_t row, uint32_t id);
 
-/* The text of `col` in record `row` as the record's line prints it (exact
- * for every kind); returns its length (0 when absent), writing at most
- * cap-1 bytes and a NUL. */
-size_t pp_cols_value_text(const pp_cols *c, size_t col, size_t row, char *buf,
-                          size_t cap);
+/* The text a double of `col` in `row` was written as, when it is not its
+ * shortest spelling (a string of the store), else NULL. */
+const char *pp_cols_alt_text(const pp_cols *c, size_t col, size_t row,
+                             size_t *len);
+/* The shortest text of a double that reads back as it, with ".0" after
+ * one that would read as an integer ("3.0", "-0.0"); returns its length. */
+size_t pp_float_text(double d, char *buf, size_t cap);
+
+/* ---- what a value's text stands for ------------------------------------- */
+/* The one rule (record lines, pp.parse.list's texts, CSV cells, JSON
+ * numbers): see pp_parse.h. Sets out's v (and neg; text and tlen to the
+ * text, for a double) and returns its kind. With numeric, the text must be
+ * a number (a JSON number): "-0" is then 0, and PP_VAL_NONE says it is none
+ * (an integer past 64 bits included: no number holds it exactly). */
+struct pp_cols_field;
+pp_val_kind pp_cols_value_of_text(const char *s, size_t n, int numeric,
+                                  struct pp_cols_field *out);
 
 /* ---- records appended from values (cols_build.c) ------------------------ */
-typedef struct {
+typedef struct pp_cols_field {
   const char *name;
   size_t nlen;
   pp_value v; /* PP_VAL_INT (i: the bits), PP_VAL_NUM or PP_VAL_STR */
   int neg;    /* PP_VAL_INT: i is a negative integer (else unsigned)   */
+  const char *text; /* PP_VAL_NUM: the text it was written as, or NULL */
+  size_t tlen;
 } pp_cols_field;
 
 /* Appends one record: its prefix and fields in line order, with @file =
@@ -157,28 +188,54 @@ static inline uint64_t pp_chunk_raw(const pp_chunk *h, uint32_t off) {
   }
 }
 
-/* An integer value as a double (wide values of a column with negative
- * ones are signed). */
-static inline double pp_int_to_double(const pp_column *k, uint64_t raw,
-                                      int width) {
-  if (width < 8)
-    return (double)raw;
-  return k->negative ? (double)(int64_t)raw : (double)raw;
+static inline int pp_bit(const uint64_t *b, uint32_t off) {
+  return b && ((b[off >> 6] >> (off & 63)) & 1);
+}
+
+/* The one reading of a stored value (present, located in chunk h): its
+ * kind, and for an integer its bits and whether they are a u64 above
+ * INT64_MAX; a string's id is left in out->i. */
+static inline void pp_cell(const pp_column *k, const pp_chunk *h, uint32_t off,
+                           pp_value *out) {
+  uint64_t raw = pp_chunk_raw(h, off);
+  out->u64 = 0;
+  if (k->kind == PP_VAL_STR) {
+    out->kind = PP_VAL_STR;
+    out->i = (int64_t)raw;
+    return;
+  }
+  if (k->kind == PP_VAL_NUM && !(k->mixed && pp_bit(h->ibits, off))) {
+    out->kind = PP_VAL_NUM;
+    memcpy(&out->d, &raw, 8);
+    return;
+  }
+  out->kind = PP_VAL_INT;
+  out->i = (int64_t)raw;
+  /* a top bit set (width 8 only) is negative unless the column holds
+   * big values and, holding both, sbits says it is not */
+  out->u64 = (int64_t)raw < 0 &&
+             !(k->negative && (!k->big || pp_bit(h->sbits, off)));
+}
+
+static inline double pp_value_double(const pp_value *v) {
+  if (v->kind == PP_VAL_NUM)
+    return v->d;
+  return v->u64 ? (double)(uint64_t)v->i : (double)v->i;
 }
 
 /* A numeric value as a double, for a chunk already located; 0 when absent
  * or a string. */
 static inline int pp_chunk_double(const pp_column *k, const pp_chunk *h,
                                   uint32_t off, double *out) {
-  if (!pp_chunk_has(h, off))
+  if (!pp_chunk_has(h, off) || k->kind == PP_VAL_STR)
     return 0;
-  uint64_t raw = pp_chunk_raw(h, off);
-  if (k->kind == PP_VAL_INT)
-    *out = pp_int_to_double(k, raw, h->width);
-  else if (k->kind == PP_VAL_NUM)
-    memcpy(out, &raw, 8);
-  else
-    return 0;
+  if (k->kind == PP_VAL_INT && !k->negative) { /* the common case */
+    *out = (double)pp_chunk_raw(h, off);
+    return 1;
+  }
+  pp_value v;
+  pp_cell(k, h, off, &v);
+  *out = pp_value_double(&v);
   return 1;
 }
 
@@ -218,6 +275,8 @@ static inline int pp_cols_fast_int(pp_cols *c, size_t col, size_t row,
     ((uint32_t *)h->data)[off] = (uint32_t)v;
     break;
   case 8:
+    if (v > (uint64_t)INT64_MAX && !k->big)
+      return 0; /* the first big value: the general path marks the column */
     ((uint64_t *)h->data)[off] = v;
     break;
   default:

@@ -8,23 +8,24 @@
  * performance directives: ptx_decl.c), comments, labels, and instructions
  * whose first word it reads itself before jumping to their ';'
  * (pp_ptx_skip_statement). Both readers count an instruction the same way:
- * pp_ptx_classify for barriers and atomics, pp_ptx_watch_grid for the
- * pattern of a grid synchronisation.
+ * pp_ptx_classify for barriers and atomics, pp_ptx_watch_grid and
+ * pp_ptx_watch_label for the pattern of a grid synchronisation (an arrive,
+ * then a loop that re-reads its address: ptx_scanner.h).
  */
 #include "ptx_scanner.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- instruction classes -------------------------------------------------------- */
-#define GRID_WINDOW 16 /* instructions from the add-atomic to its spin load */
-
 enum {
   P_GLOBAL = 1,
   P_ADD = 2,
   P_INC = 4,
   P_VOLATILE = 8,
   P_ACQUIRE = 16,
-  P_RELAXED = 32
+  P_RELAXED = 32,
+  P_BLOCK = 64 /* .shared (any ::scope) or .local: not memory the grid shares */
 };
 
 /* The components of a dotted opcode that matter here, in one walk. */
@@ -55,6 +56,12 @@ static unsigned parts(const char *op, size_t n) {
     case 'r':
       m |= word_is(w, l, "relaxed") ? P_RELAXED : 0;
       break;
+    case 's':
+      m |= l >= 6 && memcmp(w, "shared", 6) == 0 ? P_BLOCK : 0;
+      break;
+    case 'l':
+      m |= word_is(w, l, "local") ? P_BLOCK : 0;
+      break;
     }
     i = j;
   }
@@ -65,19 +72,6 @@ static inline __attribute__((always_inline)) int
 starts(const char *op, size_t n, const char *lit) {
   size_t l = __builtin_strlen(lit);
   return n >= l && memcmp(op, lit, l) == 0;
-}
-
-/* The first "[...]" operand in [p, e), blanks dropped. */
-static size_t first_address(const char *p, const char *e, char *out,
-                            size_t cap) {
-  const char *b = memchr(p, '[', (size_t)(e - p));
-  if (!b)
-    return 0;
-  size_t n = 0;
-  for (b++; b < e && *b != ']'; b++)
-    if (!(CLS(*b) & C_BLANK) && *b != '\n' && n < cap)
-      out[n++] = *b;
-  return b < e ? n : 0;
 }
 
 /* Whether a load's components can hold volatile, acquire or relaxed: each
@@ -96,6 +90,8 @@ op_kind pp_ptx_classify(pp_ptx_func *f, const char *op, size_t n) {
     if ((starts(op, n, "bar.") && !starts(op, n, "bar.warp.")) ||
         (starts(op, n, "barrier.") && !starts(op, n, "barrier.cluster.")))
       f->bar_sync++;
+    else if (n >= 3 && op[1] == 'r' && op[2] == 'a' && (n == 3 || op[3] == '.'))
+      return OP_BRA;
     return OP_PLAIN;
   case 'a':
   case 'r':
@@ -104,7 +100,7 @@ op_kind pp_ptx_classify(pp_ptx_func *f, const char *op, size_t n) {
       f->atomics++;
       if (m & P_GLOBAL)
         f->atomics_global++;
-      if (m & (P_ADD | P_INC))
+      if ((m & (P_ADD | P_INC)) && !(m & P_BLOCK))
         return OP_ATOM;
     }
     return OP_PLAIN;
@@ -113,45 +109,318 @@ op_kind pp_ptx_classify(pp_ptx_func *f, const char *op, size_t n) {
         (parts(op, n) & (P_VOLATILE | P_ACQUIRE | P_RELAXED)))
       return OP_SPIN;
     return OP_PLAIN;
+  case 'm': /* mov.b64, mov.u64, mov.s64 */
+    if (n == 7 && op[5] == '6' && op[6] == '4' && op[1] == 'o' &&
+        op[2] == 'v' && op[3] == '.' &&
+        (op[4] == 'b' || op[4] == 'u' || op[4] == 's'))
+      return OP_COPY;
+    return OP_PLAIN;
   default:
     return OP_PLAIN;
   }
 }
 
-/* Grid synchronisation, as nvcc's cooperative groups and the reference's
- * emitted barrier both do it: an add-atomic on a counter followed, within
- * GRID_WINDOW instructions, by a spin load (volatile/acquire/relaxed) of the
- * same address. */
-void pp_ptx_watch_grid(pp_ptx_func *f, grid_watch *g, op_kind k,
-                       const char *ops, const char *semi) {
-  char addr[sizeof g->addr];
-  size_t n = first_address(ops, semi, addr, sizeof addr);
-  if (!n)
-    return;
-  if (k == OP_ATOM) {
-    memcpy(g->addr, addr, n);
-    g->len = n;
-    g->at = f->instructions;
-    g->set = 1;
-  } else if (g->set && n == g->len && memcmp(addr, g->addr, n) == 0 &&
-             f->instructions - g->at <= GRID_WINDOW) {
-    f->grid_syncs++;
-    g->set = 0;
+/* ---- grid syncs: names and their classes ------------------------------------ */
+static inline uint32_t fnv32(const char *p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)p[i]) * 16777619u;
+  return h;
+}
+
+/* A 64-bit hash of a name, eight bytes at a time. */
+static inline uint64_t name_hash(const char *p, size_t n) {
+  uint64_t h = n * 0x9E3779B97F4A7C15ull;
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+    h ^= h >> 29;
+    p += 8;
+    n -= 8;
   }
+  uint64_t w = 0;
+  memcpy(&w, p, n);
+  h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 32);
+}
+
+static inline int same_name(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i])
+      return 0;
+  return 1;
+}
+
+/* A symbol never changes: its class is its name's hash, top bit set (a
+ * register's class is a counter, top bit clear), with no slot. */
+static inline uint64_t symbol_class(const char *p, size_t n) {
+  return name_hash(p, n) | ((uint64_t)1 << 63);
+}
+
+void pp_ptx_watch_init(scanner *s, grid_watch *g) {
+  g->set = g->spin = g->tracking = 0;
+  g->nlabels = 0;
+  memset(g->bloom, 0, sizeof g->bloom);
+  g->len = 0;
+  g->ct = s->copies;
+  if (g->ct) {
+    copy_table *t = g->ct;
+    if (++t->gen == 0) { /* after 2^32 bodies: clear once */
+      memset(t->slot, 0, sizeof t->slot);
+      t->gen = 1;
+    }
+    t->used = 0;
+  }
+}
+
+/* The table, made at first use; NULL (and the scan stops) without memory. */
+static copy_table *table(scanner *s, grid_watch *g) {
+  if (!g->ct) {
+    if (!s->copies) {
+      s->copies = calloc(1, sizeof *s->copies);
+      if (!s->copies) {
+        pp_ptx_no_memory(s);
+        return NULL;
+      }
+      s->copies->gen = 1;
+    }
+    g->ct = s->copies;
+  }
+  return g->ct;
+}
+
+static uint64_t new_class(copy_table *t) {
+  return ++t->next_cls & ~((uint64_t)1 << 63);
+}
+
+/* The slot of a register in this body, or NULL; with add (s set), a new
+ * slot for it with a new class when it has none. A table three quarters
+ * full starts again: what it forgets can only hide a sync, never make one. */
+static copy_slot *slot_of(scanner *s, grid_watch *g, const char *p, size_t n) {
+  copy_table *t = s ? table(s, g) : g->ct;
+  if (!t || n < 2 || n >= sizeof t->slot[0].name)
+    return NULL;
+  for (uint64_t i = name_hash(p, n);; i++) {
+    copy_slot *c = &t->slot[i & (COPY_SLOTS - 1)];
+    if (c->gen != t->gen) {
+      if (!s)
+        return NULL;
+      if (t->used >= COPY_SLOTS / 4 * 3) {
+        if (++t->gen == 0) {
+          memset(t->slot, 0, sizeof t->slot);
+          t->gen = 1;
+        }
+        t->used = 0;
+        g->tracking = 0;
+        memset(g->bloom, 0, sizeof g->bloom);
+        return slot_of(s, g, p, n);
+      }
+      c->gen = t->gen;
+      c->cls = new_class(t);
+      c->len = (uint8_t)n;
+      memcpy(c->name, p, n);
+      t->used++;
+      unsigned b = grid_bloom(p, n); /* its writes must now be seen */
+      g->tracking = 1;
+      g->bloom[b >> 6] |= (uint64_t)1 << (b & 63);
+      return c;
+    }
+    if (c->len == n && same_name(c->name, p, n))
+      return c;
+  }
+}
+
+/* The class of a name (a register or a symbol) [p, p + n): with s, a
+ * register without one is given one; 0 when it has none. */
+static uint64_t class_of(scanner *s, grid_watch *g, const char *p, size_t n) {
+  if (n == 0)
+    return 0;
+  if (*p != '%')
+    return symbol_class(p, n);
+  copy_slot *c = slot_of(s, g, p, n);
+  return c ? c->cls : 0;
+}
+
+static inline const char *skip_space(const char *p, const char *e) {
+  while (p < e && ((CLS(*p) & C_BLANK) || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+/* A register written: it holds a new value from here on. */
+void pp_ptx_watch_write(grid_watch *g, const char *p, size_t n) {
+  copy_slot *c = slot_of(NULL, g, p, n);
+  if (c)
+    c->cls = new_class(g->ct);
+}
+
+static inline void written(grid_watch *g, const char *p, size_t n) {
+  if (grid_maybe_tracked(g, p, n))
+    pp_ptx_watch_write(g, p, n);
+}
+
+/* The destination of an instruction, its first operand: a register, or
+ * "{%a, %b}" for several. Stores, reductions and branches have none there
+ * ('[', a label, '('), and a register they read is taken as written: that
+ * can only hide a sync. */
+static void write_dest(grid_watch *g, const char *ops, const char *semi) {
+  const char *p = skip_space(ops, semi);
+  if (p < semi && *p == '{') {
+    const char *close = memchr(p, '}', (size_t)(semi - p));
+    if (!close)
+      return;
+    for (p++; p < close;) {
+      p = skip_space(p, close);
+      const char *w = word_end(p, close);
+      written(g, p, (size_t)(w - p));
+      p = w;
+      while (p < close && *p != ',')
+        p++;
+      if (p < close)
+        p++;
+    }
+    return;
+  }
+  written(g, p, (size_t)(word_end(p, semi) - p));
+}
+
+/* The key of the first "[...]" operand in [p, e): "\1" and the class of its
+ * base name (with s, a register is given one if it has none), then the rest
+ * ("+8"), blanks dropped; or its text when the base has no class. 0 when
+ * there is no address. */
+static size_t address_key(scanner *s, grid_watch *g, const char *p,
+                          const char *e, char *out) {
+  const char *b = memchr(p, '[', (size_t)(e - p));
+  if (!b)
+    return 0;
+  const char *close = memchr(b, ']', (size_t)(e - b));
+  if (!close)
+    return 0;
+  b = skip_space(b + 1, close);
+  const char *w = (b < close && (CLS(*b) & C_START)) ? word_end(b, close) : b;
+  size_t n = 0;
+  uint64_t cls = class_of(s, g, b, (size_t)(w - b));
+  if (cls) {
+    out[n++] = 1;
+    memcpy(out + n, &cls, sizeof cls);
+    n += sizeof cls;
+    b = w;
+  }
+  for (; b < close && n < GRID_KEY; b++)
+    if (!(CLS(*b) & C_BLANK) && *b != '\n' && *b != '\r')
+      out[n++] = *b;
+  return n;
+}
+
+/* "mov.b64 %dst, src;" (also .u64, .s64): %dst takes the class of src when
+ * src is a name (a register or a symbol); otherwise, or under a guard, it
+ * holds something else from here on. (cvta is no copy: a generic and a
+ * global address of one variable are different values.) */
+static void copy(scanner *s, grid_watch *g, int guarded, const char *ops,
+                 const char *semi) {
+  const char *d = skip_space(ops, semi);
+  const char *de = word_end(d, semi);
+  if (de == d || *d != '%')
+    return;
+  const char *src = skip_space(de, semi);
+  const char *se = src;
+  if (src < semi && *src == ',') {
+    src = skip_space(src + 1, semi);
+    se = (src < semi && (CLS(*src) & C_START)) ? word_end(src, semi) : src;
+  }
+  uint64_t cls = 0;
+  if (!guarded && se > src && skip_space(se, semi) == semi)
+    cls = class_of(s, g, src, (size_t)(se - src));
+  if (!cls) {
+    written(g, d, (size_t)(de - d));
+    return;
+  }
+  copy_slot *to = slot_of(s, g, d, (size_t)(de - d));
+  if (to)
+    to->cls = cls;
+}
+
+/* ---- grid syncs: the pattern --------------------------------------------- */
+void pp_ptx_watch_label(grid_watch *g, const char *p, size_t n) {
+  if (!g->set || g->spin)
+    return;
+  g->labels[g->nlabels++ % GRID_LABELS] = fnv32(p, n);
+}
+
+/* A branch: the end of the spin loop when it goes back to a label between
+ * the arrive and the spin read. */
+static void branch(pp_ptx_func *f, grid_watch *g, const char *ops,
+                   const char *semi) {
+  const char *p = skip_space(ops, semi);
+  const char *e = word_end(p, semi);
+  if (e == p)
+    return;
+  uint32_t h = fnv32(p, (size_t)(e - p));
+  unsigned n = g->nlabels < GRID_LABELS ? g->nlabels : GRID_LABELS;
+  for (unsigned i = 0; i < n; i++)
+    if (g->labels[i] == h) {
+      f->grid_syncs++;
+      g->set = g->spin = 0;
+      g->nlabels = 0;
+      return;
+    }
+}
+
+void pp_ptx_watch_grid(scanner *s, pp_ptx_func *f, grid_watch *g, unsigned k,
+                       const char *ops, const char *semi) {
+  char key[GRID_KEY];
+  size_t n;
+  switch (OP_KIND(k)) {
+  case OP_BRA:
+    if (g->spin)
+      branch(f, g, ops, semi);
+    return;
+  case OP_COPY:
+    copy(s, g, (k & OP_GUARDED) != 0, ops, semi);
+    return;
+  case OP_ATOM:
+    n = address_key(s, g, ops, semi, key);
+    if (n) {
+      memcpy(g->key, key, n);
+      g->len = n;
+      g->set = 1;
+      g->spin = 0;
+      g->nlabels = 0;
+    }
+    break;
+  case OP_SPIN:
+    if (g->set && !g->spin) {
+      n = address_key(NULL, g, ops, semi, key);
+      if (n == g->len && memcmp(key, g->key, n) == 0)
+        g->spin = 1;
+    }
+    break;
+  default:
+    break;
+  }
+  if (g->tracking)
+    write_dest(g, ops, semi);
 }
 
 /* ---- body directives ---------------------------------------------------------- */
 /* A body's variables are read into s->bvars (reused from body to body)
  * and copied into the arena when the body ends. */
-static void add_body_var(scanner *s, pp_ptx_func *f, pp_ptx_space sp) {
+static void add_body_var(scanner *s, pp_ptx_func *f, pp_ptx_space sp,
+                         const tok *w) {
   var_list *l = &s->bvars;
   size_t before = l->n;
   pp_ptx_parse_var(s, l, sp, (linkage){0, 0, 0});
-  for (size_t i = before; i < l->n; i++) {
-    if (sp == PP_PTX_SHARED)
-      f->shared_bytes = pp_sat_add(f->shared_bytes, l->v[i].size);
-    else if (sp == PP_PTX_LOCAL)
-      f->local_bytes = pp_sat_add(f->local_bytes, l->v[i].size);
+  uint64_t *sum = sp == PP_PTX_SHARED  ? &f->shared_bytes
+                  : sp == PP_PTX_LOCAL ? &f->local_bytes
+                                       : NULL;
+  for (size_t i = before; sum && i < l->n; i++) {
+    uint64_t was = *sum;
+    *sum = pp_sat_add(was, l->v[i].size);
+    if (*sum > (uint64_t)INT64_MAX && was <= (uint64_t)INT64_MAX &&
+        l->v[i].size <= (uint64_t)INT64_MAX) /* (a size past it was said) */
+      TERR(s, w, 0, "%s bytes of '%s' past 2^63-1", pp_ptx_space_name(sp),
+           f->name);
   }
 }
 
@@ -175,13 +444,13 @@ static void body_directive(scanner *s, pp_ptx_func *f) {
   if (is_word(&w, ".reg"))
     pp_ptx_parse_reg(s, f);
   else if (is_word(&w, ".shared"))
-    add_body_var(s, f, PP_PTX_SHARED);
+    add_body_var(s, f, PP_PTX_SHARED, &w);
   else if (is_word(&w, ".local"))
-    add_body_var(s, f, PP_PTX_LOCAL);
+    add_body_var(s, f, PP_PTX_LOCAL, &w);
   else if (is_word(&w, ".global"))
-    add_body_var(s, f, PP_PTX_GLOBAL);
+    add_body_var(s, f, PP_PTX_GLOBAL, &w);
   else if (is_word(&w, ".const"))
-    add_body_var(s, f, PP_PTX_CONST);
+    add_body_var(s, f, PP_PTX_CONST, &w);
   else if (is_word(&w, ".loc") || is_word(&w, ".file"))
     pp_ptx_skip_statement(s, 1);
   else if (!pp_ptx_perf_directive(s, f, &w))
@@ -195,7 +464,8 @@ void pp_ptx_scan_body(scanner *s, pp_ptx_func *f, const char *open,
   uint64_t open_line = s->line;
   uint32_t depth = 1;
   s->bvars.n = 0;
-  grid_watch g = {.set = 0};
+  grid_watch g;
+  pp_ptx_watch_init(s, &g);
   f->body_begin = (size_t)(open - s->base);
   while (!s->stop) {
     s->lines(s, f, &g);
@@ -256,6 +526,8 @@ void pp_ptx_scan_body(scanner *s, pp_ptx_func *f, const char *open,
         while (q < end && (CLS(*q) & C_BLANK))
           q++;
         if (q < end && *q == ':') { /* a label */
+          if (g.set)
+            pp_ptx_watch_label(&g, op, n);
           s->p = q + 1;
           continue;
         }
@@ -264,8 +536,8 @@ void pp_ptx_scan_body(scanner *s, pp_ptx_func *f, const char *open,
       op_kind k = pp_ptx_classify(f, op, n);
       s->p = p;
       const char *semi = pp_ptx_skip_statement(s, 0);
-      if (k != OP_PLAIN && semi)
-        pp_ptx_watch_grid(f, &g, k, p, semi);
+      if ((k == OP_BRA ? g.spin : k != OP_PLAIN || g.tracking) && semi)
+        pp_ptx_watch_grid(s, f, &g, k | (guarded ? OP_GUARDED : 0u), p, semi);
     } else if (CLS(c) & C_BAD) {
       pp_ptx_bad_byte(s, p);
     } else {

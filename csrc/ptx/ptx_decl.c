@@ -9,6 +9,13 @@
  * to its alignment (cuLaunchKernel's layout). Sizes saturate (sat_mul,
  * pp_sat_add): a length too large to hold reads as UINT64_MAX, never as a
  * wrapped small number.
+ *
+ * What no PTX may say is an error at its number (the result is then
+ * partial), never a value clamped in silence: an alignment that is not a
+ * power of two from 1 to 2^31 (ptxas: "Alignment must be a power of two",
+ * "Constant overflow"), a count, length, size or offset past 2^63-1 (no
+ * signed 64-bit count, and so no Lua integer, holds it), and launch bounds
+ * or an address size past 2^32-1 (ptxas: "Constant overflow").
  */
 #include "ptx_scanner.h"
 
@@ -118,10 +125,33 @@ static uint32_t vec_width(const char *p, size_t n) {
   return 0;
 }
 
+/* ---- numbers PTX does not allow ------------------------------------------------ */
+#define COUNT_MAX ((uint64_t)INT64_MAX)
+
+/* v, counted at token t: past 2^63-1 an error there. */
+static uint64_t count_at(scanner *s, const tok *t, uint64_t v,
+                         const char *what) {
+  if (v > COUNT_MAX)
+    TERR(s, t, 0, "%s past 2^63-1 at '%.*s'", what, TSHOW(t));
+  return v;
+}
+
+/* The number after .align (token t, value n): a power of two from 1 to
+ * 2^31, else an error there. */
+static uint32_t align_at(scanner *s, const tok *t, uint64_t n) {
+  if (n == 0 || (n & (n - 1)) != 0)
+    TERR(s, t, 0, ".align %.*s: an alignment must be a power of two",
+         TSHOW(t));
+  else if (n > ((uint64_t)1 << 31))
+    TERR(s, t, 0, ".align %.*s: an alignment larger than 2^31", TSHOW(t));
+  return clamp32(n);
+}
+
 /* ---- variables ---------------------------------------------------------------- */
 /* Reads "[N]" dimensions after a name; returns the product (0 if none or
- * unsized) and sets *unsized for "[]". */
-static uint64_t read_dims(scanner *s, int *dims, int *unsized) {
+ * unsized) and sets *unsized for "[]". *at: the last length's token (for
+ * errors about the size), left alone without one. */
+static uint64_t read_dims(scanner *s, int *dims, int *unsized, tok *at) {
   uint64_t total = 1;
   tok t;
   *dims = 0;
@@ -134,6 +164,11 @@ static uint64_t read_dims(scanner *s, int *dims, int *unsized) {
     } else {
       if (!pp_ptx_parse_num(&t, &n))
         TERR(s, &t, 0, "array length is not a number");
+      else if (n > COUNT_MAX)
+        count_at(s, &t, n, "array length");
+      else if (sat_mul(total, n) > COUNT_MAX && total <= COUNT_MAX)
+        count_at(s, &t, sat_mul(total, n), "array length");
+      *at = t;
       pp_ptx_next(s, &t);
       if (!is_punct(&t, ']')) {
         TERR(s, &t, 0, "expected ']'");
@@ -144,6 +179,16 @@ static uint64_t read_dims(scanner *s, int *dims, int *unsized) {
     total = sat_mul(total, n);
   }
   return *dims && !*unsized ? total : 0;
+}
+
+/* The bytes of elem x vec x count at token at: past 2^63-1 an error there
+ * (unless the count itself was one already). */
+static uint64_t size_at(scanner *s, const tok *at, uint64_t elem, uint64_t vec,
+                        uint64_t count) {
+  uint64_t size = sat_mul(sat_mul(elem, vec), count);
+  if (size > COUNT_MAX && count <= COUNT_MAX)
+    count_at(s, at, size, "size in bytes");
+  return size;
 }
 
 /* After a state-space word (.global, .const, .shared, .local): reads
@@ -161,7 +206,7 @@ void pp_ptx_parse_var(scanner *s, var_list *list, pp_ptx_space space,
       if (word_is(t.p, t.len, ".align")) {
         pp_ptx_next(s, &t);
         if (pp_ptx_parse_num(&t, &n))
-          align = clamp32(n);
+          align = align_at(s, &t, n);
         else
           TERR(s, &t, 0, ".align without a number");
       } else if ((w = vec_width(t.p, t.len)) != 0) {
@@ -190,7 +235,8 @@ void pp_ptx_parse_var(scanner *s, var_list *list, pp_ptx_space space,
     const char *name = t.p;
     size_t nlen = t.len;
     uint64_t line = t.line;
-    uint64_t count = read_dims(s, &dims, &unsized);
+    tok at = t;
+    uint64_t count = read_dims(s, &dims, &unsized, &at);
     if (!pp_ptx_grow(s, (void **)&list->v, &list->cap, list->n, sizeof *list->v))
       return;
     pp_ptx_var *v = &list->v[list->n];
@@ -201,7 +247,7 @@ void pp_ptx_parse_var(scanner *s, var_list *list, pp_ptx_space space,
     v->space = space;
     memcpy(v->type, type, sizeof type);
     v->array = count;
-    v->size = unsized ? 0 : sat_mul(sat_mul(elem, vec), dims ? count : 1);
+    v->size = unsized ? 0 : size_at(s, &at, elem, vec, dims ? count : 1);
     v->align = align ? align : elem * vec;
     v->external = lk.external;
     v->visible = lk.visible;
@@ -252,8 +298,8 @@ static int reg_fast(scanner *s, pp_ptx_func *f) {
     p++;
   }
   p = skip_blanks(p, end);
-  if (p >= end || *p != ';')
-    return 0;
+  if (p >= end || *p != ';' || pp_sat_add(f->regs[c], n) > COUNT_MAX)
+    return 0; /* (a sum past 2^63-1 is said by the general reader) */
   f->regs[c] = pp_sat_add(f->regs[c], n);
   s->p = p + 1;
   return 1;
@@ -281,17 +327,24 @@ void pp_ptx_parse_reg(scanner *s, pp_ptx_func *f) {
   }
   while (t.kind == T_WORD) {
     uint64_t n = 1;
+    tok at = t; /* the count, or the name without one */
     pp_ptx_next(s, &t);
     if (is_punct(&t, '<')) {
       pp_ptx_next(s, &t);
+      at = t;
       if (!pp_ptx_parse_num(&t, &n))
         TERR(s, &t, 0, "register count is not a number");
+      else if (n > COUNT_MAX || sat_mul(n, vec) > COUNT_MAX)
+        count_at(s, &t, UINT64_MAX, "register count");
       pp_ptx_next(s, &t);
       if (!is_punct(&t, '>'))
         TERR(s, &t, 0, "expected '>' in a register declaration");
       pp_ptx_next(s, &t);
     }
-    f->regs[cls_] = pp_sat_add(f->regs[cls_], sat_mul(n, vec));
+    uint64_t before = f->regs[cls_], add = sat_mul(n, vec);
+    f->regs[cls_] = pp_sat_add(before, add);
+    if (f->regs[cls_] > COUNT_MAX && before <= COUNT_MAX && add <= COUNT_MAX)
+      count_at(s, &at, f->regs[cls_], "registers of one class");
     if (!is_punct(&t, ','))
       break;
     pp_ptx_next(s, &t);
@@ -324,14 +377,15 @@ static void parse_param(scanner *s, uint64_t *cursor) {
   size_t nlen = 0;
   uint64_t array = 0;
   int dims = 0, unsized = 0;
-  tok t;
+  tok t, at = {0};
   for (;;) {
     if (!pp_ptx_accept(s, &t, T_WORD, 0))
       break;
     if (*t.p != '.') {
       name = t.p;
       nlen = t.len;
-      array = read_dims(s, &dims, &unsized);
+      at = t;
+      array = read_dims(s, &dims, &unsized, &at);
       break;
     }
     uint32_t w;
@@ -340,8 +394,10 @@ static void parse_param(scanner *s, uint64_t *cursor) {
       pp_ptx_next(s, &t);
       if (!pp_ptx_parse_num(&t, &n))
         TERR(s, &t, 0, ".align without a number");
-      if (!ptr) /* after .ptr it is the pointee's alignment */
-        align = clamp32(n);
+      else if (!ptr) /* after .ptr it is the pointee's alignment */
+        align = align_at(s, &t, n);
+      else
+        align_at(s, &t, n);
     } else if (word_is(t.p, t.len, ".ptr")) {
       ptr = 1;
     } else if ((w = vec_width(t.p, t.len)) != 0) {
@@ -365,12 +421,14 @@ static void parse_param(scanner *s, uint64_t *cursor) {
   memcpy(pa->type, type, sizeof type);
   pa->ptr = ptr;
   pa->array = array;
-  pa->size = sat_mul(sat_mul(elem, vec), dims ? array : 1);
+  pa->size = size_at(s, &at, elem, vec, dims ? array : 1);
   pa->align = align ? align : elem * vec;
   uint64_t a = pa->align ? pa->align : 1;
   uint64_t off = *cursor % a ? pp_sat_add(*cursor, a - *cursor % a) : *cursor;
   pa->offset = off;
   *cursor = pp_sat_add(off, pa->size);
+  if (*cursor > COUNT_MAX && off <= COUNT_MAX && pa->size <= COUNT_MAX)
+    count_at(s, &at, *cursor, "parameter buffer offset");
 }
 
 /* The pending list becomes f's: one arena piece holds the array and then
@@ -426,6 +484,14 @@ void pp_ptx_parse_params(scanner *s, pp_ptx_func *f, const char *fname) {
 }
 
 /* ---- performance directives ---------------------------------------------------- */
+/* A 32-bit number of a directive: past 2^32-1 an error at it. */
+static uint32_t bound_at(scanner *s, const tok *t, uint64_t n,
+                         const char *what) {
+  if (n > UINT32_MAX)
+    TERR(s, t, 0, "%s %.*s: past 2^32-1", what, TSHOW(t));
+  return clamp32(n);
+}
+
 /* ".maxntid x[, y[, z]]" and friends. */
 static void parse_dims3(scanner *s, uint32_t out[3], const char *what) {
   tok t;
@@ -438,7 +504,7 @@ static void parse_dims3(scanner *s, uint32_t out[3], const char *what) {
         s->p = t.p;
       return;
     }
-    out[i] = clamp32(n);
+    out[i] = bound_at(s, &t, n, what);
     if (!pp_ptx_accept(s, &t, T_PUNCT, ','))
       return;
   }
@@ -449,7 +515,7 @@ void pp_ptx_parse_num1(scanner *s, uint32_t *out, const char *what) {
   uint64_t n;
   pp_ptx_next(s, &t);
   if (pp_ptx_parse_num(&t, &n))
-    *out = clamp32(n);
+    *out = bound_at(s, &t, n, what);
   else {
     TERR(s, &t, 0, "%s: expected a number", what);
     if (t.kind == T_PUNCT)

@@ -117,6 +117,8 @@ body_lines_avx2(scanner *s, pp_ptx_func *f, grid_watch *g) {
         if (k < len && p[k] == ':') { /* a label, alone on its line */
           if (text >> (k + 1))
             break;
+          if (g->set)
+            pp_ptx_watch_label(g, p + o, e - o);
           goto next_line;
         }
       }
@@ -129,8 +131,22 @@ body_lines_avx2(scanner *s, pp_ptx_func *f, grid_watch *g) {
         break;
       f->instructions++;
       op_kind k = pp_ptx_classify(f, p + o, e - o);
-      if (k != OP_PLAIN)
-        pp_ptx_watch_grid(f, g, k, p + e, p + sc);
+      if (k == OP_BRA) { /* no destination: only the end of a spin loop */
+        if (g->spin)
+          pp_ptx_watch_grid(s, f, g, k, p + e, p + sc);
+      } else if (k != OP_PLAIN) {
+        pp_ptx_watch_grid(s, f, g, k | (guarded ? OP_GUARDED : 0u), p + e,
+                          p + sc);
+      } else if (g->tracking) { /* the destination: the first operand */
+        unsigned a = e + (unsigned)__builtin_ctzll(~m.blank >> e);
+        if (a < sc && p[a] == '{') {
+          pp_ptx_watch_grid(s, f, g, OP_PLAIN, p + e, p + sc);
+        } else if (a < sc) {
+          unsigned b = a + (unsigned)__builtin_ctzll(~m.word >> a);
+          if (grid_maybe_tracked(g, p + a, b - a))
+            pp_ptx_watch_write(g, p + a, b - a);
+        }
+      }
     }
   next_line:
     line++;

@@ -483,6 +483,7 @@ static int scan(const char *text, size_t len, const pp_ptx_opts *opts,
   finish(&s, text, len);
   free(s.pend);
   free(s.bvars.v);
+  free(s.copies);
   return out->partial ? 1 : 0;
 }
 

@@ -123,6 +123,9 @@ typedef struct scanner {
   pp_ptx_func *decl[2][DECL_WINDOW];
   uint32_t decl_hash[2][DECL_WINDOW];
   size_t ndecl[2];
+  /* The name classes of grid-sync recognition (ptx_body.c): malloc'ed at
+   * first use, freed at the end of the scan. */
+  struct copy_table *copies;
 } scanner;
 
 /* Linkage directives before a module-scope declaration. */
@@ -285,22 +288,95 @@ int pp_ptx_perf_directive(scanner *s, pp_ptx_func *f, const tok *w);
 void pp_ptx_parse_num1(scanner *s, uint32_t *out, const char *what);
 
 /* ---- bodies (ptx_body.c, ptx_lines.c) -------------------------------------- */
-/* An add-atomic seen, waiting for the spin load that makes a grid sync. */
+/* A grid synchronisation is recognised by its structure, however far apart
+ * its parts are: an arrive (an add-atomic on global or generic memory),
+ * then a label, then a spin read (a volatile, acquire or relaxed load) of
+ * the same address, then a branch back to that label. "The same address"
+ * follows the address through register copies (mov and cvta of 64-bit
+ * values), as nvcc's debug code (-G) moves it from register to register:
+ * each name (register or symbol) that a copy involves gets a class, a copy
+ * gives its destination the class of its source, and any other instruction
+ * that writes a register (or a guarded copy) gives it a new class. */
+#define GRID_LABELS 32 /* labels kept between an arrive and its spin read */
+#define GRID_KEY 48    /* bytes of an address's key */
+
+typedef struct copy_slot {
+  uint64_t cls;
+  uint32_t gen;
+  uint8_t len;
+  char name[27];
+} copy_slot;
+
+#define COPY_SLOTS 512 /* a power of two; a fuller table starts again */
+
+/* The classes of the names of a body, allocated at the first copy or
+ * arrive of a scan and reused by its later bodies (gen tells which body a
+ * slot belongs to, so nothing is cleared between bodies). */
+typedef struct copy_table {
+  copy_slot slot[COPY_SLOTS];
+  uint64_t next_cls;
+  uint32_t gen, used;
+} copy_table;
+
 typedef struct grid_watch {
-  char addr[48];
+  char key[GRID_KEY]; /* the arrive's address: its class, or its text */
   size_t len;
-  uint64_t at; /* instruction index of the atomic */
-  int set;
+  int set;            /* an arrive is watched */
+  int spin;           /* its spin read was seen: labels[] is final */
+  unsigned nlabels;   /* labels since the arrive (the last GRID_LABELS) */
+  uint32_t labels[GRID_LABELS];
+  /* Some register of this body has a class: every instruction's
+   * destination is then looked at (registers only: a symbol never changes),
+   * first in bloom, a bit per register with a class (grid_bloom), so that
+   * most instructions cost a few bit operations and no call. */
+  int tracking;
+  uint64_t bloom[4];
+  copy_table *ct; /* NULL until needed */
 } grid_watch;
 
-typedef enum { OP_PLAIN, OP_ATOM, OP_SPIN } op_kind;
+/* The bloom bit of a register name [p, p + n), n >= 2: from its length,
+ * its second byte (the class letter after '%') and its last two bytes. */
+static inline unsigned grid_bloom(const char *p, size_t n) {
+  uint32_t h = (uint32_t)n * 0x9E3779B1u ^
+               (uint32_t)(unsigned char)p[1] * 0x85EBCA6Bu ^
+               (uint32_t)(unsigned char)p[n - 1] * 0xC2B2AE35u ^
+               (uint32_t)(unsigned char)p[n - 2] * 0x27D4EB2Fu;
+  return (h * 2654435761u) >> 24;
+}
 
-/* Counts the opcode's barriers and atomics in f and says whether it may
- * take part in a grid sync. */
+static inline int grid_maybe_tracked(const grid_watch *g, const char *p,
+                                     size_t n) {
+  if (n < 2 || *p != '%')
+    return 0;
+  unsigned b = grid_bloom(p, n);
+  return (int)((g->bloom[b >> 6] >> (b & 63)) & 1);
+}
+
+typedef enum {
+  OP_PLAIN,
+  OP_ATOM, /* an add-atomic on global or generic memory: an arrive */
+  OP_SPIN, /* a volatile, acquire or relaxed load */
+  OP_COPY, /* mov of a 64-bit value */
+  OP_BRA,  /* bra */
+  OP_GUARDED = 8 /* or'ed in: the instruction has a guard predicate */
+} op_kind;
+#define OP_KIND(k) ((k) & 7)
+
+/* Counts the opcode's barriers and atomics in f and says what it may be in
+ * a grid sync. */
 op_kind pp_ptx_classify(pp_ptx_func *f, const char *op, size_t n);
-/* With the operands [ops, semi) of an OP_ATOM or OP_SPIN instruction. */
-void pp_ptx_watch_grid(pp_ptx_func *f, grid_watch *g, op_kind k,
+/* With the operands [ops, semi) of an instruction of kind k (or'ed with
+ * OP_GUARDED), when k is not OP_PLAIN or g->tracking is set (for OP_PLAIN,
+ * the fast line reader looks at the destination itself). */
+void pp_ptx_watch_grid(scanner *s, pp_ptx_func *f, grid_watch *g, unsigned k,
                        const char *ops, const char *semi);
+/* A register [p, p + n) written by an instruction that is none of the
+ * kinds above (called when grid_maybe_tracked says it may have a class). */
+void pp_ptx_watch_write(grid_watch *g, const char *p, size_t n);
+/* A label [p, p + n) in a body (only needed while g->set). */
+void pp_ptx_watch_label(grid_watch *g, const char *p, size_t n);
+/* The watch of a new body; frees nothing. */
+void pp_ptx_watch_init(scanner *s, grid_watch *g);
 
 /* The body after '{' (at open), up to its '}'. */
 void pp_ptx_scan_body(scanner *s, pp_ptx_func *f, const char *open,

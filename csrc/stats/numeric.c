@@ -132,6 +132,13 @@ static double sq_dev(const double *a, size_t n, double mean) {
 
 PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
   memset(out, 0, sizeof *out);
+  /* NaNs out, to the end: no order of the values changes the figures */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (a[i] == a[i])
+      a[m++] = a[i];
+  out->nan = n - m;
+  n = m;
   out->count = n;
   if (n == 0) {
     out->min = out->max = out->mean = out->median = out->p90 = out->p99 = NAN;
@@ -143,6 +150,191 @@ PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
   out->median = quantile_sel(a, n, 0.5, &at);
   out->p90 = quantile_sel(a, n, 0.9, &at);
   out->p99 = quantile_sel(a, n, 0.99, &at);
+}
+
+/* ---- exact summaries of integers ------------------------------------------ */
+/* As select_k, on unsigned keys. */
+static void select_u64(uint64_t *a, size_t n, size_t k) {
+  while (n > 16) {
+    size_t mid = n / 2;
+    uint64_t t;
+#define SW(i, j) (t = a[i], a[i] = a[j], a[j] = t)
+    if (a[mid] < a[0]) SW(mid, 0);
+    if (a[n - 1] < a[0]) SW(n - 1, 0);
+    if (a[n - 1] < a[mid]) SW(n - 1, mid);
+    uint64_t pivot = a[mid];
+    size_t i = 0, j = n - 1;
+    for (;;) {
+      while (a[i] < pivot)
+        i++;
+      while (a[j] > pivot)
+        j--;
+      if (i >= j)
+        break;
+      SW(i, j);
+      i++;
+      j--;
+    }
+#undef SW
+    if (k <= j) {
+      n = j + 1;
+    } else {
+      a += j + 1;
+      k -= j + 1;
+      n -= j + 1;
+    }
+  }
+  for (size_t i = 1; i < n; i++) {
+    uint64_t v = a[i];
+    size_t j = i;
+    while (j > 0 && a[j - 1] > v) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = v;
+  }
+}
+
+/* Integers held as order keys: a negative one as its bits with the top bit
+ * flipped (so they sort below every other), a u64 as itself in its own
+ * array; together they span -2^63 .. 2^64-1, held in __int128. */
+typedef struct {
+  uint64_t *neg, *pos; /* neg: keys of the negatives */
+  size_t nneg, npos;
+} int_set;
+
+static __int128 key_value(const int_set *s, size_t k) {
+  if (k < s->nneg)
+    return (__int128)(int64_t)(s->neg[k] ^ ((uint64_t)1 << 63));
+  return (__int128)s->pos[k - s->nneg];
+}
+
+/* The k-th smallest value (k < nneg + npos), selection on its array (the
+ * values below k in that array end up before it). */
+static __int128 select_int(int_set *s, size_t k) {
+  if (k < s->nneg) {
+    select_u64(s->neg, s->nneg, k);
+    return key_value(s, k);
+  }
+  select_u64(s->pos, s->npos, k - s->nneg);
+  return key_value(s, k);
+}
+
+/* The smallest value at rank k or above, with everything below rank k
+ * already before it (after select_int(s, k - 1)). */
+static __int128 next_int(const int_set *s, size_t k) {
+  __int128 best = key_value(s, k);
+  if (k < s->nneg) {
+    for (size_t i = k; i < s->nneg; i++) {
+      __int128 v = (__int128)(int64_t)(s->neg[i] ^ ((uint64_t)1 << 63));
+      if (v < best)
+        best = v;
+    }
+    return best; /* the negatives all lie below the others */
+  }
+  for (size_t i = k - s->nneg; i < s->npos; i++)
+    if ((__int128)s->pos[i] < best)
+      best = s->pos[i];
+  return best;
+}
+
+static void text_i128(__int128 v, char *buf, size_t cap) {
+  char tmp[48];
+  size_t n = 0;
+  unsigned __int128 u = v < 0 ? (unsigned __int128)(-(v + 1)) + 1
+                              : (unsigned __int128)v;
+  do {
+    tmp[n++] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    tmp[n++] = '-';
+  size_t k = 0;
+  while (n && k + 1 < cap)
+    buf[k++] = tmp[--n];
+  buf[k] = 0;
+}
+
+/* lo + (num / den) * (hi - lo), rounded to the nearest integer (halves up),
+ * exactly: hi - lo < 2^65, num < den <= 100. */
+static __int128 lerp_round(__int128 lo, __int128 hi, unsigned num,
+                           unsigned den) {
+  unsigned __int128 d = (unsigned __int128)(hi - lo);
+  unsigned __int128 p = d * num;
+  return lo + (__int128)((p + den / 2) / den);
+}
+
+/* Type-7 quantile num/den of the set: its double and, in text, its exact
+ * value rounded. The rank (n - 1) * num / den is taken exactly, as the
+ * fraction it is (the double is computed as quantile_sel computes it). */
+static double quantile_int(int_set *s, size_t n, unsigned num, unsigned den,
+                           char *text, size_t cap) {
+  double h = (double)(n - 1) * ((double)num / den);
+  size_t dlo = (size_t)floor(h);
+  if (dlo >= n - 1)
+    dlo = n - 1;
+  unsigned __int128 rank = (unsigned __int128)(n - 1) * num;
+  size_t lo = (size_t)(rank / den);
+  unsigned rem = (unsigned)(rank % den);
+  __int128 v = select_int(s, lo);
+  __int128 exact = v;
+  if (lo + 1 < n && rem)
+    exact = lerp_round(v, next_int(s, lo + 1), rem, den);
+  text_i128(exact, text, cap);
+  /* the double, as quantile_sel gives it */
+  __int128 dv0 = dlo == lo ? v : select_int(s, dlo);
+  double dv = (double)dv0;
+  if (dlo + 1 < n && h > (double)dlo)
+    dv += (h - (double)dlo) * ((double)next_int(s, dlo + 1) - dv);
+  return dv;
+}
+
+PP_EXPORT void pp_summarize_int(int64_t *neg, size_t nneg, uint64_t *pos,
+                                size_t npos, pp_summary *out) {
+  memset(out, 0, sizeof *out);
+  size_t n = nneg + npos;
+  out->count = n;
+  if (n == 0) {
+    out->min = out->max = out->mean = out->median = out->p90 = out->p99 = NAN;
+    return;
+  }
+  int_set s = {(uint64_t *)(void *)neg, pos, nneg, npos};
+  __int128 sum = 0, mn = 0, mx = 0;
+  for (size_t i = 0; i < nneg; i++) {
+    sum += neg[i];
+    if (i == 0 || neg[i] < mn) mn = neg[i];
+    if (i == 0 || neg[i] > mx) mx = neg[i];
+    s.neg[i] = (uint64_t)neg[i] ^ ((uint64_t)1 << 63); /* its order key */
+  }
+  for (size_t i = 0; i < npos; i++) {
+    sum += pos[i];
+    if ((nneg == 0 && i == 0) || (__int128)pos[i] < mn) mn = pos[i];
+    if ((nneg == 0 && i == 0) || (__int128)pos[i] > mx) mx = pos[i];
+  }
+  out->exact = 1;
+  out->min = (double)mn;
+  out->max = (double)mx;
+  out->imin = (int64_t)(uint64_t)mn;
+  out->imax = (int64_t)(uint64_t)mx;
+  out->imin_u64 = mn > INT64_MAX;
+  out->imax_u64 = mx > INT64_MAX;
+  out->sum = (double)sum;
+  out->isum_fits = sum >= INT64_MIN && sum <= INT64_MAX;
+  out->isum = out->isum_fits ? (int64_t)sum : 0;
+  out->mean = (double)sum / (double)n;
+  /* the mean rounded, halves up: floor((2 sum + n) / 2n) */
+  __int128 num = 2 * sum + (__int128)n, den = 2 * (__int128)n;
+  __int128 q = num / den;
+  if (num % den != 0 && num < 0)
+    q -= 1;
+  text_i128(mn, out->text.min, sizeof out->text.min);
+  text_i128(mx, out->text.max, sizeof out->text.max);
+  text_i128(sum, out->text.sum, sizeof out->text.sum);
+  text_i128(q, out->text.mean, sizeof out->text.mean);
+  out->median =
+      quantile_int(&s, n, 1, 2, out->text.median, sizeof out->text.median);
+  out->p90 = quantile_int(&s, n, 9, 10, out->text.p90, sizeof out->text.p90);
+  out->p99 = quantile_int(&s, n, 99, 100, out->text.p99, sizeof out->text.p99);
 }
 
 /* Median of a[0..n) (reordered); NAN when empty. */
@@ -377,10 +569,40 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
 }
 
 PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out) {
+  /* a point with a NaN coordinate is no point: left out (copies made only
+   * when there is one), so the fit never depends on where it stands */
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += x[i] != x[i] || y[i] != y[i];
+  double *cx = NULL, *cy = NULL;
+  if (bad) {
+    cx = malloc((n - bad + 1) * sizeof *cx);
+    cy = malloc((n - bad + 1) * sizeof *cy);
+    if (!cx || !cy) {
+      free(cx);
+      free(cy);
+      return -1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (x[i] == x[i] && y[i] == y[i]) {
+        cx[m] = x[i];
+        cy[m] = y[i];
+        m++;
+      }
+    x = cx;
+    y = cy;
+    n = m;
+  }
   pp_fit_xstat xs;
   pp_fit_ystat ys;
   pp_fit_xstats(x, n, &xs);
-  if (pp_fit_ystats(y, n, &ys) != 0)
-    return -1;
-  return pp_fit_line_with(x, y, n, &xs, &ys, out);
+  int rc = pp_fit_ystats(y, n, &ys) != 0
+               ? -1
+               : pp_fit_line_with(x, y, n, &xs, &ys, out);
+  if (rc == 0)
+    out->nan = bad;
+  free(cx);
+  free(cy);
+  return rc;
 }

@@ -399,10 +399,13 @@ function Set:summaries(names)
   end, "phaseprobe.summaries")
 end
 
---- Values of a field over the set's records that have it (a Lua list).
-function Set:values(name)
+--- Values of a field over the set's records that have it (a Lua list),
+-- as Lua values (integers, floats, strings; a u64 above 2^63-1 is the
+-- nearest float: not exact), or with as = "text" as the exact texts the
+-- record lines print.
+function Set:values(name, as)
   check_field(self, name, "values")
-  return self._cols:values(name, self._sel)
+  return self._cols:values(name, self._sel, as)
 end
 
 --- Distinct values of a field (counted up to limit, default 1000).

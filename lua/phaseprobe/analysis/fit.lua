@@ -82,8 +82,10 @@ function M.support(set, q, opts)
   if distinct >= 64 then
     local s = set:summary(q)
     if s.count > 0 and (s.min == s.p90 or s.median == s.max) then
+      local raw = s._raw or {} -- (exact digits: a u64 past 2^63-1 is a float)
       return { ok = false, distinct = distinct, why = string.format(
-        "most records on one value (%s)", s.min == s.p90 and tostring(s.min) or tostring(s.max)) }
+        "most records on one value (%s)", s.min == s.p90 and (raw.min or tostring(s.min))
+          or (raw.max or tostring(s.max))) }
     end
     return { ok = true, distinct = distinct }
   end
@@ -92,7 +94,10 @@ function M.support(set, q, opts)
   for _, g in ipairs(set:group(q)) do
     if not g.missing then
       if g.n >= threshold then held = held + 1 end
-      if #parts < 6 then parts[#parts + 1] = string.format("%s on %d", tostring(g.key), g.n) end
+      if #parts < 6 then -- the value as its lines print it (a float may stand for a u64)
+        local v = math.type(g.key) == "float" and g.set[1]:_text(q) or tostring(g.key)
+        parts[#parts + 1] = string.format("%s on %d", v, g.n)
+      end
     end
   end
   if held >= need then return { ok = true, distinct = distinct } end

@@ -8,12 +8,14 @@
 --                                   opts.max_bytes: the largest file read)
 --
 -- Sits after the record sets in the flow, beside output/json.lua (whose
--- number text it shares: integers are written as exact decimals, floats
--- with 17 significant digits).
+-- number text it shares: each number as its record's line prints it).
 --
 -- CSV follows RFC 4180 with one convention: strings are always quoted and
 -- numbers never are (Python's QUOTE_NONNUMERIC), so a tag value "128" stays
--- a string when read back. An empty unquoted cell is an absent field.
+-- a string when read back. An empty unquoted cell is an absent field; any
+-- other unquoted cell is read by the rule of record lines (pp_parse.h: a
+-- number when written as JSON writes one, else a string: "007" written by
+-- another tool unquoted stays "007").
 local files = require "phaseprobe.output.files"
 local json = require "phaseprobe.output.json"
 
@@ -149,14 +151,12 @@ function M.rows(next_line, max_row)
 end
 
 -- A cell as a {name, value} pair for the store: quoted cells are strings,
--- unquoted numbers go as their text (read exactly), an empty unquoted cell
--- is absent (nil).
+-- an empty unquoted cell is absent (nil), any other unquoted cell goes as
+-- its text, read by the store as a record line's value is ("token").
 local function cell_pair(name, text, quoted)
   if quoted then return { name, text } end
-  local s = text
-  if s == "" then return nil end
-  if s:match("^%-?%d+$") or (s:match("^[%-%d.eE+]+$") and tonumber(s)) then return { name, s, true } end
-  return { name, s }
+  if text == "" then return nil end
+  return { name, text, "token" }
 end
 
 function M.read_csv(path, opts)

@@ -20,9 +20,12 @@
 -- value no format can hold) raises, naming record and field. Readers return
 -- a record set whose records carry @file = the path and @line = the line.
 --
--- Numbers. Integers are written as their exact decimal; u64 values above
--- 2^63-1 (floats in Lua: see phaseprobe.record) as the exact digits of
--- their line (r:_text). Debian's lua-cjson 2.1.0 formats every number with
+-- Numbers. A record's numbers are written as its line prints them
+-- (r:_text): integers as their exact decimal, u64 values above 2^63-1
+-- (floats in Lua: see phaseprobe.record) included, floats as they were
+-- written or as their shortest spelling ("3.0", "1e+20"), all of which are
+-- JSON numbers (what the store holds as a number is written as JSON writes
+-- one: pp_parse.h). Debian's lua-cjson 2.1.0 formats every number with
 -- at most 14 significant digits, so it would round any value from 10^14 up
 -- (every CLOCK_MONOTONIC start_ns after about a day of uptime): cjson
 -- escapes and writes every string and decodes every line we read, and the
@@ -31,8 +34,8 @@
 -- readers see them rounded. In trace args, values past 2^63-1 are written as
 -- strings (trace readers parse integers as int64). The readers hand the
 -- digits of every number to the store as text (pp.parse.list), so they
--- round-trip exactly up to 2^64-1; floats are written with 17 significant
--- digits and a decimal point, so they come back as the same floats.
+-- round-trip exactly up to 2^64-1, and every float comes back the same
+-- float with the same text.
 local records = require "phaseprobe.records"
 local files = require "phaseprobe.output.files"
 local cjson = require("cjson").new() -- own instance: no global settings touched
@@ -133,23 +136,16 @@ end
 
 local function where_field(i, k) return ("record %d, field '%s'"):format(i, k) end
 
--- The exact digits of a u64 value above 2^63-1 (a float in Lua), from the
--- record's line; nil for any other value.
-local function big_digits(r, k, v)
-  if v >= 0x1p63 and v < math.huge and v == math.floor(v) then
-    local t = r:_text(k)
-    if t and t:match("^%d+$") then return t end
-  end
-  return nil
-end
-
--- A number as JSON or CSV text: integers and floats as number_text, u64
--- values above 2^63-1 as their digits (quoted with big_as_string: trace args).
+-- A number of record r as JSON or CSV text: the record's own text of it
+-- (r:_text: the exact digits of an integer, u64 values above 2^63-1
+-- included, and a float as it was written or as its shortest spelling);
+-- with big_as_string, the digits of a u64 past 2^63-1 quoted (trace args).
 local function value_text(r, i, k, v, big_as_string)
   if math.type(v) == "integer" then return string.format("%d", v) end
-  local big = big_digits(r, k, v)
-  if big then return big_as_string and ('"' .. big .. '"') or big end
-  return number_text(v, where_field(i, k))
+  local t = v - v == 0 and r:_text(k) -- (a non-finite float is refused)
+  if not t then return number_text(v, where_field(i, k)) end
+  if big_as_string and v >= 0x1p63 and t:match("^%d+$") then return '"' .. t .. '"' end
+  return t
 end
 
 -- One record as a JSON object whose keys come in line order. With

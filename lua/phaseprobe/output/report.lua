@@ -245,19 +245,29 @@ function M.is_label_field(name)
     or name == "@line" or name:match("_id$") ~= nil
 end
 
+--- A summary figure k (min, median, ..., sum) of a summary row: with
+-- report.raw and a summary of integers, the exact decimal the summary
+-- carries (_raw: min, max and the sum exactly, the mean and the quantiles
+-- rounded to the nearest integer exactly), which a Lua number cannot hold
+-- past 2^53 (a u64 past 2^63-1 is a float); otherwise fmt(v, row).
+function M.figure(k, v, row, fmt)
+  local r = M.raw and v ~= nil and type(row) == "table" and row._raw
+  if r and r[k] then return r[k] end
+  return fmt(v, row)
+end
+
 --- The statistics columns for summaries (of ns fields unless fmt given).
 -- With opts.same_count, the count column is left out (the caller says it).
 function M.summary_columns(fmt, opts)
   fmt = fmt or M.ns
-  local function f(v, row) return fmt(v, row) end
   local cols = {}
   if not (opts and opts.same_count) then
     cols[#cols + 1] = { key = "count", title = "count", fmt = M.num }
   end
-  for _, k in ipairs { "min", "median", "mean", "p90", "p99", "max" } do
-    cols[#cols + 1] = { key = k, title = k, fmt = f, align = "right" }
+  for _, k in ipairs { "min", "median", "mean", "p90", "p99", "max", "sum" } do
+    cols[#cols + 1] = { key = k, title = k == "sum" and "total" or k, align = "right",
+      fmt = function(v, row) return M.figure(k, v, row, fmt) end }
   end
-  cols[#cols + 1] = { key = "sum", title = "total", fmt = f, align = "right" }
   return cols
 end
 
