@@ -353,6 +353,41 @@ describe("source selection and calibration through the fake driver", function()
     end
   end)
 
+  it("s:timed read by CUPTI returns the host's stamps beside the timeline, its host gap between them", function()
+    if not need_fake() then return end
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers")
+      return
+    end
+    local out, ok = run("PHASEPROBE_LIBCUDA=" .. FAKE .. " PHASEPROBE_LIBCUPTI=build/libfakecupti.so "
+      .. "FAKECUDA_TRACE=1", [[
+      local pp = require "phaseprobe"
+      local cu = pp.cuda
+      local ctx = assert(cu.context(0))
+      assert(ctx:kernel_source("cupti") == "cupti")
+      local s = ctx:stream()
+      local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
+      for _ = 1, 3 do
+        local _, ker, t = s:timed{ fn = spin, grid = 1, block = 32, args = { 1000, 0, 0 }, spin_us = 200 }
+        assert(ker == 20000 and t and t.kernels == 1, "timeline: " .. tostring(ker))
+        local h = t.host_ns
+        assert(#h == 6, "six stamps, got " .. #h)
+        assert(h[1] <= h[5] and h[5] < h[6] and h[6] <= h[2] and h[2] <= h[3] and h[3] <= h[4],
+          "open, gap, loop start, loop end, close in order")
+        assert(h[6] - h[5] >= 200000, "the gap spun: " .. (h[6] - h[5]))
+        -- the launch callback came between the loop's start and its end
+        local tail = math.max(0, (h[4] - h[1]) - (t.last_end_ns or 0))
+        assert(t.host_gap_ns >= h[2] - h[1] and t.host_gap_ns <= h[3] - h[1] + tail,
+          ("host gap %d outside [%d, %d]"):format(t.host_gap_ns, h[2] - h[1], h[3] - h[1] + tail))
+      end
+      local _, _, t2 = s:timed{ fn = spin, grid = 1, block = 32, args = { 1000, 0, 0 } }
+      assert(#t2.host_ns == 4, "no gap spun: four stamps")
+      print("timed ok")
+    ]])
+    assert.is_true(ok, out)
+    assert.truthy(out:find("timed ok", 1, true), out)
+  end)
+
   it("says why a window read by CUPTI has no kernel time when CUPTI delivers nothing", function()
     if not need_fake() then return end
     if not cu.built_with_cupti then

@@ -916,7 +916,8 @@ static int window_get(lua_State *L) {
  * [, timeline]: the whole window (open, optional spin, loop, optional fence,
  * close, collect) in C. Read by CUPTI it waits for the kernels' records (a
  * forced flush: the next kernel starts about 200 us late on an H200) and
- * adds the timeline table (as w.timeline). */
+ * adds the timeline table (as w.timeline) with the host's stamps in it
+ * (host_ns, as w.host_ns). */
 static int stream_timed(lua_State *L) {
   lcu_stream *s = check_open_stream(L, 1, "stream:timed");
   launch_desc d;
@@ -935,9 +936,13 @@ static int stream_timed(lua_State *L) {
   w.floor_ns = s->c->floor_ns;
   w.cal = s->c->cal.npoints ? &s->c->cal : NULL;
   w.source = src;
+  uint64_t gap_ns[2] = {0, 0};
   if (rc == CUDA_SUCCESS) {
-    if (d.spin_us > 0)
+    if (d.spin_us > 0) {
+      gap_ns[0] = pp_now_ns();
       pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
+      gap_ns[1] = pp_now_ns();
+    }
     rc = pp_cuda_window_launch_loop(&w, &d.cfg, d.iterations, &d.reset);
   }
   if (rc == CUDA_SUCCESS && d.fence)
@@ -965,6 +970,14 @@ static int stream_timed(lua_State *L) {
   if (!w.timeline)
     return 2;
   lcu_push_timeline(L, &w.tl);
+  /* the host's own stamps, as w.host_ns: open, loop start, loop end, close,
+   * then a spun gap's start and end */
+  lua_createtable(L, 6, 0);
+  for (int i = 0; i < 6 && (i < 4 || gap_ns[0]); i++) {
+    lua_pushinteger(L, (lua_Integer)(i < 4 ? w.host_ns[i] : gap_ns[i - 4]));
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "host_ns");
   return 3;
 }
 
