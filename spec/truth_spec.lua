@@ -108,6 +108,23 @@ describe("the CUPTI source without a GPU", function()
     assert.are.equal(5, r.prepare_ns)
     assert.are.equal("none", r.kernel_src)
   end)
+
+  it("cupti_flush_ms sets how often records are collected, 1 to 1000 ms", function()
+    if not cu.built_with_cupti then
+      assert.are.equal(0, cu.cupti_flush_ms()) -- no flusher to set
+      return
+    end
+    local was = cu.cupti_flush_ms()
+    assert.are.equal(10, was)
+    assert.are.equal(50, cu.cupti_flush_ms(50))
+    assert.are.equal(50, cu.cupti_info().flush_ms)
+    for _, bad in ipairs { 0, 1001, -5 } do
+      assert.has_error(function() cu.cupti_flush_ms(bad) end, "bad argument #1 to 'cupti_flush_ms' (milliseconds must be 1..1000)")
+    end
+    assert.has_error(function() cu.cupti_flush_ms(2.5) end)
+    assert.are.equal(50, cu.cupti_flush_ms(), "a refused value changes nothing")
+    assert.are.equal(was, cu.cupti_flush_ms(was))
+  end)
 end)
 
 describe("the CUPTI matching logic, against a scripted fake CUPTI", function()

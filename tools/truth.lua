@@ -34,7 +34,8 @@
 --
 -- TRUTH_LONG_S changes the long drift window (default 10 s; the row says
 -- which length was measured); TRUTH_TIMED_IDLE_MS an idle after each s:timed
--- of part 2c (default 0). Exit status 0 when the harness ran (whatever
+-- of part 2c (default 0); TRUTH_CUPTI_FLUSH_MS the CUPTI flusher's period
+-- (pp.cuda.cupti_flush_ms; default the module's). Exit status 0 when the harness ran (whatever
 -- the verdicts), 1 when it could not.
 package.cpath = "./?.so;./build/?.so;" .. package.cpath
 package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
@@ -63,6 +64,7 @@ local WHOLE_MAX = 0.02   -- 2 %
 local CUPTI_COST_MAX = 2000 -- ns per dispatch
 local GAP_MEDIAN, GAP_P95 = 2000, 5000
 local TIMED_IDLE_MS = tonumber(os.getenv("TRUTH_TIMED_IDLE_MS") or "0") or 0
+local FLUSH_MS = tonumber(os.getenv("TRUTH_CUPTI_FLUSH_MS") or "")
 
 -- ---- output -------------------------------------------------------------------
 local lines, rows = {}, {}
@@ -157,6 +159,7 @@ local ctx = assert(cu.context(0))
 local s = ctx:stream()
 local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
 local cupti_ok, cupti_why = cu.cupti_available()
+if FLUSH_MS then cu.cupti_flush_ms(FLUSH_MS) end
 pp.sink("none")
 pp.store.enable(false)
 pp.disable()
@@ -165,7 +168,7 @@ local drv = cu.driver()
 say("phaseprobe truth harness %s", pp.version)
 say("device: %s (sm_%d%d, %d SMs), driver %d (%s)", ctx.name, ctx.cc_major, ctx.cc_minor,
   ctx.sm_count, drv.version, drv.path)
-say("CUPTI: %s", cupti_ok and fmt("%s, API %d", cu.cupti_info().path, cu.cupti_info().version)
+say("CUPTI: %s", cupti_ok and fmt("%s, API %d, records collected every %d ms", cu.cupti_info().path, cu.cupti_info().version, cu.cupti_flush_ms())
   or ("unavailable: " .. tostring(cupti_why)))
 say("probe clock: %s (%s)", clk.name, clk.reason)
 
