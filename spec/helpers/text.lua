@@ -1,4 +1,6 @@
--- text.lua: what the specs count in text.
+-- text.lua: what the specs count and look for in text.
+local luassert = require "luassert"
+
 local M = {}
 
 -- How many times `plain` (no pattern) occurs in s, without overlaps.
@@ -9,6 +11,12 @@ function M.count(s, plain)
     if not a then return n end
     n, pos = n + 1, b + 1
   end
+end
+
+-- Asserts that s matches each Lua pattern of the list, in turn: a failure
+-- shows the pattern that did not match (assert.matches names it).
+function M.matches_all(s, patterns)
+  for _, p in ipairs(patterns) do luassert.matches(p, s) end
 end
 
 return M
