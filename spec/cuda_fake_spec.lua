@@ -87,28 +87,23 @@ describe("pp.cuda with the fake driver", function()
       assert.matches("^nil | cannot load", r.count)
     end)
 
-    it("names cuInit and its error when there is no device", function()
-      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "no_device" }, [[
-        report("avail", cu.available())
-      ]])
-      assert.matches("^false | cuInit: CUDA_ERROR_NO_DEVICE %(no CUDA%-capable "
-        .. "device is detected%)", r.avail)
-    end)
-
-    it("names a missing entry point and its version", function()
-      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "missing=cuLaunchKernel" }, [[
-        report("avail", cu.available())
-      ]])
-      assert.matches("entry point cuLaunchKernel %(CUDA 12%.0%) not found in "
-        .. ".*libfakecuda%.so", r.avail)
-    end)
-
-    it("refuses a driver older than CUDA 12.0", function()
-      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "old_driver" }, [[
-        report("avail", cu.available())
-      ]])
-      assert.matches("supports CUDA 11%.8; phaseprobe needs 12%.0", r.avail)
-    end)
+    -- a driver fault the fake injects: what available() says of it
+    for _, case in ipairs {
+      { "names cuInit and its error when there is no device", "no_device",
+        "^false | cuInit: CUDA_ERROR_NO_DEVICE %(no CUDA%-capable device is detected%)" },
+      { "names a missing entry point and its version", "missing=cuLaunchKernel",
+        "entry point cuLaunchKernel %(CUDA 12%.0%) not found in .*libfakecuda%.so" },
+      { "refuses a driver older than CUDA 12.0", "old_driver",
+        "supports CUDA 11%.8; phaseprobe needs 12%.0" },
+    } do
+      local title, fault, want = table.unpack(case)
+      it(title, function()
+        local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = fault }, [[
+          report("avail", cu.available())
+        ]])
+        assert.matches(want, r.avail)
+      end)
+    end
 
     it("refuses the toolkit's stub library", function()
       local dir = os.tmpname()

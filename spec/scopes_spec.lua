@@ -24,6 +24,23 @@ local function near(got, want, slack, what)
     ("%s: charged %d ns, ran %d ns (slack %d ns)"):format(what, got, want, slack))
 end
 
+-- One dispatch: `outer` (a scope) opened around a spin, then `inner` opened
+-- inside it around a second; the record and the two spins.
+local function one_inside(outer, inner)
+  pp.begin()
+  local a, b
+  do
+    local _ <close> = outer()
+    a = spin(200000)
+    do
+      local _i <close> = inner()
+      b = spin(300000)
+    end
+  end
+  pp.finish()
+  return pp.emit(), a, b
+end
+
 describe("the nesting rule", function()
   before_each(fresh)
 
@@ -70,35 +87,14 @@ describe("the nesting rule", function()
   end)
 
   it("the same phase opened inside itself is charged once", function()
-    pp.begin()
-    local a, b
-    do
-      local _ <close> = pp.phase("ptx")
-      a = spin(200000)
-      do
-        local _i <close> = pp.phase("ptx")
-        b = spin(300000)
-      end
-    end
-    pp.finish()
-    local r = pp.emit()
+    local r, a, b = one_inside(function() return pp.phase("ptx") end, function() return pp.phase("ptx") end)
     near(r.ptx_ns, a + b, r.wall_ns - (a + b), "ptx")
     assert.is_true(r.named_host_ns <= r.wall_ns)
   end)
 
   it("nested regions pause nothing: measured inside their phase", function()
-    pp.begin()
-    local a, b
-    do
-      local _ <close> = pp.phase("ptx")
-      a = spin(200000)
-      do
-        local _n <close> = pp.nested("ptx_digest")
-        b = spin(300000)
-      end
-    end
-    pp.finish()
-    local r = pp.emit()
+    local r, a, b = one_inside(function() return pp.phase("ptx") end,
+      function() return pp.nested("ptx_digest") end)
     local slack = r.wall_ns - (a + b)
     near(r.ptx_ns, a + b, slack, "ptx")
     near(r.sub_ptx_digest_ns, b, slack, "sub_ptx_digest")

@@ -223,6 +223,16 @@ describe("source selection and calibration through the fake driver", function()
     return true
   end
 
+  -- need_fake, and a build with the CUPTI headers (else pending)
+  local function need_fake_cupti()
+    if not need_fake() then return false end
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers")
+      return false
+    end
+    return true
+  end
+
   it("calibrate_events sets the floor that windows and records report", function()
     if not need_fake() then return end
     fake [[
@@ -314,11 +324,7 @@ describe("source selection and calibration through the fake driver", function()
   end)
 
   it("completes dispatches' records from CUPTI's launches, also at an exit without closing Lua", function()
-    if not need_fake() then return end
-    if not cu.built_with_cupti then
-      pending("built without the CUPTI headers")
-      return
-    end
+    if not need_fake_cupti() then return end
     -- FAKECUDA_TRACE: the fake driver reports each launch to the fake CUPTI
     -- as the real driver does (a 20 us kernel starting 7 us after the call)
     local log = os.tmpname()
@@ -354,11 +360,7 @@ describe("source selection and calibration through the fake driver", function()
   end)
 
   it("says why a window read by CUPTI has no kernel time when CUPTI delivers nothing", function()
-    if not need_fake() then return end
-    if not cu.built_with_cupti then
-      pending("built without the CUPTI headers")
-      return
-    end
+    if not need_fake_cupti() then return end
     -- The scripted fake CUPTI starts, but hears of no launch of the fake
     -- driver: every CUPTI reading finds nothing.
     fake([[
