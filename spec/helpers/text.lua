@@ -19,4 +19,16 @@ function M.matches_all(s, patterns)
   for _, p in ipairs(patterns) do luassert.matches(p, s) end
 end
 
+-- Asserts that s holds each plain string of the list (no patterns); a
+-- failure names the one missing.
+function M.has_all(s, plains)
+  for _, p in ipairs(plains) do luassert.truthy(s:find(p, 1, true), "missing: " .. p) end
+end
+
+-- Asserts that s holds none of the plain strings of the list; a failure
+-- names the one found.
+function M.has_none(s, plains)
+  for _, p in ipairs(plains) do luassert.is_nil(s:find(p, 1, true), "found: " .. p) end
+end
+
 return M
