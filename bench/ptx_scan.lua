@@ -29,6 +29,18 @@ local function entries(text)
   return out
 end
 
+-- Appends copy number `copy` of each entry of pool to parts, renamed
+-- NAME_<copy> so that no two copies collide; returns the bytes appended.
+local function append_copy(parts, pool, copy)
+  local bytes = 0
+  for _, e in ipairs(pool) do
+    local t = e.text:gsub(e.name, e.name .. "_" .. copy) .. "\n"
+    parts[#parts + 1] = t
+    bytes = bytes + #t
+  end
+  return bytes
+end
+
 local function build()
   local parts = {
     vyre.header,
@@ -46,11 +58,7 @@ local function build()
   for _, p in ipairs(parts) do size = size + #p end
   while size < TARGET do
     copy = copy + 1
-    for _, e in ipairs(pool) do
-      local t = e.text:gsub(e.name, e.name .. "_" .. copy) .. "\n"
-      parts[#parts + 1] = t
-      size = size + #t
-    end
+    size = size + append_copy(parts, pool, copy)
     local v = vyre.entry { barriers = 3, name = "main_" .. copy } .. "\n"
     parts[#parts + 1] = v
     size = size + #v
@@ -171,11 +179,7 @@ local function build_debug()
   local pool = entries(text)
   while size < TARGET do
     copy = copy + 1
-    for _, e in ipairs(pool) do
-      local t = e.text:gsub(e.name, e.name .. "_" .. copy) .. "\n"
-      parts[#parts + 1] = t
-      size = size + #t
-    end
+    size = size + append_copy(parts, pool, copy)
   end
   return table.concat(parts), copy
 end

@@ -9,6 +9,8 @@ local command = require "helpers.command"
 local run = command.run
 
 local widest = command.widest
+local tmpfile = require("helpers.files").tmpfile
+local matches_all = require("helpers.text").matches_all
 
 describe("command output", function()
   it("fits 100 columns, the explanations wrapped under their row; --wide keeps them on it", function()
@@ -39,26 +41,19 @@ describe("command output", function()
   end)
 
   it("prints exact integers with --raw", function()
-    local path = os.tmpname()
-    local f = assert(io.open(path, "w"))
-    f:write("p seq=1 wall_ns=9007199254740993 big=1234567 x_ns=5\n",
-      "p seq=2 wall_ns=1282352 big=3 x_ns=7\n")
-    f:close()
+    local path = tmpfile { "p seq=1 wall_ns=9007199254740993 big=1234567 x_ns=5",
+      "p seq=2 wall_ns=1282352 big=3 x_ns=7" }
     local _, out = run("report", "--raw", "--fields", "wall_ns,x_ns,big", path)
     local _, plain = run("report", "--fields", "wall_ns,x_ns,big", path)
     os.remove(path)
-    assert.matches("\nwall_ns +1282352 .* 9007199254740993 +9007199256023345\n", out)
-    assert.matches("\nbig +3 .* 1234567 +1234570\n", out)
-    assert.matches("\nbig +3 .* 1,234,567 +1,234,570\n", plain)
-    assert.matches("\nwall_ns +1.28 ms .* 9007199 s", plain)
+    matches_all(out, { "\nwall_ns +1282352 .* 9007199254740993 +9007199256023345\n",
+      "\nbig +3 .* 1234567 +1234570\n" })
+    matches_all(plain, { "\nbig +3 .* 1,234,567 +1,234,570\n", "\nwall_ns +1.28 ms .* 9007199 s" })
   end)
 
   it("prints u64 values past 2^63-1 exactly with --raw", function()
-    local path = os.tmpname()
-    local f = assert(io.open(path, "w"))
-    f:write("p seq=1 wall_ns=18446744073709551615 big=-3 x_ns=5\n",
-      "p seq=2 wall_ns=18446744073709551613 big=18446744073709551615 x_ns=7\n")
-    f:close()
+    local path = tmpfile { "p seq=1 wall_ns=18446744073709551615 big=-3 x_ns=5",
+      "p seq=2 wall_ns=18446744073709551613 big=18446744073709551615 x_ns=7" }
     local _, out = run("report", "--raw", "--fields", "wall_ns,big", path)
     local _, plain = run("report", path)
     os.remove(path)

@@ -57,6 +57,16 @@ local function read_file(path)
   return s
 end
 
+-- with_ctx with the fake's launch log: the results and what the fake
+-- logged (the log file removed).
+local function with_ctx_logged(body)
+  local log = os.tmpname()
+  local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, body)
+  local logged = read_file(log) or ""
+  os.remove(log)
+  return r, logged
+end
+
 describe("pp.cuda with the fake driver", function()
   if not ready then
     pending("needs the CUDA headers at build time and build/libfakecuda.so")
@@ -87,28 +97,23 @@ describe("pp.cuda with the fake driver", function()
       assert.matches("^nil | cannot load", r.count)
     end)
 
-    it("names cuInit and its error when there is no device", function()
-      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "no_device" }, [[
-        report("avail", cu.available())
-      ]])
-      assert.matches("^false | cuInit: CUDA_ERROR_NO_DEVICE %(no CUDA%-capable "
-        .. "device is detected%)", r.avail)
-    end)
-
-    it("names a missing entry point and its version", function()
-      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "missing=cuLaunchKernel" }, [[
-        report("avail", cu.available())
-      ]])
-      assert.matches("entry point cuLaunchKernel %(CUDA 12%.0%) not found in "
-        .. ".*libfakecuda%.so", r.avail)
-    end)
-
-    it("refuses a driver older than CUDA 12.0", function()
-      local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = "old_driver" }, [[
-        report("avail", cu.available())
-      ]])
-      assert.matches("supports CUDA 11%.8; phaseprobe needs 12%.0", r.avail)
-    end)
+    -- a driver fault the fake injects: what available() says of it
+    for _, case in ipairs {
+      { "names cuInit and its error when there is no device", "no_device",
+        "^false | cuInit: CUDA_ERROR_NO_DEVICE %(no CUDA%-capable device is detected%)" },
+      { "names a missing entry point and its version", "missing=cuLaunchKernel",
+        "entry point cuLaunchKernel %(CUDA 12%.0%) not found in .*libfakecuda%.so" },
+      { "refuses a driver older than CUDA 12.0", "old_driver",
+        "supports CUDA 11%.8; phaseprobe needs 12%.0" },
+    } do
+      local title, fault, want = table.unpack(case)
+      it(title, function()
+        local r = sub.run(fake_env { PHASEPROBE_FAKE_FAULTS = fault }, [[
+          report("avail", cu.available())
+        ]])
+        assert.matches(want, r.avail)
+      end)
+    end
 
     it("refuses the toolkit's stub library", function()
       local dir = os.tmpname()
@@ -280,8 +285,7 @@ describe("pp.cuda with the fake driver", function()
 
   describe("launch arguments", function()
     it("packs each parameter by its PTX type and size", function()
-      local log = os.tmpname()
-      local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, [[
+      local r, logged = with_ctx_logged [[
         local fn = mod:func("kinds")
         local buf = ctx:alloc(64)
         report("ptr", string.format("%016x", buf.ptr))
@@ -291,12 +295,11 @@ describe("pp.cuda with the fake driver", function()
         local g = mod:global("counter")
         fn:launch{grid = 1, block = 1, args = {0, 0, 0, 0, "............", g}}
         report("gptr", string.format("%016x", g.ptr))
-      ]])
+      ]]
       local lines = {}
-      for line in (read_file(log) or ""):gmatch("[^\n]+") do
+      for line in logged:gmatch("[^\n]+") do
         lines[#lines + 1] = line
       end
-      os.remove(log)
       assert.are.equal(3, #lines, r._output)
       -- the device is little-endian: swap the pointer's bytes
       local ptr = r.ptr:gsub("(%x%x)", "%1 "):reverse():gsub(" ", "")
@@ -369,17 +372,14 @@ describe("pp.cuda with the fake driver", function()
 
   describe("cooperative launches", function()
     it("checks residency before launching", function()
-      local log = os.tmpname()
-      local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, [[
+      local r, logged = with_ctx_logged [[
         local x = ctx:alloc(16)
         report("occ", saxpy:max_active_blocks(256), saxpy:max_active_blocks(1024))
         saxpy:launch{grid = 32, block = 256, cooperative = true,
                       args = {1, 1.0, x, x}}
         try("big", saxpy.launch, saxpy,
             {grid = 33, block = 256, cooperative = true, args = {1, 1.0, x, x}})
-      ]])
-      local logged = read_file(log) or ""
-      os.remove(log)
+      ]]
       assert.are.equal("8 | 2", r.occ)
       assert.are.equal("error: fn:launch: cooperative launch of 'saxpy' does not "
         .. "fit: grid of 33 blocks, at most 32 co-resident (4 SMs x 8 blocks per "
@@ -597,8 +597,7 @@ describe("pp.cuda with the fake driver", function()
     end)
 
     it("resets the target before each launch and enforces the order", function()
-      local log = os.tmpname()
-      local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, [[
+      local r, logged = with_ctx_logged [[
         local x = ctx:alloc(16)
         local g = mod:global("counter")
         g:write_u32(5)
@@ -624,9 +623,7 @@ describe("pp.cuda with the fake driver", function()
              reset = {target = g, bytes = 8}})
         report("timed", s:timed{fn = saxpy, grid = 1, block = 1, spin_us = 50,
                                 args = {1, 1.0, x, x}, iterations = 2})
-      ]])
-      local logged = read_file(log) or ""
-      os.remove(log)
+      ]]
       assert.matches("close the window first", r.early)
       assert.are.equal("0", r.counter)
       assert.matches("the loop already ran in this window", r.twice)

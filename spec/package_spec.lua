@@ -27,6 +27,14 @@ local function missing_tools()
   end
 end
 
+-- Whether the packaging tools are here; when one is not, the spec is
+-- pending and says which.
+local function have_tools()
+  local missing = missing_tools()
+  if missing then pending(missing .. " not installed (Debian packages luarocks, git, zip, unzip)") end
+  return not missing
+end
+
 -- the files the rock must put in a tree, relative to it
 local function expected_in_tree()
   local t = {
@@ -78,11 +86,7 @@ describe("the source rock #nosan #novalgrind", function()
   end)
 
   it("installs into a tree of its own without a server, runs the demo elsewhere, and is removed whole", function()
-    local missing = missing_tools()
-    if missing then
-      pending(missing .. " not installed (Debian packages luarocks, git, zip, unzip)")
-      return
-    end
+    if not have_tools() then return end
     local ok, out = sh(CLEAN_ENV .. "make --no-print-directory rock ROCK_OUT=" .. root)
     assert.is_true(ok, out)
     local rock = root .. "/" .. lines_of("cd " .. root .. " && ls *.src.rock")[1]
@@ -107,11 +111,7 @@ describe("the source rock #nosan #novalgrind", function()
   end)
 
   it("luarocks make --pack-binary-rock gives a linux-x86_64 rock with the module, the Lua side, the command, the log", function()
-    local missing = missing_tools()
-    if missing then
-      pending(missing .. " not installed (Debian packages luarocks, git, zip, unzip)")
-      return
-    end
+    if not have_tools() then return end
     -- what the default trees hold before and after: packing installs nothing there
     local trees = "find /usr/local -maxdepth 5 ! -path '/usr/local/lib/python*'; "
       .. "[ -d \"$HOME/.luarocks\" ] && find \"$HOME/.luarocks\"; true"

@@ -189,6 +189,14 @@ describe("pp.ptx numbers no PTX allows", function()
     return r, r.errors[1]
   end
 
+  -- The error of a scan that must stop partway: asserts that it did.
+  local function scan_error(text)
+    local r, e = scan(text)
+    assert.is_true(r.partial, text)
+    assert.is_not_nil(e, text)
+    return e
+  end
+
   local function at(text, needle)
     local full = HEADER .. text
     local pos = assert(full:find(needle, 1, true), needle)
@@ -203,9 +211,7 @@ describe("pp.ptx numbers no PTX allows", function()
         ".visible .entry k() { .shared .align " .. a .. " .b8 s[8]; ret; }\n",
         ".visible .entry k(.param .u64 .ptr .global .align " .. a .. " k_p) { ret; }\n",
       }) do
-        local r, e = scan(text)
-        assert.is_true(r.partial, text)
-        assert.is_not_nil(e, text)
+        local e = scan_error(text)
         assert.matches("alignment", e.what, 1, true)
         local line, col = at(text, " " .. a .. " ")
         assert.are.same({ line, col + 1 }, { e.line, e.col }, text)
@@ -230,9 +236,7 @@ describe("pp.ptx numbers no PTX allows", function()
         ".visible .entry k(.param .align 8 .b8 k_p[" .. n .. "]) { ret; }\n",
         ".visible .entry k() { .local .b8 l[" .. n .. "]; ret; }\n",
       }) do
-        local r, e = scan(text)
-        assert.is_true(r.partial, text)
-        assert.is_not_nil(e, text)
+        local e = scan_error(text)
         local line, col = at(text, n)
         assert.are.same({ line, col }, { e.line, e.col }, text .. " -> " .. e.what)
       end

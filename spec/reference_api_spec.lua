@@ -22,16 +22,22 @@ local function named_others(rec, except)
   return sum
 end
 
+-- One dispatch whose only charge is charge(name, t), a spin after t = pp.mark():
+-- its record, and t.
+local function spun_charge(charge, name)
+  pp.begin()
+  local t = pp.mark()
+  spin()
+  charge(name, t)
+  return pp.emit {}, t
+end
+
 describe("the reference's entry points", function()
   before_each(fresh)
   after_each(function() pp.enable() end)
 
   it("charge_since(phase, t) charges the time since t to that phase alone", function()
-    pp.begin()
-    local t = pp.mark()
-    spin()
-    pp.charge_since("lease", t)
-    local rec = pp.emit {}
+    local rec = spun_charge(pp.charge_since, "lease")
     assert.is_true(rec.lease_ns >= SPIN_NS, rec.lease_ns)
     assert.are.equal(0, named_others(rec, "lease"))
     assert.are.equal(rec.lease_ns, rec.named_host_ns)
@@ -50,11 +56,7 @@ describe("the reference's entry points", function()
   end)
 
   it("charge_nested(region, t) charges a sub_ field, never the phase sum", function()
-    pp.begin()
-    local t = pp.mark()
-    spin()
-    pp.charge_nested("ptx_digest", t)
-    local rec = pp.emit {}
+    local rec, t = spun_charge(pp.charge_nested, "ptx_digest")
     assert.is_true(rec.sub_ptx_digest_ns >= SPIN_NS, rec.sub_ptx_digest_ns)
     assert.are.equal(0, rec.sub_ptx_vsa_ns)
     assert.are.equal(0, rec.named_host_ns)

@@ -2,6 +2,7 @@
 -- dispatches drawn in full, every dispatch in the counter tracks, and what
 -- was left out said on stderr and in the metadata; --all and --limit.
 local tc = require "helpers.trace_check"
+local matches_all = require("helpers.text").matches_all
 local gen = dofile("bench/gen_log.lua")
 
 local command = require "helpers.command"
@@ -44,10 +45,8 @@ describe("phaseprobe trace on a log past its limit", function()
     assert.are.equal(100, math.tointeger(run1.drawn_in_full))
     assert.matches("the first 10, the last 10 and the 80 slowest", run1.selection)
     err = err:gsub("\n", " ")
-    assert.matches("1,200 dispatches; drawn in full: the first 10, the last 10 and the 80 slowest", err)
-    assert.matches("%-%-all draws every dispatch", err)
-    assert.matches("%-%-limit N", err)
-    assert.matches("%-%-where", err)
+    matches_all(err, { "1,200 dispatches; drawn in full: the first 10, the last 10 and the 80 slowest",
+      "%-%-all draws every dispatch", "%-%-limit N", "%-%-where" })
   end)
 
   it("puts every dispatch in the counter tracks", function()

@@ -29,6 +29,13 @@ end
 -- cases below assume it cannot.
 local real_driver = cu.built_with_cuda and cu.available()
 
+-- Whether no CUDA driver is installed; where one is, the spec is pending
+-- (the #gpu spec covers it there).
+local function without_driver()
+  if real_driver then pending("a CUDA driver is installed here: covered by the #gpu spec") end
+  return not real_driver
+end
+
 describe("the CUPTI source without a GPU", function()
   it("says whether it was built with the CUPTI headers", function()
     assert.is_boolean(cu.built_with_cupti)
@@ -53,10 +60,7 @@ describe("the CUPTI source without a GPU", function()
   end)
 
   it("names the missing driver when there is none", function()
-    if real_driver then
-      pending("a CUDA driver is installed here: covered by the #gpu spec")
-      return
-    end
+    if not without_driver() then return end
     local ok, why = cu.cupti_available()
     assert.is_false(ok)
     if cu.built_with_cupti then
@@ -84,10 +88,7 @@ describe("the CUPTI source without a GPU", function()
   end)
 
   it("cupti_start fails with the reason, and nothing else changes", function()
-    if real_driver then
-      pending("a CUDA driver is installed here: covered by the #gpu spec")
-      return
-    end
+    if not without_driver() then return end
     local ok, why = cu.cupti_start()
     assert.is_nil(ok)
     assert.is_string(why)
@@ -240,6 +241,16 @@ describe("source selection and calibration through the fake driver", function()
     return true
   end
 
+  -- need_fake, and a build with the CUPTI headers (else pending)
+  local function need_fake_cupti()
+    if not need_fake() then return false end
+    if not cu.built_with_cupti then
+      pending("built without the CUPTI headers")
+      return false
+    end
+    return true
+  end
+
   it("calibrate_events sets the floor that windows and records report", function()
     if not need_fake() then return end
     fake [[
@@ -331,11 +342,7 @@ describe("source selection and calibration through the fake driver", function()
   end)
 
   it("completes dispatches' records from CUPTI's launches, also at an exit without closing Lua", function()
-    if not need_fake() then return end
-    if not cu.built_with_cupti then
-      pending("built without the CUPTI headers")
-      return
-    end
+    if not need_fake_cupti() then return end
     -- FAKECUDA_TRACE: the fake driver reports each launch to the fake CUPTI
     -- as the real driver does (a 20 us kernel starting 7 us after the call)
     local log = os.tmpname()
@@ -406,11 +413,7 @@ describe("source selection and calibration through the fake driver", function()
   end)
 
   it("says why a window read by CUPTI has no kernel time when CUPTI delivers nothing", function()
-    if not need_fake() then return end
-    if not cu.built_with_cupti then
-      pending("built without the CUPTI headers")
-      return
-    end
+    if not need_fake_cupti() then return end
     -- The scripted fake CUPTI starts, but hears of no launch of the fake
     -- driver: every CUPTI reading finds nothing.
     fake([[

@@ -4,6 +4,20 @@ local M = {}
 -- s quoted for the shell.
 function M.q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
+-- Runs a C check program (spec/helpers/*.c): asserts that no line of its
+-- output says FAIL, that it printed "ok CASE" for each case of the list,
+-- and that it exited 0. Returns its output.
+function M.checks_pass(cmd, cases)
+  local luassert = require "luassert"
+  local ok, out = M.run(cmd)
+  luassert.is_nil(out:find("FAIL", 1, true), out)
+  for _, case in ipairs(cases) do
+    luassert.truthy(out:find("ok " .. case .. "\n", 1, true), case .. "\n" .. out)
+  end
+  luassert.is_true(ok, out)
+  return out
+end
+
 -- Runs cmd (a shell command line): whether it exited 0, its standard output
 -- and error together, and its exit code.
 function M.run(cmd)

@@ -3,10 +3,7 @@ local cli = require "phaseprobe.cli"
 local compare = require "phaseprobe.analysis.compare"
 local report = require "phaseprobe.output.report"
 
-local C = {
-  reads = true,
-  summary = "two groups (files, shapes, runs) side by side: which phases explain the difference",
-  usage = [[
+local C = cli.reader("two groups (files, shapes, runs) side by side: which phases explain the difference", [[
 usage: phaseprobe compare [options] FILE_A FILE_B
        phaseprobe compare [options] --by FIELD VALUE_A VALUE_B FILE...
 
@@ -21,8 +18,7 @@ costlier dispatches.
 options:
   --by FIELD       compare two values of FIELD (the first two arguments)
   --encode F       field naming the encode a dispatch belongs to (default encode)
-]] .. cli.INPUT_HELP,
-}
+]])
 
 function C.run(args, ctx)
   local opts, pos = ctx.options(args, { ["--by"] = "value", ["--encode"] = "value" })

@@ -3,11 +3,7 @@
 local cli = require "phaseprobe.cli"
 local export = require "phaseprobe.output.export"
 
-local C = {
-  reads = true,
-  usage_on_error = true,
-  summary = "write records as CSV or JSON lines",
-  usage = [[
+local C = cli.reader("write records as CSV or JSON lines", [[
 usage: phaseprobe export (--csv | --jsonl) [-o OUT] [options] FILE...
 
 Writes every record of the inputs (in order) as CSV (a header row, strings
@@ -18,8 +14,7 @@ order), ready for DuckDB, pandas or a spreadsheet. Integers are exact up to
   --csv               CSV
   --jsonl             JSON lines
   -o, --output FILE   where to write (default: standard output)
-]] .. cli.INPUT_HELP,
-}
+]], { usage_on_error = true })
 
 function C.run(args, ctx)
   local opts, files = ctx.options(args, { ["--csv"] = "flag", ["--jsonl"] = "flag",

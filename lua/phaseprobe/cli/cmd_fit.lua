@@ -5,10 +5,7 @@ local record = require "phaseprobe.record"
 local fit = require "phaseprobe.analysis.fit"
 local report = require "phaseprobe.output.report"
 
-local C = {
-  reads = true,
-  summary = "fit each phase against each counted quantity: fixed, scales with Q, or inconclusive",
-  usage = [[
+local C = cli.reader("fit each phase against each counted quantity: fixed, scales with Q, or inconclusive", [[
 usage: phaseprobe fit [options] FILE...
 
 For every phase and nested region, fits its time against every counted
@@ -25,8 +22,7 @@ options:
   --min-effect X   change over the observed range, relative to the median,
                    that counts as scaling (default 0.2)
   --min-quality X  Theil-Sen quality needed for "scales with" (default 0.5)
-]] .. cli.INPUT_HELP,
-}
+]])
 
 -- The verdict (phase or nested region) a --phase names, or nil.
 local function find(s, p)

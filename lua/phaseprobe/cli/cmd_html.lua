@@ -2,11 +2,7 @@
 local cli = require "phaseprobe.cli"
 local html = require "phaseprobe.output.html"
 
-local C = {
-  reads = true,
-  usage_on_error = true,
-  summary = "write a self-contained HTML report with SVG plots",
-  usage = [[
+local C = cli.reader("write a self-contained HTML report with SVG plots", [[
 usage: phaseprobe html [-o OUT.html] [--group TAG] [--by QUANTITY] [--title TEXT] FILE...
 
 Writes one HTML file (no scripts, nothing fetched) with, per group, the
@@ -23,8 +19,7 @@ inputs are reported together.
   --by QUANTITY       plot every phase against this count (default: the
                       quantity of its verdict, else nodes)
   --title TEXT        the page title
-]] .. cli.INPUT_HELP,
-}
+]], { usage_on_error = true })
 
 --- A usage error unless the set has each field named by the options
 -- `names` (e.g. { "by", "group" }) that opts sets.
@@ -43,7 +38,6 @@ function C.run(args, ctx)
   local opts, files = ctx.options(args, {
     ["--output"] = "value", ["--group"] = "value", ["--by"] = "value", ["--title"] = "value",
     short = { ["-o"] = "--output" } })
-  if #files == 0 then ctx.usage("no input: give one or more files, or - for standard input") end
   local set = ctx.read(files)
   C.need_fields(ctx, set, opts, { "by", "group" })
   local sources = {}

@@ -4,11 +4,7 @@ local html = require "phaseprobe.output.html"
 local record = require "phaseprobe.record"
 local svg = require "phaseprobe.output.svg"
 
-local C = {
-  reads = true,
-  usage_on_error = true,
-  summary = "write one SVG plot (a phase against a quantity, or the stacked bars)",
-  usage = [[
+local C = cli.reader("write one SVG plot (a phase against a quantity, or the stacked bars)", [[
 usage: phaseprobe plot --phase PHASE [--by QUANTITY] [--group TAG] [-o OUT.svg] FILE...
        phaseprobe plot --bars [--group TAG] [-o OUT.svg] FILE...
 
@@ -23,8 +19,7 @@ the starvation.
   --group TAG         colour by this tag or field (default as for html)
   --bars              the stacked bars instead of a scatter
   -o, --output FILE   where to write (default: standard output)
-]] .. cli.INPUT_HELP,
-}
+]], { usage_on_error = true })
 
 local function find_label(L, name)
   for _, list in ipairs { L.phases, L.nested } do
@@ -42,7 +37,6 @@ function C.run(args, ctx)
     ["--bars"] = "flag", short = { ["-o"] = "--output" } })
   if not opts.phase and not opts.bars then ctx.usage("say --phase PHASE or --bars") end
   if opts.phase and opts.bars then ctx.usage("give one of --phase and --bars") end
-  if #files == 0 then ctx.usage("no input: give one or more files, or - for standard input") end
   local set = ctx.read(files)
   local L = set:layout()
   local label

@@ -3,10 +3,7 @@ local cli = require "phaseprobe.cli"
 local analyze = require "phaseprobe.analysis.analyze"
 local report = require "phaseprobe.output.report"
 
-local C = {
-  reads = true,
-  summary = "time per phase, scaling verdicts, starvation, residue and probe overhead",
-  usage = [[
+local C = cli.reader("time per phase, scaling verdicts, starvation, residue and probe overhead", [[
 usage: phaseprobe report [options] FILE...
 
 Summarises record lines: each phase's time per dispatch (count, min, median,
@@ -18,8 +15,7 @@ options:
   --group F        a section per value of field or tag F (or @file)
   --fields A,B     summarise these fields instead of the phases
   --records N      also list the first N records (per-dispatch view)
-]] .. cli.INPUT_HELP,
-}
+]])
 
 local function section(ctx, title)
   ctx.write("\n== ", title, "\n")

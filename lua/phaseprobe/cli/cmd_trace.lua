@@ -3,11 +3,7 @@ local cli = require "phaseprobe.cli"
 local export = require "phaseprobe.output.export"
 local report = require "phaseprobe.output.report"
 
-local C = {
-  reads = true,
-  usage_on_error = true,
-  summary = "write a Perfetto / chrome://tracing timeline (trace-event JSON)",
-  usage = [[
+local C = cli.reader("write a Perfetto / chrome://tracing timeline (trace-event JSON)", [[
 usage: phaseprobe trace [-o OUT.json] [--all | --limit N] [options] FILE...
 
 Writes a Chrome trace-event JSON file that the Perfetto UI (ui.perfetto.dev)
@@ -27,15 +23,13 @@ of them, so the file stays one a viewer opens; stderr says what was left out.
   -o, --output FILE   where to write (default: standard output)
   --all               every dispatch in full (large inputs give large files)
   --limit N           N dispatches per input in full (default 5000)
-]] .. cli.INPUT_HELP,
-}
+]], { usage_on_error = true })
 
 function C.run(args, ctx)
   local opts, files = ctx.options(args, { ["--output"] = "value", ["--all"] = "flag",
     ["--limit"] = "value", short = { ["-o"] = "--output" } })
   if opts.all and opts.limit then ctx.usage("give one of --all and --limit") end
   local limit = opts.limit and math.floor(cli.number(opts.limit, "--limit", 1)) or nil
-  if #files == 0 then ctx.usage("no input: give one or more files, or - for standard input") end
   local set = ctx.read(files)
   local runs = {}
   for _, g in ipairs(set:group("@file")) do

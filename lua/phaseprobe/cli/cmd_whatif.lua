@@ -3,10 +3,7 @@ local cli = require "phaseprobe.cli"
 local whatif = require "phaseprobe.analysis.whatif"
 local report = require "phaseprobe.output.report"
 
-local C = {
-  reads = true,
-  summary = "project wall and enqueue time under a change; check it against a measured variant",
-  usage = [[
+local C = cli.reader("project wall and enqueue time under a change; check it against a measured variant", [[
 usage: phaseprobe whatif [options] STEP... FILE...
 
 Projects wall and enqueue time per dispatch (and per encode) if a change were
@@ -26,8 +23,7 @@ other options:
   --encode F       field naming a dispatch's encode (default encode)
   --wait P         phases on the wait side: their savings do not reduce
                    enqueue_ns (repeatable; default release, readback)
-]] .. cli.INPUT_HELP,
-}
+]])
 
 function C.run(args, ctx)
   local opts, files = ctx.options(args, {

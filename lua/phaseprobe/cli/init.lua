@@ -23,6 +23,12 @@
 --     usage_on_error = true,   -- optional: the usage follows a usage error
 --   }
 --
+-- and a command that reads records declares that table with
+--
+--   local C = cli.reader("one line", [[usage: phaseprobe NAME ...]], { usage_on_error = true })
+--
+-- (reads = true, the input options' help after the usage; then C.run).
+--
 -- run gets the arguments after NAME (--help and -h are answered before)
 -- and a ctx:
 --   ctx.options(args, spec)    parses them (see M.parse_options; a `reads`
@@ -153,6 +159,16 @@ input options (every command that reads records):
 FILE is a log of record lines, a CSV or a JSON-lines export (by its extension,
 else by its content), or - for standard input.]]
 
+--- The table of a command that reads records: reads = true, the summary,
+-- and the usage followed by the input options' help (M.INPUT_HELP), so
+-- that every such command says the same about them. flags: the other
+-- fields of the convention (usage_on_error). The caller adds run.
+function M.reader(summary, usage, flags)
+  local cmd = { reads = true, summary = summary, usage = usage .. M.INPUT_HELP }
+  for k, v in pairs(flags or {}) do cmd[k] = v end
+  return cmd
+end
+
 -- ---- commands ---------------------------------------------------------------
 
 local function module_name(name)
@@ -188,7 +204,7 @@ function M.commands()
 end
 
 -- A command's summary for the list, read from its module's source when it is
--- a string literal there (`summary = "..."`, or util.command(NAME, "...")),
+-- a string literal there (`summary = "..."`, or cli.reader("...", ...)),
 -- as this package's commands write it: listing the commands then loads none
 -- of them, nor what they require, and `phaseprobe --help` costs little more
 -- than starting Lua (bench/startup.lua). Otherwise the module is loaded and
@@ -202,7 +218,7 @@ local function summary_of(name)
       local text = f:read(65536) or ""
       f:close()
       local s = text:match('[\n{,]%s*summary%s*=%s*"([^"\\\n]*)"')
-        or text:match('%.command%(%s*"[^"]*"%s*,%s*"([^"\\\n]*)"')
+        or text:match('%.reader%(%s*"([^"\\\n]*)"')
       if s then return s end
     end
   end
