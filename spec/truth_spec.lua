@@ -151,7 +151,7 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
       assert.truthy(line:find("^ok "), out)
       n = n + 1
     end
-    assert.are.equal(14, n, out)
+    assert.are.equal(15, n, out)
   end)
 
   it("reports a refused start with CUPTI's error name", function()

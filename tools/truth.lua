@@ -187,8 +187,8 @@ local function window(ns, source, gap_us)
   return w, win, ker
 end
 
--- CUPTI's readings of a batch of windows, after the batch: one forced
--- flush for all (a flush per window would delay each next kernel).
+-- CUPTI's readings of a batch of windows, after the batch: the first
+-- wait's flushes bring them all (a flush per window would cost each 55 us).
 local function wait_all(ws)
   for _, w in ipairs(ws) do w:wait(2000) end
 end
@@ -275,7 +275,7 @@ local function part2c()
     for i = 1, REPS2 + 1 do ws[i] = window(GAP2C_KERNEL_NS, "cupti", gap) end
     wait_all(ws)
     local acc, lost = {}, nil
-    for i = 2, #ws do -- the first follows the last batch's forced flush
+    for i = 2, #ws do -- the first follows the last batch's flushes
       local w = ws[i]
       if not w.timeline then
         lost = w.cupti_why or "no reading"
@@ -285,9 +285,9 @@ local function part2c()
     end
     -- the same gap spun in C between the window's opening and its loop
     -- (s:timed): no binding in between, but it waits for CUPTI after each
-    -- window with a forced flush, and the launch call after a forced flush
-    -- takes 170 to 290 us on an H200 (the "launch call" figure), idle or not
-    -- (TRUTH_TIMED_IDLE_MS, default 0): its rows are stated, not judged.
+    -- window (flushes of 55 us each on an H200, the "launch call" figure
+    -- shows what they leave to the next window; TRUTH_TIMED_IDLE_MS adds an
+    -- idle between): its rows are stated, not judged.
     local cacc, clost = {}, nil
     for i = 1, REPS2 + 1 do
       if i > 1 and TIMED_IDLE_MS > 0 then truth.sleep_ns(TIMED_IDLE_MS * 1000000) end

@@ -24,8 +24,11 @@
  * 580, tools/gpu_anatomy.c "cupti"; a tiny kernel and a stream synchronize
  * take 9.3 us): the kernel activity kind adds 0.3 us a dispatch, a driver
  * launch callback 0.2 us more; a cuptiActivityFlushAll(0) on the dispatch
- * thread 55 us and a forced one 280 us (which also delays the next kernel by
- * about 200 us). So nothing here flushes on the dispatch path: a launch
+ * thread 55 us and a forced one 280 us (after which the next launch call
+ * takes 170 to 290 us, make truth part 2c; a forced flush also ends the
+ * records of kernels still running without their times). So nothing here
+ * flushes on the dispatch path, and nothing forces a flush before plain ones
+ * had their chance: a launch
  * callback notes each launch's correlation id and host time, and a thread of
  * this module flushes CUPTI's buffers every 10 ms while a span waits for
  * its kernels (nothing on the dispatch path wakes it). A dispatch whose kernel records have not arrived
@@ -86,8 +89,8 @@ uint32_t pp_cupti_version(void);
  * kind and starts the flusher thread. While collection is on, the probe
  * clock cannot be switched (pp_clock_select refuses). */
 int pp_cupti_start(char *why, size_t whylen);
-/* Ends one start; the last one completes what is pending (a forced flush,
- * at most about a second), disables the activity kind and the callbacks,
+/* Ends one start; the last one completes what is pending (as
+ * pp_cupti_drain, at most about a second), disables the activity kind and the callbacks,
  * and stops the flusher thread. Unmatched stops are ignored. */
 void pp_cupti_stop(void);
 /* Whether collection is on. */
@@ -150,18 +153,20 @@ typedef struct {
 #define PP_CUPTI_SPAN_LAUNCHES 128
 
 /* Waits for span `id` (closed or not: an open one is closed with open_ns =
- * its first launch and close_ns = now) to have all its kernels, forcing
- * CUPTI to flush once, for at most timeout_ns (0: 1 s); fills *out and
- * releases the span (a dispatch still open that was to take it takes the
- * timeline now). A forced flush delays the next kernel by about 200 us on
- * the H200: to read many spans, close them all (PP_CUPTI_KEEP) and wait
- * afterwards. 0 when every kernel came, 1 when not all did (out holds what
- * came; why says how many), -1 when `id` is not a live span (why). */
+ * its first launch and close_ns = now) to have all its kernels, for at most
+ * timeout_ns (0: 1 s): plain flushes, and one forced flush once half the
+ * timeout has passed (it ends a record still running without its times);
+ * fills *out and releases the span (a dispatch still open that was to take
+ * it takes the timeline now). Each flush costs about 55 us on the H200: to
+ * read many spans, close them all (PP_CUPTI_KEEP) and wait afterwards. 0
+ * when every kernel came, 1 when not all did (out holds what came; why says
+ * how many), -1 when `id` is not a live span (why). */
 int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns, pp_cupti_timeline *out,
                        char *why, size_t whylen);
 
-/* Completes every span that waits for kernel records (a forced flush, then
- * waits at most timeout_ns, 0: 1 s) and delivers their records. Returns the
+/* Completes every span that waits for kernel records (flushes as
+ * pp_cupti_span_wait does, for at most timeout_ns, 0: 1 s) and delivers
+ * their records. Returns the
  * number still waiting (their records are then delivered without the
  * device timeline, kernel_src=none). pp_flush calls it. */
 size_t pp_cupti_drain(uint64_t timeout_ns);

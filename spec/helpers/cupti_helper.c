@@ -151,6 +151,39 @@ static void case_incomplete(void) {
   printf("ok %s\n", c);
 }
 
+/* The kernel ends 5 ms into the wait (another thread marks its record
+ * complete, as the device would): the wait takes it with its times. */
+static void *complete_later(void *arg) {
+  (void)arg;
+  sleep_ms(5);
+  complete_all();
+  return NULL;
+}
+
+static void case_running(void) {
+  const char *c = "waits for a kernel still running, and keeps its times";
+  char why[256] = "";
+  pp_cupti_stats before, after;
+  pp_cupti_stats_get(&before);
+  uint64_t open = pp_now_ns();
+  uint64_t id = pp_cupti_span_begin();
+  launch(5000, 0, 0);
+  pp_cupti_span_end(id);
+  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
+  pthread_t th;
+  CHECK(c, pthread_create(&th, NULL, complete_later, NULL) == 0, "thread");
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 1000000000u, &t, why, sizeof why);
+  pthread_join(th, NULL);
+  pp_cupti_stats_get(&after);
+  CHECK(c, rc == 0 && t.kernels == 1 && t.untimed == 0 && t.sum_ns == 5000,
+        "rc %d kernels %llu untimed %llu sum %llu (%s)", rc, U(t.kernels),
+        U(t.untimed), U(t.sum_ns), why);
+  CHECK(c, after.forced_flushes == before.forced_flushes,
+        "a forced flush while the kernel ran");
+  printf("ok %s\n", c);
+}
+
 static void case_missing(void) {
   const char *c = "gives up on a kernel whose record never comes";
   char why[256] = "";
@@ -417,6 +450,7 @@ int main(int argc, char **argv) {
   case_split();
   case_outside();
   case_incomplete();
+  case_running();
   case_missing();
   case_deferred();
   case_complete_first();
