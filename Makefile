@@ -488,7 +488,7 @@ fuzz-lua: san-module
 # phaseprobe.so. A module of its own, never installed.
 TRUTH_MODULE := $(BUILD)/phaseprobe_truth.so
 $(TRUTH_MODULE): tools/truth_module.c | $(BUILD)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -shared -o $@ $< $(LDFLAGS) -ldl
-all: $(TRUTH_MODULE)
+	@$(say) LD $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -shared -o $@ $< $(LDFLAGS) -ldl
 test-build: $(TRUTH_MODULE)
 truth: $(TRUTH_MODULE)
