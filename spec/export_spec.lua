@@ -541,7 +541,7 @@ describe("the export and trace commands", function()
   it("exit 1 on bad input, naming file and line", function()
     spit(tmp("bad.csv"), "seq,n\n1,2\n2,3,4\n")
     assert.are.equal(1, cmd_trace.run { "--strict", tmp("bad.csv"), "-o", tmp("never.json") })
-    assert.matches("bad%.csv:3:1: 3 cells, the header has 2", table.concat(said))
+    assert.matches("bad%.csv:3: 3 cells, the header has 2", table.concat(said))
     said = {}
     assert.are.equal(0, cmd_trace.run { tmp("bad.csv"), "-o", tmp("once.json") })
     assert.matches("bad%.csv: 1 damaged record line %(line 3%): left out", table.concat(said))

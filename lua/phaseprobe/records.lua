@@ -52,8 +52,40 @@ end
 
 -- ---- constructors -----------------------------------------------------------
 
---- Reads a log file ("-" is stdin): set, report, or nil, message.
+-- A report for a set read from CSV or JSON lines (their readers refuse a
+-- damaged row: nil, msg), shaped as the parser's and printed the same way.
+local function export_report(path, format, n)
+  local counts = { file = path, total = n, parsed = n, rejected = 0, other = 0 }
+  local rep = { format = format, file = path, total = n, parsed = n, rejected = 0, other = 0,
+    errors = {}, files = { counts } }
+  return report.printable(rep, function(t)
+    return string.format("\nphaseprobe.parse_report: %s (%s): %d row%s: %d record%s", t.file,
+      t.format == "csv" and "CSV" or "JSON lines", t.total, t.total == 1 and "" or "s",
+      t.parsed, t.parsed == 1 and "" or "s")
+  end, "phaseprobe.parse_report")
+end
+
+--- Reads a file ("-" is stdin): set, report, or nil, message. A log of
+-- record lines goes through the line parser; a CSV or JSON-lines export
+-- (by the file's extension, else by its first lines: files.format_of)
+-- through its reader (phaseprobe.output.csv, .json; opts.prefix, a
+-- string, is the prefix its records print with; opts.max_bytes caps it).
 function M.read(path, opts)
+  if type(path) == "string" and path ~= "-" then
+    local files = require "phaseprobe.output.files"
+    local format = files.format_of(path)
+    if format == "csv" or format == "jsonl" then
+      local o = {}
+      if type(opts) == "table" then
+        o.prefix = type(opts.prefix) == "string" and opts.prefix or nil
+        o.max_bytes = opts.max_bytes
+      end
+      local export = require "phaseprobe.output.export"
+      local set, err = export["read_" .. format](path, o)
+      if not set then return nil, err end
+      return set, export_report(path, format, set:count())
+    end
+  end
   local cols, rep = pp.parse.file(path, opts)
   if not cols then return nil, rep end
   return wrap(cols), rep
@@ -155,10 +187,22 @@ function Set:each()
 end
 
 --- All records as a list (for small sets).
+local RECORDS_SHOWN = 10
+
 function Set:records()
   local out = {}
   for i = 1, self:count() do out[i] = self:record(i) end
-  return out
+  return report.printable(out, function(t)
+    local lines = { string.format("phaseprobe.record list: %s record%s", report.num(#t),
+      #t == 1 and "" or "s") }
+    for i = 1, math.min(#t, RECORDS_SHOWN) do
+      local l = tostring(t[i])
+      if #l > report.width - 2 then l = l:sub(1, report.width - 5) .. "..." end
+      lines[#lines + 1] = "  " .. l
+    end
+    if #t > RECORDS_SHOWN then lines[#lines + 1] = ("  ... (%s more)"):format(report.num(#t - RECORDS_SHOWN)) end
+    return table.concat(lines, "\n")
+  end, "phaseprobe.record_list")
 end
 
 local function field_list(self)
@@ -224,7 +268,12 @@ end
 
 --- Prefixes of the set's records: { {prefix=, n=}, ... }.
 function Set:prefixes()
-  return self._cols:prefixes(self._sel)
+  return report.printable(self._cols:prefixes(self._sel), function(t)
+    local parts = {}
+    for i, p in ipairs(t) do parts[i] = p.prefix .. " (" .. report.num(p.n) .. ")" end
+    return table.concat(report.wrap(string.format("phaseprobe.prefixes (%d): %s", #t,
+      table.concat(parts, ", ")), report.width, ""), "\n")
+  end, "phaseprobe.prefixes")
 end
 
 --- Bytes the underlying store holds.
@@ -238,21 +287,75 @@ local function derive(self, sel)
   return wrap(self._cols, sel, self._view)
 end
 
+-- The comparisons a condition "F op V" may use, longest first.
+local OPS = { "!=", "<=", ">=", "=", "<", ">" }
+
+--- A condition as the command line writes it, "F=V", "F!=V", "F<N",
+-- "F<=N", "F>N" or "F>=N" (F a field or tag, or @file/@line): name, op,
+-- text; or nil when spec is no such condition.
+function M.condition(spec)
+  if type(spec) ~= "string" then return nil end
+  local k, rest = spec:match("^%s*([%w_@]+)%s*(.*)$")
+  if not k then return nil end
+  for _, op in ipairs(OPS) do
+    if rest:sub(1, #op) == op then
+      local v = rest:sub(#op + 1):match("^%s*(.-)%s*$")
+      if v == "" then return nil end
+      return k, op, v
+    end
+  end
+  return nil
+end
+
+-- A field no record of the store has: an error naming it and listing the
+-- set's fields (level: the caller of the method).
+local function unknown_field(self, name, what, level)
+  if name == "@file" or name == "@line" or self:has(name) or self._cols:kind(name) then return end
+  local fs = self:fields()
+  error(string.format("phaseprobe.records:%s: no field '%s' in this record set "
+    .. "(fields: %s)", what, name, #fs > 0 and table.concat(fs, ", ") or "none"), level + 1)
+end
+
 --- Records whose fields equal the given values: set:where{shape="cjk", knob="none"}
--- or set:where("shape", "cjk"). A value of false selects records that lack
--- the field; a list of values selects any of them.
+-- or set:where("shape", "cjk"); a value of false selects records that lack
+-- the field; a list of values selects any of them. Also a condition as
+-- the command line's --where writes it: set:where("knob=base"),
+-- set:where("n>9000"), set:where("shape!=cjk"): numbers compare exactly
+-- (each value by its own text, a u64 included), = also matches a value
+-- whose text is V, and != keeps the records lacking the field. A field no
+-- record has is an error.
 function Set:where(spec, value)
+  if type(spec) == "string" and value == nil then
+    local k, op, v = M.condition(spec)
+    if not k then
+      error(string.format("phaseprobe.records:where: '%s' is no condition: give F=V, F!=V, "
+        .. "F<N, F<=N, F>N or F>=N", spec), 2)
+    end
+    unknown_field(self, k, "where", 2)
+    local ok, sel = pcall(self._cols.compare, self._cols, k, op, v, self._sel)
+    if not ok then
+      error(string.format("phaseprobe.records:where: %s: %s compares numbers; '%s' is not one",
+        spec, op, v), 2)
+    end
+    return derive(self, sel)
+  end
   if type(spec) == "string" then
-    if value == nil then value = false end
     spec = { [spec] = value }
   end
   if type(spec) ~= "table" then
-    error("phaseprobe.records:where: give {field = value, ...} or (field, value)", 2)
+    error("phaseprobe.records:where: give {field = value, ...}, (field, value) or a "
+      .. "condition such as \"knob=base\" or \"nodes>100\"", 2)
   end
   local sel = self._sel
   local keys = {}
-  for k in pairs(spec) do keys[#keys + 1] = k end
+  for k in pairs(spec) do
+    if type(k) ~= "string" then
+      error(string.format("phaseprobe.records:where: a field name is a string, got %s", type(k)), 2)
+    end
+    keys[#keys + 1] = k
+  end
   table.sort(keys)
+  for _, k in ipairs(keys) do unknown_field(self, k, "where", 2) end
   for _, k in ipairs(keys) do
     local v = spec[k]
     if type(v) == "table" then
@@ -271,7 +374,8 @@ function Set:where(spec, value)
   return derive(self, sel)
 end
 
---- Records whose numeric field lies in [lo, hi] (either bound may be nil).
+--- Records whose numeric field lies in [lo, hi] (either bound may be nil),
+-- compared exactly: an integer bound with a u64 or a float value.
 function Set:range(name, lo, hi)
   check_field(self, name, "range")
   return derive(self, self._cols:range(name, lo, hi, self._sel))
@@ -327,18 +431,30 @@ function Groups:get(key)
   return nil
 end
 
---- Per-group summaries of one field: { {key=, n=, summary=}, ... }.
+local function key_text(g)
+  if g.missing then return "(none)" end
+  return tostring(g.key)
+end
+
+local function summary_fmt(field)
+  local f = field:match("_ns$") and report.ns or report.num
+  return function(v) return f(v) end
+end
+
+--- Per-group summaries of one field: { {key=, n=, summary=}, ... } (prints
+-- as a table, a row per group).
 function Groups:summary(field)
   local out = {}
   for i, g in ipairs(self) do
     out[i] = { key = g.key, missing = g.missing, n = g.n, summary = g.set:summary(field) }
   end
-  return out
-end
-
-local function key_text(g)
-  if g.missing then return "(none)" end
-  return tostring(g.key)
+  local by = self.field or "key"
+  return report.printable(out, function(t)
+    local items = {}
+    for i, g in ipairs(t) do items[i] = { name = key_text(g), summary = g.summary } end
+    return string.format("phaseprobe.summaries of %s by %s: %d groups\n", field, by, #t)
+      .. report.summaries(items, { fmt = summary_fmt(field), title = by })
+  end, "phaseprobe.group_summaries")
 end
 
 GroupsMT.__tostring = function(self)
@@ -403,9 +519,22 @@ end
 -- as Lua values (integers, floats, strings; a u64 above 2^63-1 is the
 -- nearest float: not exact), or with as = "text" as the exact texts the
 -- record lines print.
+local VALUES_SHOWN = 20
+
 function Set:values(name, as)
   check_field(self, name, "values")
-  return self._cols:values(name, self._sel, as)
+  local list = self._cols:values(name, self._sel, as)
+  return report.printable(list, function(t)
+    local shown = {}
+    for i = 1, math.min(#t, VALUES_SHOWN) do
+      local v = t[i]
+      shown[i] = type(v) == "string" and string.format("%q", v) or tostring(v)
+    end
+    local text = string.format("phaseprobe.values of %s (%s): %s%s", name, report.num(#t),
+      table.concat(shown, ", "), #t > VALUES_SHOWN and (", ... (%s more)"):format(
+        report.num(#t - VALUES_SHOWN)) or "")
+    return table.concat(report.wrap(text, report.width - 2, ""), "\n  ")
+  end, "phaseprobe.values")
 end
 
 --- Distinct values of a field (counted up to limit, default 1000).
@@ -422,17 +551,83 @@ end
 
 --- Fits of every y field against every x field, reading each column once:
 -- {[y] = {[x] = fit}}.
+-- A table of fits: { {y=, x=, fit=}, ... } as rows (the point count in a
+-- column when the fits differ in it; else said once, in the first line).
+local function fits_table(rows)
+  local function eq(r, which)
+    local f = r.fit
+    if not (f.ok and f[which]) then return "-" end
+    local a, b = f[which].intercept, f[which].slope
+    if r.y:match("_ns$") then return report.equation(a, b, r.x) end
+    return string.format("%s %s %s %s", report.num(a), b < 0 and "-" or "+", report.num(math.abs(b)), r.x)
+  end
+  local n
+  for _, r in ipairs(rows) do
+    if n == nil then n = r.fit.n elseif r.fit.n ~= n then n = false end
+  end
+  local cols = { { key = "y", title = "y" }, { key = "x", title = "x" } }
+  if not n then cols[#cols + 1] = { key = function(r) return r.fit.n end, title = "points" } end
+  for _, c in ipairs {
+    { key = function(r) return eq(r, "ls") end, title = "least squares" },
+    { key = function(r) return r.fit.ok and r.fit.ls and r.fit.ls.r2 end, title = "R2", fmt = function(v)
+      return v and report.q(v) or "-" end },
+    { key = function(r) return eq(r, "ts") end, title = "Theil-Sen" },
+    { key = function(r) return r.fit.ok and r.fit.ts and r.fit.ts.quality end, title = "quality",
+      fmt = function(v) return v and report.q(v) or "-" end },
+  } do cols[#cols + 1] = c end
+  return (n and (report.num(n) .. " points each\n") or "") .. report.table(rows, cols)
+end
+
+--- Fits of every y field against every x field, reading each column once:
+-- {[y] = {[x] = fit}} (each level prints as a table).
 function Set:fits(xs, ys)
   for _, f in ipairs(xs) do check_field(self, f, "fits") end
   for _, f in ipairs(ys) do check_field(self, f, "fits") end
-  return self._cols:fits(xs, ys, self._sel)
+  local all = self._cols:fits(xs, ys, self._sel)
+  for _, y in ipairs(ys) do
+    local per = all[y]
+    if type(per) == "table" then
+      for _, x in ipairs(xs) do
+        if type(per[x]) == "table" then report.printable(per[x], report.fit_text(x, y), "phaseprobe.fit") end
+      end
+      report.printable(per, function(t)
+        local rows = {}
+        for _, x in ipairs(xs) do if t[x] then rows[#rows + 1] = { y = y, x = x, fit = t[x] } end end
+        return "phaseprobe.fits of " .. y .. "\n" .. fits_table(rows)
+      end, "phaseprobe.fits")
+    end
+  end
+  return report.printable(all, function(t)
+    local rows = {}
+    for _, y in ipairs(ys) do
+      for _, x in ipairs(xs) do
+        if t[y] and t[y][x] then rows[#rows + 1] = { y = y, x = x, fit = t[y][x] } end
+      end
+    end
+    return string.format("phaseprobe.fits: %d against %d\n", #ys, #xs) .. fits_table(rows)
+  end, "phaseprobe.fits")
 end
 
 --- Summary of a per-record linear combination: terms = { {"device_window_ns", 1},
 -- {"kernel_ns", -1} }; records lacking a term are left out; with floor, sums
 -- below it count as floor.
 function Set:lincomb(terms, floor)
-  return self._cols:lincomb(terms, self._sel, floor)
+  local s = self._cols:lincomb(terms, self._sel, floor)
+  -- its name, as a person writes the combination: a - b, 2 c
+  local parts, ns = {}, true
+  for i, t in ipairs(terms) do
+    local f, c = tostring(t[1]), t[2]
+    if not f:match("_ns$") then ns = false end
+    local sign = c < 0 and (i > 1 and " - " or "-") or (i > 1 and " + " or "")
+    parts[i] = sign .. (math.abs(c) ~= 1 and (report.num(math.abs(c)) .. " ") or "") .. f
+  end
+  local name = table.concat(parts)
+  if floor then name = string.format("%s (at least %s)", name, ns and report.ns(floor) or report.num(floor)) end
+  local fmt = ns and report.ns or report.num
+  return report.printable(s, function(t)
+    return "phaseprobe.summary of " .. name .. "\n"
+      .. report.summaries({ { name = "combination", summary = t } }, { fmt = function(v) return fmt(v) end })
+  end, "phaseprobe.summary")
 end
 
 --- A per-dispatch table of the given fields (default: the view, or seq,

@@ -4,6 +4,8 @@
 --                                         nil, message   ("-": stdout or stream)
 --   files.slurp(path, what [, max_bytes]) -> text | nil, message
 --   files.MAX_BYTES                       the largest file read (8 GiB)
+--   files.format_of(path [, head])        -> "log" | "csv" | "jsonl"
+--   files.format_of_text(head [, loose])  the same by content alone
 --   files.write_lines(path, what, stream, lines) -> true | nil, message
 --   files.to_set(rows, path, lines [, prefix]) -> record set | nil, message
 --
@@ -15,18 +17,30 @@ local records = require "phaseprobe.records"
 
 local M = {}
 
+--- The reason in a message of io.open or a file method, without the path
+-- it starts with ("x.json: No such file or directory" -> "No such file or
+-- directory"): the caller names the path once.
+function M.reason(err, path)
+  err = tostring(err)
+  if path and err:sub(1, #path + 2) == path .. ": " then return err:sub(#path + 3) end
+  return err
+end
+
 -- Opens `path` for writing ("-" is stdout). Returns a writer object with
 -- write(s) and close() -> true | nil, message.
 function M.open_out(path, what, stream)
   if type(path) ~= "string" or path == "" then
     error(what .. ": expected an output path (a string, or \"-\" for stdout)", 3)
   end
+  if path:find("\0", 1, true) then
+    error(("%s: the output path %q holds a NUL byte (a file name cannot)"):format(what, path), 3)
+  end
   local f, err
   if path == "-" then
     f = stream or io.stdout
   else
     f, err = io.open(path, "wb")
-    if not f then return nil, ("%s: cannot write '%s': %s"):format(what, path, err) end
+    if not f then return nil, ("%s: cannot write '%s': %s"):format(what, path, M.reason(err, path)) end
   end
   local w = { failed = nil }
   function w.write(s)
@@ -42,7 +56,7 @@ function M.open_out(path, what, stream)
       ok, e = f:flush()
     end
     if w.failed or not ok then
-      return nil, ("%s: writing '%s' failed: %s"):format(what, path, tostring(w.failed or e))
+      return nil, ("%s: writing '%s' failed: %s"):format(what, path, M.reason(w.failed or e, path))
     end
     return true
   end
@@ -50,6 +64,101 @@ function M.open_out(path, what, stream)
 end
 
 M.MAX_BYTES = 8 << 30
+
+-- ---- which format a file holds ----------------------------------------------
+
+--- Bytes of a file that format_of looks at.
+M.HEAD = 1 << 16
+
+-- The cells of one CSV line: their count and whether each is a field name
+-- (letters, digits, '_'; quoted or not); nil when a quote is left open.
+local function csv_cells(line)
+  local n, names, pos = 0, true, 1
+  line = line:gsub("\r$", "")
+  while true do
+    local cell
+    if line:sub(pos, pos) == '"' then
+      local q = pos + 1
+      local parts = {}
+      while true do
+        local e = line:find('"', q, true)
+        if not e then return nil end
+        parts[#parts + 1] = line:sub(q, e - 1)
+        if line:sub(e + 1, e + 1) == '"' then q = e + 2 else pos = e + 1; break end
+      end
+      cell = table.concat(parts, '"')
+      local c = line:find(",", pos, true)
+      pos = c and c + 1 or #line + 2
+    else
+      local c = line:find(",", pos, true)
+      cell = line:sub(pos, (c or #line + 1) - 1)
+      pos = c and c + 1 or #line + 2
+    end
+    n = n + 1
+    if not cell:match("^[%a_][%w_]*$") then names = false end
+    if pos > #line + 1 then return n, names end
+  end
+end
+
+-- The first lines of `head` that are neither blank nor comments ('#'
+-- first), at most `k` of them (a byte order mark dropped).
+local function first_lines(head, k)
+  head = head:gsub("^\239\187\191", "")
+  local out = {}
+  for line in head:gmatch("([^\n]*)\n?") do
+    if #out >= k then break end
+    local t = line:match("^%s*(.-)%s*$")
+    if t ~= "" and (t:sub(1, 1) ~= "#" or #out > 0) then out[#out + 1] = line end
+  end
+  return out
+end
+
+--- What the text `head` (a file's first bytes) holds, by content: "jsonl"
+-- when its first line that is no comment ('#' first) or blank is a JSON
+-- object, "csv" when that line is a header of two or more field-name cells
+-- and the next is a row of as many cells, else "log". With loose, "csv"
+-- and "jsonl" also for a header alone or a row of another width (what a
+-- message may say the text looks like).
+function M.format_of_text(head, loose)
+  local lines = first_lines(head or "", 2)
+  local l1 = lines[1]
+  if not l1 then return "log" end
+  if l1:match("^%s*{") then return "jsonl" end
+  if l1:find("=", 1, true) or not l1:find(",", 1, true) then return "log" end
+  local n, names = csv_cells(l1)
+  if not (n and n >= 2 and names) then return "log" end
+  if loose then return "csv" end
+  local l2 = lines[2]
+  if l2 and csv_cells(l2) == n then return "csv" end
+  return "log"
+end
+
+-- The first bytes of a regular file (nil for a pipe, a device that cannot
+-- seek, or a file that cannot be read: their content is not looked at).
+local function head_of(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local ok, size = pcall(f.seek, f, "end")
+  local head
+  if ok and math.type(size) == "integer" and f:seek("set", 0) then head = f:read(M.HEAD) end
+  f:close()
+  return head
+end
+
+--- "log", "csv" or "jsonl" for an input: by the name's extension (.csv;
+-- .jsonl or .ndjson; .log), else by content (format_of_text) of `head`,
+-- the first bytes when the caller has read them, else those of the file
+-- (a regular file only; "-", standard input, needs head).
+function M.format_of(path, head)
+  if type(path) == "string" and path ~= "-" then
+    local lower = path:lower()
+    if lower:match("%.csv$") then return "csv" end
+    if lower:match("%.jsonl$") or lower:match("%.ndjson$") then return "jsonl" end
+    if lower:match("%.log$") then return "log" end
+    if head == nil then head = head_of(path) end
+  end
+  return M.format_of_text(head)
+end
 
 -- A whole file, read in chunks up to max_bytes: text, or nil and a message
 -- (unreadable, a directory, larger than the cap).
