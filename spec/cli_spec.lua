@@ -332,33 +332,68 @@ describe("bin/phaseprobe", function()
   end)
 
   it("shows progress for a step over a second on a terminal only, with rate and estimate", function()
-    -- a log read slowly from a pipe (standard input), once under a
-    -- pseudo-terminal (script) and once with stderr in a pipe
+    local bin = q(ROOT .. "/bin/phaseprobe")
+    -- the same command under a pseudo-terminal (script) and with stderr
+    -- in a pipe: the line only in the first, never in a file or a pipe
+    local files = require "helpers.files"
+    local function both(cmd)
+      cmd = "export PHASEPROBE_PROGRESS=; " .. cmd
+      local t, p = os.tmpname(), os.tmpname()
+      -- (the two at once)
+      local rc = sh("( script -qec " .. q(cmd) .. " /dev/null > " .. q(t) .. " 2>&1; echo $? >> "
+        .. q(t) .. ".rc ) & ( " .. cmd .. " ) > " .. q(p) .. " 2>&1; echo $? > " .. q(p) .. ".rc; wait")
+      assert.are.equal(0, rc)
+      local tty, piped = files.slurp(t), files.slurp(p)
+      assert.are.equal("0\n", files.slurp(t .. ".rc"), tty)
+      assert.are.equal("0\n", files.slurp(p .. ".rc"), piped)
+      for _, f in ipairs { t, p, t .. ".rc", p .. ".rc" } do os.remove(f) end
+      assert.is_nil(piped:find("\r", 1, true), piped)
+      assert.is_nil(piped:find("phaseprobe", 1, true), piped)
+      assert.matches("\r\27%[K", tty) -- the line is cleared at the end
+      return tty
+    end
+    -- a log read slowly from a pipe (standard input)
     local line = "p wall_ns=123456 x=1\n"
     local big = tmpfile(string.rep(line, (8 << 20) // #line))
-    local feed = "(cat " .. q(big) .. "; sleep 1.3; cat " .. q(big) .. ") | "
-      .. q(ROOT .. "/bin/phaseprobe") .. " report --fields wall_ns - >/dev/null"
-    local rc, tty = sh("script -qec " .. q(feed) .. " /dev/null")
-    local rc2, piped = sh("( " .. feed .. " ) 2>&1")
-    -- a file on the C reader's path: its callback per chunk
-    local slow = tmpfile(string.rep(line, (64 << 20) // #line))
-    local rc3, tty3 = sh("script -qec " .. q("PHASEPROBE_PROGRESS= " .. q(ROOT .. "/bin/phaseprobe")
-      .. " report --fields wall_ns " .. q(slow) .. " >/dev/null") .. " /dev/null")
-    os.remove(big)
-    os.remove(slow)
-    assert.are.equal(0, rc)
-    assert.are.equal(0, rc2)
-    assert.are.equal(0, rc3)
+    local tty = both("(cat " .. q(big) .. "; sleep 1.3; cat " .. q(big) .. ") | " .. bin
+      .. " report --fields wall_ns - >/dev/null")
     assert.matches("\rphaseprobe report: reading %(stdin%): [%d.]+ [kMG]?B, [%d.]+ [kMG]?B/s", tty)
-    assert.matches("\r\27%[K", tty) -- the line is cleared at the end
-    assert.is_nil(piped:find("\r", 1, true))
-    assert.is_nil(piped:find("reading", 1, true))
-    assert.are.equal("", piped)
-    if tty3:find("reading", 1, true) then
-      -- a file: its size is known, so the line has a share and an estimate
-      assert.matches("of [%d.]+ [kMG]?B %(%d+%%%)", tty3)
-      assert.matches("about [%d.]+ %a+ left", tty3)
+    -- a file on the C reader's path (its callback per chunk) after a slow
+    -- standard input: the command has run a second, so the file's reading
+    -- shows from its first chunk, with its share and an estimate
+    local file = tmpfile(string.rep(line, (64 << 20) // #line))
+    tty = both("(sleep 1.3) | " .. bin .. " report --fields wall_ns - " .. q(file) .. " >/dev/null")
+    assert.matches("\rphaseprobe report: reading [^\r]*: [%d.]+ [kMG]?B of [%d.]+ [kMG]?B %(%d+%%%), "
+      .. "[%d.,]+ [kM]? ?records, [%d.]+ [kMG]?B/s, about %d+ s left", tty)
+    os.remove(big)
+    os.remove(file)
+    -- writing: trace --all, export (a reader that waits 1.5 s before it
+    -- reads, so the step lasts over a second) and html (after a slow
+    -- standard input); each with its rate and an estimate
+    local log = os.tmpname()
+    dofile(ROOT .. "/bench/gen_log.lua").write(log, 5000, { extra = true })
+    local slow = " | (sleep 1.5; cat >/dev/null)"
+    tty = both(bin .. " trace --all " .. q(log) .. slow)
+    assert.matches("\rphaseprobe trace: writing the trace: [%d,.]+ [k ]*records of 5,000 %(%d+%%%), "
+      .. "[%d.]+ [kM]? ?records/s, about %d+ s left", tty)
+    for _, fmt in ipairs { "csv", "jsonl" } do
+      tty = both(bin .. " export --" .. fmt .. " " .. q(log) .. slow)
+      assert.matches("\rphaseprobe export: writing [%a ]+: [%d,.]+ [k ]*records of 5,000 %(%d+%%%), "
+        .. "[%d.]+ [kM]? ?records/s, about %d+ s left", tty)
     end
+    tty = both("(sleep 1.3; cat " .. q(log) .. ") | " .. bin .. " html - -o /dev/null")
+    assert.matches("\rphaseprobe html: drawing the plots: [%w_]+, %d+ plots of %d+ %(%d+%%%), "
+      .. "[%d.]+ plots/s, about %d+ s left", tty)
+    -- the output itself never holds a progress line
+    local out = os.tmpname()
+    local rc = sh("script -qec " .. q("export PHASEPROBE_PROGRESS=; " .. bin .. " export --csv " .. q(log)
+      .. " > " .. q(out) .. " 2>&1") .. " /dev/null")
+    assert.are.equal(0, rc)
+    local text = files.slurp(out)
+    assert.is_nil(text:find("\r", 1, true))
+    assert.matches("^seq,", text)
+    os.remove(out)
+    os.remove(log)
   end)
 
   it("pp.isatty tells a terminal from a file or pipe", function()

@@ -81,4 +81,137 @@ describe("the export subcommands in the command framework", function()
     assert.are.equal(0, rc)
     assert.are.equal(text, out2)
   end)
+
+  it("say once who failed and which path, when the output cannot be written", function()
+    local log = clean_log()
+    for _, c in ipairs {
+      { "trace", log, "-o", "/nonexistent/x.json" },
+      { "export", "--csv", log, "-o", "/nonexistent/x.csv" },
+      { "export", "--jsonl", log, "-o", "/nonexistent/x.jsonl" },
+      { "html", log, "-o", "/nonexistent/x.html" },
+      { "plot", "--bars", log, "-o", "/nonexistent/x.svg" },
+    } do
+      local rc, out, err = run(table.unpack(c))
+      assert.are.equal(1, rc, err)
+      assert.are.equal("", out)
+      local path = c[#c]:gsub("%p", "%%%0")
+      assert.matches("^phaseprobe " .. c[1] .. ": cannot write '" .. path .. "': No such file or "
+        .. "directory\n$", err)
+      assert.are.equal(1, select(2, err:gsub(path, "")), err) -- the path once
+    end
+    for _, c in ipairs {
+      { "trace", log, "-o", "/dev/full" }, { "export", "--csv", log, "-o", "/dev/full" },
+      { "html", log, "-o", "/dev/full" },
+    } do
+      local rc, _, err = run(table.unpack(c))
+      assert.are.equal(1, rc, err)
+      assert.matches("^phaseprobe " .. c[1] .. ": writing '/dev/full' failed: No space left on device\n$", err)
+    end
+    os.remove(log)
+  end)
+
+  it("refuse an output path holding a NUL byte (C would cut it)", function()
+    local export = require "phaseprobe.output.export"
+    local set = require("phaseprobe.records").from_string("r seq=1 n=2\n")
+    local cut = os.tmpname()
+    os.remove(cut)
+    for _, name in ipairs { "csv", "jsonl", "trace" } do
+      local ok, err = pcall(export[name], set, cut .. "\0.x")
+      assert.is_false(ok, name)
+      assert.matches("export%." .. name .. ": the output path .* holds a NUL byte", err, name)
+      assert.is_false(exists(cut), name)
+    end
+  end)
+
+  it("export every record's own text, a chunk at a time: layouts, views, gaps, chunk edges", function()
+    local export = require "phaseprobe.output.export"
+    local json = require "phaseprobe.output.json"
+    local records = require "phaseprobe.records"
+    -- three layouts (one the other's fields in another order), values of
+    -- every kind, fields some records lack, over several chunks
+    local lines = {}
+    for i = 1, 2 * json.CHUNK + 77 do
+      local k = i % 3
+      if k == 0 then
+        lines[i] = ("a seq=%d n=%d f=%s s=x%d"):format(i, i * 7, i % 5 == 0 and "1.50" or "2e3", i)
+      elseif k == 1 then
+        lines[i] = ("b s=y%d seq=%d n=18446744073709551%03d"):format(i, i, i % 616)
+      else
+        lines[i] = ("a seq=%d n=-%d g=9007199254740993"):format(i, i)
+      end
+    end
+    local set = records.from_string(table.concat(lines, "\n") .. "\n")
+    -- the expectation, record by record, from each record's own text
+    local function want_jsonl(s, view)
+      local out = {}
+      for i, r in s:each() do
+        local parts = {}
+        for _, f in ipairs(view or r._fields) do
+          local v = r[f]
+          if v ~= nil then
+            parts[#parts + 1] = ("%q:%s"):format(f, type(v) == "string" and ("%q"):format(v)
+              or r:_text(f))
+          end
+        end
+        out[i] = "{" .. table.concat(parts, ",") .. "}\n"
+      end
+      return table.concat(out)
+    end
+    local function want_csv(s)
+      local fields = s:fields()
+      local out = { table.concat(fields, ",") .. "\n" }
+      for _, r in s:each() do
+        local cells = {}
+        for k, f in ipairs(fields) do
+          local v = r[f]
+          cells[k] = v == nil and "" or type(v) == "string" and ('"' .. v .. '"') or r:_text(f)
+        end
+        out[#out + 1] = table.concat(cells, ",") .. "\n"
+      end
+      return table.concat(out)
+    end
+    local tmp = os.tmpname()
+    local function got(fmt, s)
+      assert(export[fmt](s, tmp))
+      return files.slurp(tmp)
+    end
+    for _, s in ipairs { set, set:where("seq>1000"), set:where { s = false } } do
+      assert.are.equal(want_jsonl(s), got("jsonl", s))
+      assert.are.equal(want_csv(s), got("csv", s))
+    end
+    local view = set:select("n", "seq", "g")
+    assert.are.equal(want_jsonl(view, { "n", "seq", "g" }), got("jsonl", view))
+    assert.are.equal(want_csv(view), got("csv", view))
+    -- progress: once per chunk, up to the count
+    local calls = {}
+    assert(export.csv(set, tmp, nil, { progress = function(done, total) calls[#calls + 1] = done .. "/" .. total end }))
+    assert.are.same({ json.CHUNK .. "/" .. #set, 2 * json.CHUNK .. "/" .. #set, #set .. "/" .. #set }, calls)
+    -- a value no format holds (only a set made with text = "any" has one):
+    -- refused before anything is written, naming record and field
+    os.remove(tmp)
+    local bad = records.from_list({ { seq = 1, x = 1.5 }, { seq = 2, x = 0 / 0 } }, { text = "any" })
+    local ok, err = pcall(export.jsonl, bad, tmp)
+    assert.is_false(ok)
+    assert.matches("export.jsonl: record 2, field 'x': .*nan cannot be written", err)
+    assert.is_false(exists(tmp))
+  end)
+
+  it("export in memory that does not grow with the records", function()
+    -- peak memory of export against report of the same log (the parsed
+    -- records): the writers hold one chunk of records at a time
+    local log = os.tmpname()
+    dofile("bench/gen_log.lua").write(log, 60000, { extra = true })
+    local function peak(args)
+      local p = io.popen("/usr/bin/time -f '%M' ./bin/phaseprobe " .. args .. " 2>&1 >/dev/null")
+      local text = p:read("a")
+      p:close()
+      return assert(tonumber(text:match("(%d+)%s*$")), text)
+    end
+    local base = peak("report '" .. log .. "'")
+    for _, fmt in ipairs { "csv", "jsonl" } do
+      local kb = peak("export --" .. fmt .. " '" .. log .. "' -o /dev/null")
+      assert.is_true(kb < base + 16 * 1024, ("%s: %d KB against report's %d KB"):format(fmt, kb, base))
+    end
+    os.remove(log)
+  end)
 end)

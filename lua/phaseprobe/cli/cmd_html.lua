@@ -42,20 +42,26 @@ function C.run(args, ctx)
   C.need_fields(ctx, set, opts, { "by", "group" })
   local sources = {}
   for _, f in ipairs(files) do sources[#sources + 1] = f == "-" and "(stdin)" or f end
-  local prog = ctx.progress("drawing the plots", { unit = "plots" })
-  prog.every_call = true
-  local drawn = 0
+  -- a scatter per phase and nested region (html.describe's plots); the
+  -- step's clock starts with the first of them (the tables and the fits
+  -- come before)
+  local L = set:layout()
+  local prog
+  local started = 0
   local page = html.report(set, {
     title = opts.title,
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-    progress = function()
-      drawn = drawn + 1
-      prog:update(drawn)
+    progress = function(label)
+      -- called as each plot begins: those before it are drawn
+      prog = prog or ctx.progress("drawing the plots", { unit = "plots",
+        total = #L.phases + #L.nested })
+      prog:update(started, nil, label)
+      started = started + 1
     end,
   })
-  prog:done()
+  if prog then prog:done() end
   local w = ctx.output(opts.output)
   w.write(page)
   w.close()

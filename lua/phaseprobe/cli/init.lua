@@ -272,7 +272,7 @@ local function write_failure(msg)
 end
 
 local function make_ctx(cmd, name, out, err)
-  local ctx = { out = out, err = err, name = name }
+  local ctx = { out = out, err = err, name = name, t0 = require("phaseprobe.cli.progress").now() }
   function ctx.write(...)
     local ok, msg = out:write(...)
     if failed(ok, msg) then M.input_error(write_failure(msg)) end
@@ -289,7 +289,14 @@ local function make_ctx(cmd, name, out, err)
     if opts.wide then report.wide = true end
     return opts, pos
   end
-  function ctx.fail(msg) M.input_error(msg) end
+  -- (an exporter's message names itself, "export.csv: cannot write ...":
+  -- the command names itself already)
+  function ctx.fail(msg)
+    msg = tostring(msg)
+    local lib, rest = msg:match("^(export%.[%a_]+): (.*)$")
+    if lib and (rest:match("^cannot write '") or rest:match("^writing '")) then msg = rest end
+    M.input_error(msg)
+  end
   function ctx.progress(what, opts)
     return require("phaseprobe.cli.progress").new(ctx, what, opts)
   end
@@ -302,7 +309,10 @@ local function make_ctx(cmd, name, out, err)
     local f, oerr = out, nil
     if not to_out then
       f, oerr = io.open(path, "wb")
-      if not f then M.input_error(string.format("cannot write '%s': %s", path, oerr)) end
+      if not f then
+        M.input_error(string.format("cannot write '%s': %s", path,
+          require("phaseprobe.output.files").reason(oerr, path)))
+      end
     end
     local w, bad = {}, nil
     function w.write(s)
@@ -315,7 +325,8 @@ local function make_ctx(cmd, name, out, err)
       if to_out then ok, e = f:flush() else ok, e = f:close() end
       if bad or failed(ok, e) then
         M.input_error(to_out and write_failure(bad or e)
-          or string.format("writing '%s' failed: %s", path, tostring(bad or e)))
+          or string.format("writing '%s' failed: %s", path,
+            require("phaseprobe.output.files").reason(bad or e, path)))
       end
     end
     return w
