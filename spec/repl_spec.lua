@@ -101,6 +101,10 @@ describe("the REPL", function()
       { 's:values("nodes")', "^phaseprobe.values of nodes %(1,350%): 48, 48, .*%.%.%. %(1,330 more%)" },
       { 's:values("wall_ns", "text")', '^phaseprobe.values of wall_ns %(1,350%): "%d+", ' },
       { "s:prefixes()", "^phaseprobe.prefixes %(1%): vyre%-cuda%-dispatch%-phase %(1,350%)" },
+      { "s:layout()", "^phaseprobe.layout %(phases found by the reference rule%)\n  phases +prepare_ns, "
+        .. ".*\n  nested +sub_ptx_digest_ns %(in ptx_ns%)" },
+      { 's:group("shape")[1]', "^phaseprobe.group shape=small: 360 records" },
+      { 's:group("knob"):get("base")', "^phaseprobe.group knob=base: 450 records" },
       { "s:head(3):records()", "^phaseprobe.record list: 3 records\n  vyre%-cuda%-dispatch%-phase seq=1 " },
       { 's:lincomb({{"device_window_ns", 1}, {"kernel_ns", -1}}, 0)',
         "^phaseprobe.summary of device_window_ns %- kernel_ns %(at least 0 ns%)" },

@@ -226,11 +226,31 @@ end
 
 --- What the set's fields mean (phases, nested regions, counts, caches,
 -- times, quantities): phaseprobe.record.layout over the set's fields.
+local function layout_text(L)
+  local lines = { "phaseprobe.layout (phases found by the " .. tostring(L.rule) .. " rule)" }
+  local nested = {}
+  for i, n in ipairs(L.nested or {}) do
+    nested[i] = L.parent and L.parent[n] and (n .. " (in " .. L.parent[n] .. ")") or n
+  end
+  for _, row in ipairs {
+    { "phases", L.phases }, { "nested", nested }, { "counts", L.counts }, { "caches", L.caches },
+    { "times", L.times }, { "quantities", L.quantities },
+  } do
+    local list = row[2] or {}
+    local text = #list > 0 and table.concat(list, ", ") or "-"
+    for i, l in ipairs(report.wrap(text, report.width - 14, "")) do
+      lines[#lines + 1] = (i == 1 and string.format("  %-10s  ", row[1]) or string.rep(" ", 14)) .. l
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
 function Set:layout()
   local L = rawget(self, "_layout")
   if not L then
     local cols = self._cols
-    L = record.layout(field_list(self), function(f) return cols:kind(f) end)
+    L = report.printable(record.layout(field_list(self), function(f) return cols:kind(f) end),
+      layout_text, "phaseprobe.layout")
     self._layout = L
   end
   return L
@@ -418,7 +438,11 @@ function Set:group(name)
   check_field(self, name, "group")
   local out = { field = name }
   for i, g in ipairs(self._cols:group(name, self._sel)) do
-    out[i] = { key = g.key, missing = g.missing, n = g.n, set = derive(self, g.sel) }
+    out[i] = report.printable({ key = g.key, missing = g.missing, n = g.n, set = derive(self, g.sel) },
+      function(e)
+        return string.format("phaseprobe.group %s=%s: %s record%s (its set: .set)", name,
+          e.missing and "(none)" or tostring(e.key), report.num(e.n), e.n == 1 and "" or "s")
+      end, "phaseprobe.group")
   end
   return setmetatable(out, GroupsMT)
 end
