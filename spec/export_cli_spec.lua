@@ -196,7 +196,7 @@ describe("the export subcommands in the command framework", function()
     assert.is_false(exists(tmp))
   end)
 
-  it("export in memory that does not grow with the records", function()
+  it("export in memory that does not grow with the records #nosan #novalgrind", function()
     -- peak memory of export against report of the same log (the parsed
     -- records): the writers hold one chunk of records at a time
     local log = os.tmpname()
