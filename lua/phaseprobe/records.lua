@@ -354,6 +354,7 @@ function Set:where(spec, value)
     unknown_field(self, k, "where", 2)
     local ok, sel = pcall(self._cols.compare, self._cols, k, op, v, self._sel)
     if not ok then
+      if not tostring(sel):find("compares numbers", 1, true) then error(sel, 0) end
       error(string.format("phaseprobe.records:where: %s: %s compares numbers; '%s' is not one",
         spec, op, v), 2)
     end

@@ -434,6 +434,7 @@ function M.where(set, spec)
   local cols = set:columns()
   local ok, sel = pcall(cols.compare, cols, k, op, v, set:selection())
   if not ok then
+    if not tostring(sel):find("compares numbers", 1, true) then error(sel, 0) end
     cli.usage_error(string.format("--where %s: %s compares numbers; '%s' is not one", spec, op, v))
   end
   return records.wrap(cols, sel)
