@@ -1143,9 +1143,6 @@ PP_EXPORT int pp_cupti_start(char *why, size_t whylen) {
   return -1;
 }
 PP_EXPORT void pp_cupti_stop(void) {}
-PP_EXPORT void pp_cupti_window(int delta) {
-  __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);
-}
 
 PP_EXPORT int pp_cupti_active(void) { return 0; }
 PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {
