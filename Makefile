@@ -365,13 +365,17 @@ demo-fixture: $(MODULE)
 	$(LUA) spec/fixtures/make_demo_fixture.lua >/dev/null
 # CUPTI headers: optional, and used only with the CUDA headers. The toolkit
 # keeps them in extras/CUPTI/include (some layouts put them in include/).
-# Without them the module builds and pp.cuda.cupti_available() says why.
+# Without them the module builds and pp.cuda.cupti_available() says why;
+# CUPTI=no builds so where the headers are (CI checks that build).
+CUPTI ?= auto
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+ifneq ($(CUPTI),no)
   ifneq ($(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h),)
     CPPFLAGS += -DPP_HAVE_CUPTI_H -idirafter $(CUDA_HOME)/extras/CUPTI/include
   else ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
     CPPFLAGS += -DPP_HAVE_CUPTI_H
   endif
+endif
 endif
 
 # ---- CUDA layer: a fault-injecting fake driver for the non-GPU specs --------
