@@ -156,23 +156,15 @@ $(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ $(LDFLAGS) -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
 
-# Threads that each choose a schema: dispatches open under their own.
-$(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/phaseprobe.h
+# C programs the specs run against libphaseprobe.a: threads that each choose
+# a schema (dispatches open under their own); the nesting rule through the C
+# API (scopes_spec); the record through the C API, the reference's calls and
+# the emit mask (reference_spec); our probe driven by the script the
+# reference's driver reads (reference_spec).
+C_HELPERS := $(BUILD)/schema_threads $(BUILD)/scopes_helper $(BUILD)/record_helper $(BUILD)/script_probe
+$(C_HELPERS): $(BUILD)/%: spec/helpers/%.c $(STATIC) csrc/include/phaseprobe.h
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-
-# The nesting rule through the C API (scopes_spec).
-$(BUILD)/scopes_helper: spec/helpers/scopes_helper.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-
-# The record through the C API: the reference's calls, the emit mask
-# (reference_spec).
-$(BUILD)/record_helper: spec/helpers/record_helper.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-
-# Our probe driven by the script the reference's driver reads (reference_spec).
-$(BUILD)/script_probe: spec/helpers/script_probe.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
 $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
