@@ -555,6 +555,18 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
   return 0;
 }
 
+PP_EXPORT size_t pp_fit_points(const double *x, const double *y, size_t n,
+                               double *ox, double *oy) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (x[i] == x[i] && y[i] == y[i]) {
+      ox[m] = x[i];
+      oy[m] = y[i];
+      m++;
+    }
+  return m;
+}
+
 PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out) {
   /* a point with a NaN coordinate is no point: left out (copies made only
    * when there is one), so the fit never depends on where it stands */
@@ -570,16 +582,9 @@ PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *ou
       free(cy);
       return -1;
     }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (x[i] == x[i] && y[i] == y[i]) {
-        cx[m] = x[i];
-        cy[m] = y[i];
-        m++;
-      }
+    n = pp_fit_points(x, y, n, cx, cy);
     x = cx;
     y = cy;
-    n = m;
   }
   pp_fit_xstat xs;
   pp_fit_ystat ys;
