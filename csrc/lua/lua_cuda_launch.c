@@ -616,12 +616,9 @@ static int stream_tostring(lua_State *L) {
 
 static int stream_get(lua_State *L) {
   lcu_stream *s = check_stream(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, s->closed);
+  const char *k = lcu_get_key(L, s->closed, "stream");
+  if (!k)
     return 1;
-  }
-  PP_CHECK_OPEN(L, !s->closed, "stream");
   if (strcmp(k, "default") == 0)
     lua_pushboolean(L, !s->owned);
   else if (strcmp(k, "context") == 0)

@@ -245,12 +245,9 @@ static int mod_tostring(lua_State *L) {
 
 static int mod_get(lua_State *L) {
   lcu_mod *m = check_mod(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, m->closed);
+  const char *k = lcu_get_key(L, m->closed, "module");
+  if (!k)
     return 1;
-  }
-  PP_CHECK_OPEN(L, !m->closed, "module");
   static const lcu_field fields[] = {
       LCU_FIELD(lcu_mod, "jit_ns", LCU_U64, jit_ns),
       LCU_FIELD(lcu_mod, "jit_driver_ms", LCU_NUM, jit_driver_ms),
