@@ -417,9 +417,7 @@ end)
 
 describe("the current schema is per thread (#12 defect 12)", function()
   it("C threads: each dispatch opens under its own thread's schema; a new thread starts with the default", function()
-    local ok, out = shell.run("build/schema_threads 20000 2>&1")
-    assert.truthy(out:find("^ok dispatches=60000 wrong=0"), out)
-    assert.is_true(ok)
+    shell.prints("build/schema_threads 20000 2>&1", "^ok dispatches=60000 wrong=0")
   end)
 
   it("Lua states in threads: pp.use in one never reaches another's dispatches", function()
