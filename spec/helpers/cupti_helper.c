@@ -40,17 +40,25 @@ static void sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 
-/* A window of n launches of dur_ns, latency lat_ns each, kept for a wait. */
-static uint64_t window(uint64_t n, uint64_t dur, uint64_t lat, int mode) {
+/* A span of n launches of dur_ns, latency lat_ns each, closed in mode;
+ * complete as the fake takes it (1: the kernel's record comes complete, 0:
+ * it stays incomplete until a forced flush, -1: it never comes). */
+static uint64_t span_of(uint64_t n, uint64_t dur, uint64_t lat, int complete,
+                        int mode) {
   uint64_t open = pp_now_ns();
   uint64_t id = pp_cupti_span_begin();
   if (!id)
     return 0;
   for (uint64_t i = 0; i < n; i++)
-    launch(dur, lat, 1);
+    launch(dur, lat, complete);
   pp_cupti_span_end(id);
   pp_cupti_span_close(id, open, pp_now_ns(), mode);
   return id;
+}
+
+/* A window of finished kernels. */
+static uint64_t window(uint64_t n, uint64_t dur, uint64_t lat, int mode) {
+  return span_of(n, dur, lat, 1, mode);
 }
 
 static void case_basic(void) {
@@ -130,24 +138,55 @@ static void case_outside(void) {
   printf("ok %s\n", c);
 }
 
+/* A wait for a kept span of one 5 us kernel whose record stays incomplete
+ * (wait_incomplete), while `meanwhile` (when given) runs on another thread. */
+typedef struct {
+  int rc;          /* pp_cupti_span_wait's; -2: no thread for `meanwhile` */
+  pp_cupti_timeline t;
+  uint64_t forced; /* the forced flushes the wait took                     */
+  char why[256];
+} waited;
+
+static void wait_incomplete(uint64_t timeout_ns, void *(*meanwhile)(void *),
+                            waited *w) {
+  pp_cupti_stats before, after;
+  w->why[0] = 0;
+  pp_cupti_stats_get(&before);
+  uint64_t id = span_of(1, 5000, 0, 0, PP_CUPTI_KEEP);
+  pthread_t th;
+  if (meanwhile && pthread_create(&th, NULL, meanwhile, NULL) != 0) {
+    w->rc = -2;
+    return;
+  }
+  w->rc = pp_cupti_span_wait(id, timeout_ns, &w->t, w->why, sizeof w->why);
+  if (meanwhile)
+    pthread_join(th, NULL);
+  pp_cupti_stats_get(&after);
+  w->forced = after.forced_flushes - before.forced_flushes;
+}
+
+/* Whether the wait returned rc with its one kernel, untimed of it and
+ * sum_ns; a FAIL line when not. */
+static int waited_as(const char *c, const waited *w, int rc, uint64_t untimed,
+                     uint64_t sum_ns) {
+  const pp_cupti_timeline *t = &w->t;
+  if (w->rc == rc && t->kernels == 1 && t->untimed == untimed &&
+      t->sum_ns == sum_ns)
+    return 1;
+  printf("FAIL %s: rc %d kernels %llu untimed %llu sum %llu (%s)\n", c, w->rc,
+         U(t->kernels), U(t->untimed), U(t->sum_ns), w->why);
+  failures++;
+  return 0;
+}
+
 static void case_incomplete(void) {
   const char *c = "takes an incomplete record with a forced flush, as untimed";
-  char why[256] = "";
-  pp_cupti_stats before, after;
-  pp_cupti_stats_get(&before);
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(5000, 0, 0);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
-  pp_cupti_timeline t;
-  int rc = pp_cupti_span_wait(id, 50000000u, &t, why, sizeof why);
-  pp_cupti_stats_get(&after);
-  CHECK(c, rc == 1 && t.kernels == 1 && t.untimed == 1 && t.sum_ns == 0,
-        "rc %d kernels %llu untimed %llu sum %llu (%s)", rc, U(t.kernels),
-        U(t.untimed), U(t.sum_ns), why);
-  CHECK(c, strstr(why, "1 untimed") != NULL, "why: %s", why);
-  CHECK(c, after.forced_flushes > before.forced_flushes, "no forced flush");
+  waited w;
+  wait_incomplete(50000000u, NULL, &w);
+  if (!waited_as(c, &w, 1, 1, 0))
+    return;
+  CHECK(c, strstr(w.why, "1 untimed") != NULL, "why: %s", w.why);
+  CHECK(c, w.forced > 0, "no forced flush");
   printf("ok %s\n", c);
 }
 
@@ -162,36 +201,19 @@ static void *complete_later(void *arg) {
 
 static void case_running(void) {
   const char *c = "waits for a kernel still running, and keeps its times";
-  char why[256] = "";
-  pp_cupti_stats before, after;
-  pp_cupti_stats_get(&before);
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(5000, 0, 0);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
-  pthread_t th;
-  CHECK(c, pthread_create(&th, NULL, complete_later, NULL) == 0, "thread");
-  pp_cupti_timeline t;
-  int rc = pp_cupti_span_wait(id, 1000000000u, &t, why, sizeof why);
-  pthread_join(th, NULL);
-  pp_cupti_stats_get(&after);
-  CHECK(c, rc == 0 && t.kernels == 1 && t.untimed == 0 && t.sum_ns == 5000,
-        "rc %d kernels %llu untimed %llu sum %llu (%s)", rc, U(t.kernels),
-        U(t.untimed), U(t.sum_ns), why);
-  CHECK(c, after.forced_flushes == before.forced_flushes,
-        "a forced flush while the kernel ran");
+  waited w;
+  wait_incomplete(1000000000u, complete_later, &w);
+  CHECK(c, w.rc != -2, "thread");
+  if (!waited_as(c, &w, 0, 0, 5000))
+    return;
+  CHECK(c, w.forced == 0, "a forced flush while the kernel ran");
   printf("ok %s\n", c);
 }
 
 static void case_missing(void) {
   const char *c = "gives up on a kernel whose record never comes";
   char why[256] = "";
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(100, 0, -1);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
+  uint64_t id = span_of(1, 100, 0, -1, PP_CUPTI_KEEP);
   pp_cupti_timeline t;
   int rc = pp_cupti_span_wait(id, 20000000u, &t, why, sizeof why);
   CHECK(c, rc == 1 && t.launches == 1 && t.kernels == 0, "rc %d kernels %llu",
@@ -300,11 +322,7 @@ static void case_drain_gives_up(void) {
   const char *c = "a flush delivers a record whose kernel never came, without kernel time";
   pp_store_clear();
   pp_begin();
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(100, 0, -1);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_TO_DISPATCH);
+  span_of(1, 100, 0, -1, PP_CUPTI_TO_DISPATCH);
   pp_emit(NULL, NULL);
   pp_flush(100);
   pp_record r;
