@@ -239,13 +239,11 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
   lua_pushnil(L);
   while (lua_next(L, t)) {
     int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)) {
-      const char *k = lua_tostring(L, -2);
-      for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (strcmp(k, fields[i].name) == 0 &&
-            (fields[i].needs & allow) == fields[i].needs)
-          ok = 1;
-    }
+    const char *k = pp_lua_tokey(L, -2);
+    for (size_t i = 0; k && i < sizeof fields / sizeof fields[0]; i++)
+      if (strcmp(k, fields[i].name) == 0 &&
+          (fields[i].needs & allow) == fields[i].needs)
+        ok = 1;
     if (!ok) {
       lua_pop(L, 1);
       int nul = pp_lua_hasnul(L, -1);

@@ -69,9 +69,7 @@ static void check_opt_names(lua_State *L, int t) {
                                       "max_bytes", NULL};
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
-                        ? lua_tostring(L, -2)
-                        : NULL;
+    const char *k = pp_lua_tokey(L, -2);
     int found = 0;
     for (int i = 0; k && known[i]; i++)
       found |= strcmp(k, known[i]) == 0;

@@ -598,9 +598,7 @@ static void emit_args(lua_State *L, int t, const pp_schema *s,
                        &a->device_window_ns};
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
-                        ? lua_tostring(L, -2)
-                        : NULL;
+    const char *k = pp_lua_tokey(L, -2);
     int done = 0;
     for (int i = 0; k && !done && emit_fields[i]; i++)
       if (strcmp(k, emit_fields[i]) == 0) {
