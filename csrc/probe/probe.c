@@ -285,14 +285,22 @@ charge_since(pp_ticks started, uint64_t *ns, pp_ticks *now) {
   return a;
 }
 
-PP_EXPORT void pp_charge(int phase, pp_ticks started) {
+/* pp_charge and pp_lap: the time since `started` charged to phase; the
+ * clock's reading, or 0 where none was taken (no start, the probe off). */
+static inline __attribute__((always_inline)) pp_ticks
+charge_lap(int phase, pp_ticks started) {
   if (!started || !pp_enabled())
-    return;
+    return 0;
   uint64_t ns;
   pp_ticks now;
   pp_acc *a = charge_since(started, &ns, &now);
   if (a)
     add_phase(a, phase, ns);
+  return now;
+}
+
+PP_EXPORT void pp_charge(int phase, pp_ticks started) {
+  charge_lap(phase, started);
 }
 
 PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
@@ -302,14 +310,7 @@ PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
 }
 
 PP_EXPORT pp_ticks pp_lap(int phase, pp_ticks started) {
-  if (!started || !pp_enabled())
-    return 0;
-  uint64_t ns;
-  pp_ticks now;
-  pp_acc *a = charge_since(started, &ns, &now);
-  if (a)
-    add_phase(a, phase, ns);
-  return now;
+  return charge_lap(phase, started);
 }
 
 PP_EXPORT void pp_charge_remainder(int outer, pp_ticks started, int inner) {
