@@ -162,7 +162,7 @@ $(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
 # the emit mask (reference_spec); our probe driven by the script the
 # reference's driver reads (reference_spec).
 C_HELPERS := $(BUILD)/schema_threads $(BUILD)/scopes_helper $(BUILD)/record_helper $(BUILD)/script_probe
-$(C_HELPERS): $(BUILD)/%: spec/helpers/%.c $(STATIC) csrc/include/phaseprobe.h
+$(C_HELPERS): $(BUILD)/%: spec/helpers/%.c spec/helpers/check_cases.h $(STATIC) csrc/include/phaseprobe.h
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
@@ -405,7 +405,7 @@ FAKECUPTI := $(BUILD)/libfakecupti.so
 $(FAKECUPTI): spec/helpers/fakecupti.c | $(BUILD)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) -O2 -g -fPIC -shared -o $@ $<
-$(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
+$(BUILD)/cupti_helper: spec/helpers/cupti_helper.c spec/helpers/check_cases.h $(STATIC) $(HDRS)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
 test-build: $(FAKECUPTI) $(BUILD)/cupti_helper

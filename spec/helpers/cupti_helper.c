@@ -10,6 +10,7 @@
  */
 #include "phaseprobe.h"
 #include "pp_cupti.h"
+#include "check_cases.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -437,12 +438,7 @@ int main(int argc, char **argv) {
     printf("FAIL start: %s\n", why);
     return 1;
   }
-  /* Each case prints a FAIL line for what it finds wrong (CHECK); a case
-   * that printed none is ok. */
-  static const struct {
-    void (*run)(const char *c);
-    const char *name;
-  } cases[] = {
+  static const check_case cases[] = {
       {case_basic, "times a span's kernels on the probe clock"},
       {case_split, "splits device idle into host gap and launch latency"},
       {case_outside, "ignores launches outside the span"},
@@ -464,12 +460,7 @@ int main(int argc, char **argv) {
       {case_refcount,
        "counts starts and stops, and pins the probe clock meanwhile"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    int before = failures;
-    cases[i].run(cases[i].name);
-    if (failures == before)
-      printf("ok %s\n", cases[i].name);
-  }
+  CHECK_CASES_RUN(cases, failures);
   pp_cupti_stop();
   return failures ? 1 : 0;
 }
