@@ -506,14 +506,24 @@ describe("randomised scope programs", function()
   end)
   after_each(function() pp.store.enable(true) end)
 
+  -- n dispatches, and more (up to 4n) while fewer than 0.9n were decisive:
+  -- a dispatch whose thread was preempted has wide bounds that say little,
+  -- so on a loaded machine it takes more dispatches to check as much
   local function run(n)
     local seed = tonumber(os.getenv("PHASEPROBE_SCOPE_SEED") or "") or os.time()
-    local s = scope_programs(n, seed)
-    assert.are.same({}, s.failures)
-    assert.are.equal(n, s.dispatches)
+    local done, decisive, dmins = 0, 0, {}
+    for batch = 0, 3 do
+      local s = scope_programs(n, seed + batch)
+      assert.are.same({}, s.failures)
+      assert.are.equal(n, s.dispatches)
+      done, decisive = done + s.dispatches, decisive + s.decisive
+      dmins[#dmins + 1] = s.dmin
+      if decisive >= 0.9 * n then break end
+    end
     -- most dispatches must be decisive, or the bounds said little
-    assert.is_true(s.decisive >= 0.9 * n,
-      ("only %d of %d dispatches decisive (dmin %d ns, seed %d)"):format(s.decisive, n, s.dmin, seed))
+    assert.is_true(decisive >= 0.9 * n,
+      ("only %d of %d dispatches decisive (dmin %s ns, seeds from %d)"):format(decisive, done,
+        table.concat(dmins, ", "), seed))
   end
 
   it("keep the partition and charge each phase what it ran: 2,000 dispatches", function()
