@@ -311,12 +311,13 @@ function M.starvation(set)
       kernel = both:count() > 0 and both:summary("kernel_ns") or nil }
     if win:count() < out.n then
       out.notes[#out.notes + 1] = string.format(
-        "device_window_ns not measured (0) in %d of %d records", out.n - win:count(), out.n)
+        "device_window_ns not measured (0) in %s of %s records", report().num(out.n - win:count()),
+        report().num(out.n))
     end
     if both:count() < win:count() then
       out.notes[#out.notes + 1] = string.format(
-        "kernel_ns not measured (0) in %d of %d records with a device window",
-        win:count() - both:count(), win:count())
+        "kernel_ns not measured (0) in %s of %s records with a device window",
+        report().num(win:count() - both:count()), report().num(win:count()))
     end
   else
     out.notes[#out.notes + 1] = "no device_window_ns/kernel_ns fields: starvation not priced"
