@@ -68,7 +68,7 @@ describe("command output", function()
       { "compare", la, lb },
       { "whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest", DEMO },
       { "whatif", "--hits", "ptx", "--remove", "ptx_digest", DEMO },
-
+      { "ptx", table.unpack(ptx) },
     } do
       local rc, out, err = run(table.unpack(argv))
       assert.are.equal(0, rc, err)
@@ -105,7 +105,7 @@ describe("command output", function()
       { "report", DEMO }, { "fit", DEMO }, { "fit", "--phase", "lease", DEMO },
       { "compare", "--by", "knob", "base", "memo_digest+cache_scan+skip_gate", DEMO },
       { "whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest", DEMO },
-      { "whatif", "--hits", "ptx", DEMO }, { "report", "--group", "knob", DEMO },
+      { "whatif", "--hits", "ptx", DEMO }, { "report", "--group", "knob", DEMO }, { "demo" },
     } do
       local rc, out, err = run(table.unpack(argv))
       assert.are.equal(0, rc, err)
@@ -227,3 +227,53 @@ describe("command output", function()
   end)
 end)
 
+describe("phaseprobe ptx on numbers PTX cannot hold", function()
+  local PTX = [[
+.version 8.0
+.target sm_90
+.address_size 99999999999
+
+.visible .entry k(.param .align 3 .b8 a[16], .param .align 4 .b8 b[99999999999999999999],
+  .param .u64 c)
+.maxntid 99999999999, 1, 1
+{
+  .reg .b32 %r<9223372036854775808>;
+  .reg .b64 %rd<3>;
+  .shared .align 0 .b8 buf[16];
+  .local .align 8 .b8 big[9223372036854775807];
+  ret;
+}
+.global .align 18446744073709551616 .b8 g[4];
+]]
+
+  it("marks each clamped value instead of printing it as if true", function()
+    local path = tmpfile(PTX)
+    local rc, out, err = run("ptx", path)
+    os.remove(path)
+    assert.are.equal(0, rc, err)
+    matches_all(out, {
+      "%?%-bit addresses",
+      "launch bounds: %.maxntid %?, 1, 1\n",
+      "parameters: 3, %? bytes\n",
+      -- a: .align 3; b: its length past 2^63-1 (so its size, and c's offset)
+      "\n +1 +a +%.b8 +16 +%? +16 +0\n",
+      "\n +2 +b +%.b8 +%? +4 +%? +%?\n",
+      "\n +3 +c +%.u64 +8 +8 +%?\n",
+      "registers: %.b32 %?, %.b64 3\n",
+      -- buf: .align 0 (kept as 1); big: 2^63-1 bytes, a number PTX may hold
+      "\n +buf +shared +%.b8 +16 +%? +16%s",
+      "\n +big +local +%.b8 +9,223,372,036,854,775,807 +8 +9,223,372,036,854,775,807",
+      "\n +g +global +%.b8 +4 +%? +4%s",
+      "%(%? above: a number PTX cannot hold, named in these errors%)",
+    })
+    assert.is_nil(out:find("4,294,967,295", 1, true))
+    assert.is_nil(out:find("-9,223", 1, true))
+    assert.is_true(widest(out) <= 100, out)
+  end)
+
+  it("marks nothing in a scan without errors", function()
+    local rc, out = run("ptx", "examples/kernels/params.ptx")
+    assert.are.equal(0, rc)
+    assert.is_nil(out:find("?", 1, true))
+  end)
+end)
