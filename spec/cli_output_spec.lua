@@ -68,7 +68,7 @@ describe("command output", function()
       { "compare", la, lb },
       { "whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest", DEMO },
       { "whatif", "--hits", "ptx", "--remove", "ptx_digest", DEMO },
-      { "ptx", table.unpack(ptx) },
+      { "ptx", table.unpack(ptx) }, { "demo" },
     } do
       local rc, out, err = run(table.unpack(argv))
       assert.are.equal(0, rc, err)
