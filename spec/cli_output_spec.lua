@@ -178,6 +178,17 @@ describe("command output", function()
       .. " +18262276632972456099 +18446744073709551615 +18446744073709551612\n", out)
   end)
 
+  it("prints the scaling table's medians and the overrun note exactly with --raw", function()
+    local path = tmpfile { "p seq=1 nodes=1 x_ns=9223372036854775806 named_host_ns=4 wall_ns=5",
+      "p seq=2 nodes=2 x_ns=9223372036854775807 named_host_ns=18446744073709551614 wall_ns=5",
+      "p seq=3 nodes=3 x_ns=9223372036854775808 named_host_ns=4 wall_ns=18446744073709551613" }
+    local _, out = run("report", "--raw", path)
+    os.remove(path)
+    -- the median of the three x_ns, not the float nearest it (2^63)
+    assert.matches("\nx_ns +9223372036854775807 +inconclusive", out)
+    assert.matches("worst: seq=2 %(.-:2%), named 18446744073709551614, wall 5%.", out)
+  end)
+
   it("writes signs as a person does", function()
     assert.are.equal("-766 ns + 7.16 us x fixpoint", report.equation(-766, 7156, "fixpoint"))
     assert.are.equal("2.94 us - 1.20 ns x nodes", report.equation(2940, -1.2, "nodes"))
@@ -195,10 +206,43 @@ describe("command output", function()
 
   it("names the command once in an error", function()
     local rc, out, err = run("whatif", "--remove", "nosuch", DEMO)
-    assert.are.equal(1, rc)
+    assert.are.equal(2, rc)
     assert.are.equal("", out)
-    assert.matches("^phaseprobe whatif: no phase or nested region 'nosuch' %(known: prepare,", err)
+    assert.matches("^phaseprobe whatif: %-%-remove nosuch: no phase or nested region 'nosuch' "
+      .. "%(valid: prepare,", err)
     assert.is_nil(err:find("phaseprobe.whatif", 1, true))
+  end)
+
+  it("takes a bad value of an option as a usage error (exit 2) that lists the valid ones", function()
+    local KNOBS = "base, memo_digest, memo_digest%+cache_scan%+skip_gate"
+    for _, case in ipairs {
+      { { "compare", "--by", "knob", "base", "nosuch", DEMO },
+        "%-%-by knob: no records with knob=nosuch %(knob here: " .. KNOBS .. "%)" },
+      { { "compare", "--by", "nosuch", "a", "b", DEMO },
+        "%-%-by nosuch: no field 'nosuch' in the records %(tags: kernel_src, knob, shape; fields: seq," },
+      { { "whatif", "--remove", "ptx_digest", "--variant", "knob=nosuch", DEMO },
+        "%-%-variant knob=nosuch: no records with knob=nosuch %(knob here: " .. KNOBS .. "%)" },
+      { { "whatif", "--remove", "ptx_digest", "--variant", "nope=x", DEMO },
+        "%-%-variant nope=x: no field 'nope' in the records %(tags: kernel_src, knob, shape" },
+      { { "whatif", "--hits", "nope", DEMO }, "%-%-hits nope: no cache 'nope' %(valid: ptx%)" },
+      { { "whatif", "--scale", "nope=0.5", DEMO },
+        "%-%-scale nope=0%.5: no phase or nested region 'nope' %(valid: prepare, ptx," },
+      { { "whatif", "--remove", "ptx", "--wait", "nope", DEMO },
+        "%-%-wait nope: no phase 'nope' %(valid: prepare, ptx," },
+      { { "report", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
+      { { "fit", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
+      { { "report", "--fields", "wall_ns,nope", DEMO }, "%-%-fields: no field 'nope' in the records %(tags:" },
+      { { "fit", "--quantity", "nope", DEMO },
+        "%-%-quantity nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes," },
+      { { "fit", "--phase", "bogus", DEMO }, "%-%-phase: no phase or nested region 'bogus' %(valid: prepare," },
+      { { "plot", "--phase", "nope", DEMO }, "%-%-phase nope: not a phase or nested region" },
+    } do
+      local rc, out, err = run(table.unpack(case[1]))
+      local what = table.concat(case[1], " ")
+      assert.are.equal(2, rc, what .. ": " .. err)
+      assert.are.equal("", out, what)
+      assert.matches("^phaseprobe %a+: " .. case[2], err)
+    end
   end)
 
   it("prints nothing on stdout before a usage error", function()
@@ -222,7 +266,7 @@ describe("command output", function()
     assert.matches("projection error", out)
     local rc2, _, err2 = run("whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest",
       "--base", "nosuch", DEMO)
-    assert.are.equal(1, rc2)
+    assert.are.equal(2, rc2)
     assert.matches("%-%-base VALUE %(knob here: base, memo_digest%+cache_scan%+skip_gate%)", err2)
   end)
 end)

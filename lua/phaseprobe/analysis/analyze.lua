@@ -188,6 +188,11 @@ function M.overrun(set, info)
   local wall = cols[1][worst_i]
   out.worst = { seq = r.seq, wall = wall, named = wall + worst,
     file = both:columns():get(row, "@file"), line = both:columns():get(row, "@line") }
+  -- the exact digits of a u64 past 2^63-1 (a float in Lua), for --raw
+  if math.type(wall) == "float" then out.worst.wall_text = r:_text("wall_ns") end
+  if terms[2][1] == "named_host_ns" and math.type(cols[2][worst_i]) == "float" then
+    out.worst.named_text = r:_text("named_host_ns")
+  end
   return out
 end
 

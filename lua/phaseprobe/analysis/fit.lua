@@ -131,8 +131,10 @@ end
 -- y and its fit against each quantity ({[q] = fit}), for values that are
 -- not a field of a set (a difference of two fields, say).
 function M.decide(y, s, fits, quantities, opts)
+  -- (_raw: the summary's exact digits, for --raw: a u64 past 2^53 is a float)
   local res = report.printable({ name = y, n = s.count, median = s.median, fits = {}, also = {},
-    notes = {} }, report.verdict_text, "phaseprobe.verdict")
+    notes = {}, _raw = s._raw and { median = s._raw.median } }, report.verdict_text,
+    "phaseprobe.verdict")
   local function inconclusive(reason)
     res.verdict, res.reason = "inconclusive", reason
     return res
@@ -212,6 +214,7 @@ function M.decide(y, s, fits, quantities, opts)
   if small == testable then
     res.verdict = "fixed per dispatch"
     res.fixed_ns = s.median
+    if res._raw then res._raw.fixed = res._raw.median end
     res.ns_per_unit = 0
     res.effect = largest.effect
     res.quantity = nil

@@ -406,6 +406,41 @@ function M.summaries(items, opts)
   return text
 end
 
+-- ---- the choices of an option, for its error ------------------------------
+
+--- What a field option may name in a record set, for an error that lists
+-- the choices: "tags: a, b; fields: x, y, ..." (tags: fields holding text).
+function M.field_choices(set)
+  local cols = set:columns()
+  local tags, fields = {}, {}
+  for _, f in ipairs(set:fields()) do
+    if cols:kind(f) == "string" then tags[#tags + 1] = f else fields[#fields + 1] = f end
+  end
+  local parts = {}
+  if #tags > 0 then parts[#parts + 1] = "tags: " .. table.concat(tags, ", ") end
+  if #fields > 0 then parts[#parts + 1] = "fields: " .. table.concat(fields, ", ") end
+  return #parts > 0 and table.concat(parts, "; ") or "no fields"
+end
+
+--- The values field f takes in a record set, as text (at most `limit`,
+-- default 20, then "..."; a u64 past 2^63-1 by its digits).
+function M.field_values(set, f, limit)
+  limit = limit or 20
+  local out = {}
+  if not set:has(f) then return "none" end
+  for _, g in ipairs(set:group(f)) do
+    if #out == limit then out[#out + 1] = "..."; break end
+    if g.missing then
+      out[#out + 1] = "(none)"
+    elseif math.type(g.key) == "float" then
+      out[#out + 1] = g.set[1]:_text(f)
+    else
+      out[#out + 1] = tostring(g.key)
+    end
+  end
+  return table.concat(out, ", ")
+end
+
 -- ---- printable results (the REPL prints them with tostring) --------------
 
 local printable_mts = setmetatable({}, { __mode = "k" })
@@ -458,7 +493,7 @@ function M.list_text(title)
   return function(list)
     local names = {}
     for i, v in ipairs(list) do names[i] = tostring(v) end
-    return table.concat(M.wrap(string.format("%s (%d): %s", title, #names,
+    return table.concat(M.wrap(string.format("%s (%s): %s", title, M.num(#names),
       table.concat(names, ", ")), M.width, ""), "\n")
   end
 end
@@ -521,7 +556,7 @@ function M.scaling(s)
     rows[#rows + 1] = {
       name = indent .. v.name, n = v.n, median = v.median, verdict = v.verdict,
       fixed = v.fixed_ns, per = v.ns_per_unit ~= 0 and v.ns_per_unit or nil,
-      quality = v.quality, r2 = v.r2, reason = table.concat(why, "; "),
+      quality = v.quality, r2 = v.r2, reason = table.concat(why, "; "), _raw = v._raw,
     }
   end
   for _, v in ipairs(s.phases) do add(v, "") end
@@ -532,13 +567,15 @@ function M.scaling(s)
     for _, u in ipairs(s.untested) do parts[#parts + 1] = u.name .. " (" .. u.why .. ")" end
     local d = require("phaseprobe.analysis.fit").defaults
     head = head .. "\n" .. table.concat(M.wrap(string.format("not used for verdicts (a quantity needs "
-      .. "%d values, each held by %s of the records or %d of them): %s", d.min_distinct,
-      M.pct(d.min_share), d.min_records, table.concat(parts, "; ")), M.width, ""), "\n")
+      .. "%s values, each held by %s of the records or %s of them): %s", M.num(d.min_distinct),
+      M.pct(d.min_share), M.num(d.min_records), table.concat(parts, "; ")), M.width, ""), "\n")
   end
   local cols = with_n(rows, { key = "name", title = "phase" }, {
-    { key = "median", title = "median", fmt = M.ns, align = "right" },
+    { key = "median", title = "median", align = "right",
+      fmt = function(x, row) return M.figure("median", x, row, M.ns) end },
     { key = "verdict", title = "verdict" },
-    { key = "fixed", title = "fixed", fmt = M.ns, align = "right" },
+    { key = "fixed", title = "fixed", align = "right",
+      fmt = function(x, row) return M.figure("fixed", x, row, M.ns) end },
     { key = "per", title = "per unit", fmt = M.ns, align = "right" },
     { key = "quality", title = "quality", fmt = M.q, align = "right" },
     { key = "r2", title = "LS R2", fmt = M.q, align = "right" },
@@ -610,7 +647,8 @@ function M.overrun(o)
     .. "(saturated), so the residue reads low and phase shares of wall can pass 100%%: the wall "
     .. "was supplied by the caller (the reference's emit) or time was charged outside the "
     .. "dispatch.", M.num(o.n), M.num(o.of), M.pct(o.n / o.of), M.ns(o.max_over),
-    M.ns(o.median_over), tostring(w.seq or "?"), where, M.ns(w.named), M.ns(w.wall))
+    M.ns(o.median_over), tostring(w.seq or "?"), where,
+    M.raw and w.named_text or M.ns(w.named), M.raw and w.wall_text or M.ns(w.wall))
   return table.concat(M.wrap(text, M.width, ""), "\n")
 end
 
@@ -725,8 +763,8 @@ function M.whatif(r)
   for i, s in ipairs(r.steps) do
     local what = s.what
     if s.price then
-      what = string.format("%s (miss %s, hit %s over %d/%d dispatches)", what,
-        M.ns(s.price.miss_cost), M.ns(s.price.hit_cost), s.price.n_miss, s.price.n_hit)
+      what = string.format("%s (miss %s over %s dispatches, hit %s over %s)", what,
+        M.ns(s.price.miss_cost), M.num(s.price.n_miss), M.ns(s.price.hit_cost), M.num(s.price.n_hit))
     end
     steps[i] = { what = what, wall = -s.saved_wall, enq = s.saved_enqueue and -s.saved_enqueue }
   end
@@ -751,7 +789,7 @@ function M.whatif(r)
   if pe then
     local d = pe.dispatches
     add(string.format("wall per encode (%s -> %s dispatches)",
-      d and string.format("%.2f", d) or "?", M.num(pe.projected_dispatches)),
+      d and M.plain(d) or "?", M.num(pe.projected_dispatches)),
       pe.measured and pe.measured.wall, pe.projected.wall,
       d and v.wall and d * v.wall, nil)
     if pe.projected.enqueue then
@@ -770,7 +808,9 @@ function M.whatif(r)
     cols[#cols + 1] = { key = "err", title = "projection error", fmt = M.pct }
   end
   out[#out + 1] = M.table(rows, cols)
-  for _, n in ipairs(r.notes or {}) do out[#out + 1] = "note: " .. n end
+  for _, n in ipairs(r.notes or {}) do
+    for _, l in ipairs(M.wrap("note: " .. n, M.width, "")) do out[#out + 1] = l end
+  end
   return lines(out)
 end
 
@@ -842,7 +882,7 @@ function M.parse(rep, opts)
   local limit = opts.limit or 20
   for i, e in ipairs(rep.errors or {}) do
     if i > limit then
-      out[#out + 1] = string.format("... and %d more rejected lines", rep.rejected - limit)
+      out[#out + 1] = string.format("... and %s more rejected lines", M.num(rep.rejected - limit))
       break
     end
     out[#out + 1] = string.format("%s:%d:%d: %s", e.file, e.line, e.column, e.what)
