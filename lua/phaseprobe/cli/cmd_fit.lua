@@ -96,6 +96,9 @@ function C.run(args, ctx)
   end
   local mixed = report.variants(analyze.variants(set))
   if mixed then ctx.write(mixed, "\n") end
+  -- records whose phases exceed their wall: their residue reads 0
+  local over = report.overrun(analyze.overrun(set))
+  if over then ctx.write(over, "\n") end
   for _, w in ipairs(writers) do w() end
   local d = fit.defaults
   ctx.write("\n", table.concat(report.wrap(string.format("(verdict rules: a quantity needs %s "
