@@ -599,6 +599,7 @@ local function run_events(run, pid, tids, emit, opts, progress)
     local c = d.vals[f]
     return c and c[d.j]
   end
+  function d.record() return set:record(d.i) end
   local nphases = #phases
   local done = 0
   each_chunk(set, need, function(vals, m, i0)
@@ -680,8 +681,7 @@ local function run_events(run, pid, tids, emit, opts, progress)
           text = table.concat(parts)
         end
         d.track, d.start, d.dur, d.named, d.args = t, start, dur, named, text
-        d.vals, d.j, d.inexact = vals, j, inexact
-        d.record = function() return set:record(i) end
+        d.vals, d.j, d.inexact, d.i = vals, j, inexact, i
         for k = 1, #drawers do drawers[k](d, emit) end
       end
     end
