@@ -355,6 +355,7 @@ dl.summary dt { color: #555; }
 dl.summary dd { margin: 0; font-weight: 600; }
 p.counts { font-size: 13px; color: #444; margin: 2px 0 10px 0; }
 p.note { font-size: 13px; color: #444; max-width: 900px; }
+span.nowrap { white-space: nowrap; }
 p.warning { font-size: 14px; color: #7a1616; background: #fdf1f0; border-left: 4px solid #c0392b;
   padding: 6px 10px; max-width: 1000px; }
 figure { margin: 12px 0 18px 0; }
@@ -408,7 +409,11 @@ function M.render(desc)
     end
     out[#out + 1] = "</dl>"
   end
-  for _, w in ipairs(desc.warnings or {}) do out[#out + 1] = '<p class="warning">' .. esc(w) .. "</p>" end
+  -- (an option and its value, "--where knob=base", are kept on one line)
+  for _, w in ipairs(desc.warnings or {}) do
+    out[#out + 1] = '<p class="warning">' .. esc(w):gsub("%-%-[%w%-]+ [^%s;,()]+",
+      '<span class="nowrap">%0</span>') .. "</p>"
+  end
 
   local colors = {}
   if desc.bars then
