@@ -209,7 +209,7 @@ function M.decide(y, s, fits, quantities, opts)
     return inconclusive(string.format(
       "no quantity has the support to decide (need %s values each on %s of the records or %s "
       .. "records; most values: %s with %s)", num(opt(opts, "min_distinct")),
-      report.pct(opt(opts, "min_share")), num(opt(opts, "min_records")), most.q, num(most.d)))
+      pct(opt(opts, "min_share")), num(opt(opts, "min_records")), most.q, num(most.d)))
   end
   if small == testable then
     res.verdict = "fixed per dispatch"
