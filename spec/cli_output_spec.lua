@@ -236,6 +236,10 @@ describe("command output", function()
         "%-%-quantity nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes," },
       { { "fit", "--phase", "bogus", DEMO }, "%-%-phase: no phase or nested region 'bogus' %(valid: prepare," },
       { { "plot", "--phase", "nope", DEMO }, "%-%-phase nope: not a phase or nested region" },
+      { { "plot", "--bars", "--group", "nope", DEMO },
+        "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob, shape; fields:" },
+      { { "plot", "--phase", "ptx", "--by", "nope", DEMO },
+        "%-%-by nope: no record has a field 'nope' %(counts: nodes, ptx_bytes," },
     } do
       local rc, out, err = run(table.unpack(case[1]))
       local what = table.concat(case[1], " ")

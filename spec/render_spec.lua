@@ -350,6 +350,22 @@ describe("the numbers of the page", function()
     assert.is_nil(page:find("e+19", 1, true))
   end)
 
+  it("name an outlier by its seq as its line writes it, past 2^63-1 too", function()
+    local lines = {}
+    for i = 1, 200 do
+      local seq = i == 200 and "18446744073709551615" or tostring(i)
+      lines[i] = ("d seq=%s nodes=%d wall_ns=1000 readback_ns=%d"):format(seq, 10 * (i % 3 + 1),
+        i == 200 and 9000000 or 1000 + i)
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local p = require("phaseprobe.output.points").gather({ { name = "all", set = set } }, "nodes",
+      "readback_ns")
+    assert.are.equal(1, p.outliers)
+    assert.are.equal("18446744073709551615", p.series[1].outliers[1][3])
+    local page = html.report(set, {})
+    assert.truthy(page:find("seq 18446744073709551615", 1, true))
+  end)
+
   it("wrap a long bar label rather than cut it", function()
     local lines = {}
     for i = 1, 40 do

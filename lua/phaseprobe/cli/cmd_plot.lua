@@ -53,7 +53,16 @@ function C.run(args, ctx)
         :format(opts.phase, table.concat(names, ", ")))
     end
   end
-  require("phaseprobe.cli.cmd_html").need_fields(ctx, set, opts, { "by", "group" })
+  -- --by names a count, --group a tag or any field: each error lists what
+  -- the records hold
+  if opts.by and not set:has(opts.by) then
+    ctx.usage(("--by %s: no record has a field '%s' (counts: %s)"):format(opts.by, opts.by,
+      table.concat(L.counts, ", ")))
+  end
+  if opts.group and not set:has(opts.group) then
+    ctx.usage(("--group %s: no field '%s' in the records (%s)"):format(opts.group, opts.group,
+      report.field_choices(set)))
+  end
   local fits = label and html.analysis_fits(set, opts.by) or nil
   local desc = html.describe(set, { group = opts.group, by = opts.by, fits = fits })
   -- what the page warns about (mixed variants, phases past their wall):
