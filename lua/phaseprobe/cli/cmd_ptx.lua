@@ -265,24 +265,28 @@ local function checked(key, title, blank_zero)
   end }
 end
 
-local PARAM_COLS = {
-  { key = "i", title = "#" },
-  { key = "name", title = "name" },
+-- A declaration's storage columns (type, size, align, array), which the
+-- tables of parameters and of variables share, between first and last.
+local STORAGE_COLS = {
   { key = "type", title = "type", fmt = function(v) return v ~= "" and v or "-" end },
   checked("size", "size"), checked("align", "align"), checked("array", "array", true),
-  checked("offset", "offset"),
-  { key = "ptr", title = "ptr", fmt = yes },
 }
+local function around_storage(first, last)
+  local t = {}
+  for _, cols in ipairs { first, STORAGE_COLS, last } do
+    for _, c in ipairs(cols) do t[#t + 1] = c end
+  end
+  return t
+end
 
-local VAR_COLS = {
-  { key = "name", title = "name" },
-  { key = "space", title = "space" },
-  { key = "type", title = "type", fmt = function(v) return v ~= "" and v or "-" end },
-  checked("size", "size"), checked("align", "align"), checked("array", "array", true),
-  { key = "extern", title = "extern", fmt = yes },
-  { key = "visible", title = "visible", fmt = yes },
-  { key = "line", title = "line" },
-}
+local PARAM_COLS = around_storage(
+  { { key = "i", title = "#" }, { key = "name", title = "name" } },
+  { checked("offset", "offset"), { key = "ptr", title = "ptr", fmt = yes } })
+
+local VAR_COLS = around_storage(
+  { { key = "name", title = "name" }, { key = "space", title = "space" } },
+  { { key = "extern", title = "extern", fmt = yes }, { key = "visible", title = "visible", fmt = yes },
+    { key = "line", title = "line" } })
 
 local function param_rows(params, marks)
   local rows = {}
