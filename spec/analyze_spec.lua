@@ -235,7 +235,7 @@ describe("whatif", function()
     assert.has_error(function() whatif.project(cjk, { remove = { "ptx", "ptx_digest" } }) end,
       "phaseprobe.analysis.whatif: the scenario touches both ptx_ns and its nested region sub_ptx_digest_ns; they overlap")
     assert.has_error(function() whatif.project(cjk, { remove = { "frobnicate" } }) end,
-      "phaseprobe.analysis.whatif: no phase or nested region 'frobnicate' (known: prepare, ptx, lease, ptx_digest)")
+      "phaseprobe.analysis.whatif: no phase or nested region 'frobnicate' (valid: prepare, ptx, lease, ptx_digest)")
     assert.has_error(function() whatif.project(cjk, { scale = { ptx = -1 } }) end)
   end)
 end)
