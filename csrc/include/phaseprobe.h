@@ -349,9 +349,13 @@ int pp_record_field_present(const pp_record *r, size_t i);
  *     pp_emit(&(pp_emit_args){.seq = n, .wall_ns = w,
  *                             .given = PP_GIVEN_SEQ | PP_GIVEN_WALL}, NULL);
  *
- * The form of phaseprobe 0.1.0, with no `given` (0): a field at PP_AUTO is
- * the probe's, any other value is given, and no cache value is; it cannot
- * give UINT64_MAX. Callers written for it compile and behave as before. */
+ * The form of phaseprobe 0.1.0, with no `given` (0): a field at 0 (what a
+ * designated initializer leaves it) or at PP_AUTO is the probe's, any other
+ * value is given, and no cache value is. So its example,
+ * pp_emit(&(pp_emit_args){.seq = n}, NULL) after pp_end, keeps the
+ * measured wall and the recorded device window; that form cannot give 0 or
+ * UINT64_MAX (`given` can). Callers written for it compile and keep their
+ * meaning. */
 #define PP_AUTO UINT64_MAX
 typedef struct {
   uint64_t seq, wall_ns, enqueue_ns, wait_ns, device_window_ns;

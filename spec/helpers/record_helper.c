@@ -114,6 +114,40 @@ static void mask(void) {
   pp_emit(&(pp_emit_args){42, PP_AUTO, 0, 0, PP_AUTO}, &r);
 #pragma GCC diagnostic pop
   done(check(get(&r, "seq") == 42, "seq") & check(get(&r, "enqueue_ns") == 0, "enqueue"));
+
+  /* The example of the 0.1.0 header: only .seq named, the rest left zero by
+   * the designated initializer. A zero is the probe's, not a value. */
+  cs = "the older form: {.seq = n} after a measured dispatch keeps the measured wall";
+  pp_begin();
+  pp_ticks t0 = pp_now();
+  while (pp_ticks_to_ns(t0, pp_now()) < 100000)
+    ;
+  pp_end();
+  pp_emit(&(pp_emit_args){.seq = 7}, &r);
+  done(check(get(&r, "seq") == 7, "seq") &
+       check(get(&r, "wall_ns") >= 100000, "wall measured, not 0") &
+       check(get(&r, "unattributed_ns") == get(&r, "wall_ns"), "unattributed is the wall"));
+
+  cs = "the older form: {.seq = n} keeps a recorded device window";
+  pp_begin();
+  pp_record_device_window_ns(777);
+  pp_end();
+  pp_emit(&(pp_emit_args){.seq = 8}, &r);
+  done(check(get(&r, "seq") == 8, "seq") & check(get(&r, "device_window_ns") == 777, "window") &
+       check(get(&r, "wall_ns") > 0, "wall measured"));
+
+  cs = "the older form: a non-zero value is given, a zero seq is the counter's";
+  pp_record r1;
+  pp_begin();
+  pp_record_device_window_ns(777);
+  pp_emit(&(pp_emit_args){.wall_ns = 5000, .device_window_ns = 900, .enqueue_ns = 3}, &r1);
+  pp_begin();
+  pp_emit(&(pp_emit_args){.seq = 0, .wait_ns = 4}, &r);
+  done(check(get(&r1, "wall_ns") == 5000, "wall given") &
+       check(get(&r1, "device_window_ns") == 900, "window given") &
+       check(get(&r1, "enqueue_ns") == 3, "enqueue given") &
+       check(get(&r, "wait_ns") == 4, "wait given") &
+       check(get(&r, "seq") == get(&r1, "seq") + 1, "seq from the counter"));
 }
 
 static void caches(void) {
