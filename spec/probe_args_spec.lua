@@ -82,12 +82,26 @@ describe("embedded NULs", function()
     { "a sink option name", function() pp.sink("none", { ["write\0x"] = "record" }) end },
     { "an emit field name", function() pp.begin(); pp.emit { ["seq\0x"] = 1 } end },
     { "a schema field name", function() pp.schema { ["phases\0x"] = { "a" }, phases = { "a" }, use = false } end },
+    { "a notices path", function() pp.notices("/tmp/pp-notices\0x") end },
+    { "a notices target", function() pp.notices("none\0x") end },
   }
   for _, c in ipairs(cases) do
     it("in " .. c[1] .. " are refused", function()
       raises("NUL", c[2])
     end)
   end
+
+  it("a notices path cut at the NUL is never created", function()
+    os.remove("/tmp/pp-notices")
+    pcall(pp.notices, "/tmp/pp-notices\0x")
+    pp.notices("stderr")
+    assert.is_nil(io.open("/tmp/pp-notices"))
+  end)
+
+  it("in a key of the module table find no submodule", function()
+    assert.is_nil(pp["records\0x"])
+    assert.is_nil(rawget(pp, "records\0x"))
+  end)
 end)
 
 describe("the clock", function()
@@ -137,6 +151,37 @@ describe("the sink", function()
   it("takes a string or a number, nothing else", function()
     raises("bad argument #1", pp.sink, {})
     raises("bad argument #1", pp.sink, true)
+  end)
+end)
+
+describe("the notices", function()
+  before_each(fresh)
+  after_each(function() pp.notices("stderr") end)
+
+  it("take an integer descriptor: a float is an error, never a file name", function()
+    os.remove("1099511627776.0")
+    os.remove("3.0")
+    raises("descriptor must be an integer", pp.notices, 2 ^ 40)
+    raises("descriptor must be an integer", pp.notices, 3.0)
+    raises("descriptor must be an integer", pp.notices, 0 / 0)
+    raises("descriptor must be an integer", pp.notices, math.huge)
+    assert.is_nil(io.open("1099511627776.0"))
+    assert.is_nil(io.open("3.0"))
+  end)
+
+  it("a descriptor out of range is refused; one that names nothing open returns nil", function()
+    raises("descriptor out of range", pp.notices, -2)
+    raises("descriptor out of range", pp.notices, math.maxinteger)
+    local ok, msg = pp.notices(987)
+    assert.is_nil(ok)
+    assert.truthy(msg:find("descriptor 987", 1, true), msg)
+    assert.is_true(pp.notices(2))
+  end)
+
+  it("take a string or a number, nothing else", function()
+    raises("bad argument #1", pp.notices, {})
+    raises("bad argument #1", pp.notices, true)
+    raises("bad argument #1", pp.notices)
   end)
 end)
 
@@ -265,9 +310,18 @@ describe("embedded NULs in pp.cuda names, paths and options (fake driver)", func
       try("launch_option", function()
         return fn:launch { grid = 1, block = 1, args = { 1, 2.0, ctx:alloc(8), ctx:alloc(8) }, ["fence\0x"] = true }
       end)
+      -- a field looked up with a NUL finds no field of the cut name
+      try("ctx_field", function() return ctx["closed\0x"] end)
+      try("module_field", function() return mod["closed\0x"] end)
+      try("function_field", function() return fn["closed\0x"] end)
+      try("buffer_field", function() return ctx:alloc(8)["size\0x"] end)
+      try("stream_field", function() return ctx:stream()["default\0x"] end)
+      try("calibrate_source", function() return ctx:calibrate_events { samples = 2, source = "event\0x" } end)
     ]])
     assert(r._status, r._output)
-    for _, k in ipairs { "func", "global", "load_file", "load_option", "download_type", "kernel_source", "launch_option" } do
+    for _, k in ipairs { "func", "global", "load_file", "load_option", "download_type", "kernel_source", "launch_option",
+                         "ctx_field", "module_field", "function_field", "buffer_field", "stream_field",
+                         "calibrate_source" } do
       assert.truthy(r[k] and r[k]:find("NUL", 1, true), k .. ": " .. tostring(r[k]) .. "\n" .. r._output)
     end
   end)
@@ -295,5 +349,31 @@ describe("embedded NULs in pp.ptx and pp.parse names, paths and options", functi
     local p = pp.parse.new()
     nul(p.file, p, "examples/data/demo-h200.log\0x")
     nul(p.string, p, LINE, "run\0.log")
+  end)
+
+  it("a parser's prefixes and numeric fields", function()
+    nul(pp.parse.new, { prefix = "rec\0x" })
+    nul(pp.parse.new, { prefix = { "vyre-cuda-dispatch-phase", "rec\0x" } })
+    nul(pp.parse.new, { numeric = { "a\0b" } })
+    nul(pp.parse.new, { numeric = "a\0b" })
+    nul(pp.parse.string, LINE, { prefix = "vyre-cuda-dispatch-phase\0junk" })
+    nul(pp.parse.string, LINE, { source = "run\0.log" })
+  end)
+
+  it("a prefix given to pp.records.read", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(LINE)
+    f:close()
+    nul(pp.records.read, path, { prefix = "vyre-cuda-dispatch-phase\0junk" })
+    os.remove(path)
+  end)
+
+  it("the options of pp.parse.list and of a column query", function()
+    nul(pp.parse.list, { { seq = 1 } }, { text = "line\0x" })
+    nul(pp.parse.list, { { { "a", "x", "token\0x" } } })
+    nul(pp.parse.list, { { seq = 1 } }, { prefix = "rec\0x" })
+    local cols = pp.parse.string(LINE)
+    nul(cols.values, cols, "nodes", nil, "text\0x")
   end)
 end)

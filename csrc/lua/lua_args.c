@@ -79,6 +79,12 @@ int pp_lua_hasnul(lua_State *L, int idx) {
   return strlen(s) != len;
 }
 
+const char *pp_lua_fieldkey(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TSTRING || pp_lua_hasnul(L, idx))
+    return "";
+  return lua_tostring(L, idx);
+}
+
 int pp_lua_optswitch(lua_State *L, int arg) {
   if (lua_isnone(L, arg))
     return 1;

@@ -104,7 +104,9 @@ void lcu_unhold(lcu_ctx *c) {
 }
 
 int lcu_no_field(lua_State *L, const char *kind) {
-  return luaL_error(L, "%s has no field '%s'", kind, lua_tostring(L, 2));
+  int nul = pp_lua_hasnul(L, 2);
+  return luaL_error(L, "%s has no field '%s'%s", kind, luaL_tolstring(L, 2, NULL),
+                    nul ? " (it contains a NUL byte)" : "");
 }
 
 int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
@@ -337,7 +339,7 @@ static const lcu_field ctx_fields[] = {
 
 static int ctx_get(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, c->closed);
     return 1;

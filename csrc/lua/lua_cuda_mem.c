@@ -119,7 +119,7 @@ static int buf_tostring(lua_State *L) {
 
 static int buf_get(lua_State *L) {
   lcu_buf *b = check_buf(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, b->closed);
     return 1;

@@ -245,7 +245,7 @@ static int mod_tostring(lua_State *L) {
 
 static int mod_get(lua_State *L) {
   lcu_mod *m = check_mod(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, m->closed);
     return 1;
@@ -466,7 +466,7 @@ static const lcu_field fn_fields[] = {
 
 static int fn_get(lua_State *L) {
   lcu_fn *fn = lcu_check_fn(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, fn->closed || fn->m->closed);
     return 1;
@@ -631,7 +631,7 @@ static const lcu_field global_fields[] = {
 
 static int global_get(lua_State *L) {
   lcu_global *g = luaL_checkudata(L, 1, LCU_GLOBAL_MT);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, g->closed || g->m->closed);
     return 1;

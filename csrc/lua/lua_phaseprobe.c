@@ -750,8 +750,8 @@ static int l_thread_id(lua_State *L) {
  * put lua/ on it); where it is not found, the field is nil. An error
  * inside the submodule itself is raised, not hidden. */
 static int lazy_index(lua_State *L) {
-  const char *k = lua_tostring(L, 2);
-  if (lua_type(L, 2) != LUA_TSTRING || !*k || strlen(k) > 64)
+  const char *k = pp_lua_fieldkey(L, 2); /* "" for "records\0x" */
+  if (!*k || strlen(k) > 64)
     return 0;
   for (const char *p = k; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || *p == '_'))

@@ -186,13 +186,16 @@ static int l_sink(lua_State *L) {
 static int l_notices(lua_State *L) {
   int rc;
   const char *what = NULL;
-  if (lua_isinteger(L, 1)) {
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    /* as pp.sink: a float is neither a path nor a descriptor */
+    if (!lua_isinteger(L, 1))
+      return luaL_argerror(L, 1, "descriptor must be an integer");
     lua_Integer fd = lua_tointeger(L, 1);
     if (fd < -1 || fd > INT_MAX)
       return luaL_argerror(L, 1, "descriptor out of range");
     rc = pp_notices_fd((int)fd);
   } else {
-    what = luaL_checkstring(L, 1);
+    what = pp_lua_checkname(L, 1);
     if (strcmp(what, "stderr") == 0)
       rc = pp_notices_fd(2);
     else if (strcmp(what, "none") == 0)

@@ -109,6 +109,10 @@ int pp_lua_checkoption(lua_State *L, int arg, const char *def,
                        const char *const lst[]);
 const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
 int pp_lua_hasnul(lua_State *L, int idx);
+/* The key at idx of a getter (__index for fields): the string, or "" (which
+ * names no field) for a key that is not a string or holds a NUL, so
+ * obj["closed\0x"] finds no "closed". */
+const char *pp_lua_fieldkey(lua_State *L, int idx);
 /* An optional boolean switch (pp.enable(on), pp.store.enable(on)): none is
  * true; anything but a boolean is refused (0 and "no" are true in Lua). */
 int pp_lua_optswitch(lua_State *L, int arg);
