@@ -103,6 +103,21 @@ describe("cache values given to emit", function()
     raises("unknown field 'ptx_cache_hit'", pp.emit, { ptx_cache_hit = 1 })
     pp.emit()
   end)
+
+  it("an unknown field's error names it and lists the valid fields", function()
+    pp.begin()
+    local valid = "(valid: seq, wall_ns, enqueue_ns, wait_ns, device_window_ns, ptx_cache_hits, "
+      .. "ptx_cache_misses, ptx_cache_disk_hits)"
+    raises("unknown field 'foo' " .. valid, pp.emit, { foo = 1, wall_ns = 1 })
+    raises("unknown field 'foo' " .. valid, pp.emit, { foo = 1 })
+    raises("unknown field '1' " .. valid, pp.emit, { 7 })
+    raises("unknown field 'seq' (it contains a NUL byte) " .. valid, pp.emit, { ["seq\0x"] = 1 })
+    pp.schema { prefix = "mine", phases = { "plan" }, caches = { "pso" } }
+    pp.begin()
+    raises("unknown field 'foo' (valid: seq, wall_ns, enqueue_ns, wait_ns, device_window_ns, "
+      .. "pso_cache_hits, pso_cache_misses, pso_cache_disk_hits)", pp.emit, { foo = 1 })
+    pp.use(pp.default_schema())
+  end)
 end)
 
 describe("from C", function()

@@ -575,8 +575,11 @@ static int l_is_open(lua_State *L) {
 static const char *const emit_fields[] = {"seq", "wall_ns", "enqueue_ns",
                                           "wait_ns", "device_window_ns", NULL};
 
+/* Raises for the key on top of the stack: its text first (luaL_tolstring
+ * pushes it), then the valid fields, so each argument names what it should. */
 static int emit_unknown(lua_State *L, const pp_schema *s) {
   int nul = pp_lua_hasnul(L, -1);
+  const char *key = luaL_tolstring(L, -1, NULL);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "seq, wall_ns, enqueue_ns, wait_ns, device_window_ns");
@@ -587,9 +590,8 @@ static int emit_unknown(lua_State *L, const pp_schema *s) {
   }
   luaL_pushresult(&b);
   return luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: %s)",
-                    luaL_tolstring(L, -2, NULL),
-                    nul ? " (it contains a NUL byte)" : "",
-                    lua_tostring(L, -2));
+                    key, nul ? " (it contains a NUL byte)" : "",
+                    lua_tostring(L, -1));
 }
 
 /* The value at the top of the stack, for field `name`. */
