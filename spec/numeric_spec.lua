@@ -114,6 +114,21 @@ describe("pp.numeric", function()
     assert.is_true(near(s.p90, big))
   end)
 
+  it("claims no fit over an infinite value that it cannot know", function()
+    local inf = math.huge
+    local function is_nan(x) return x ~= x end
+    local f = pp.numeric.fit({ 1, 2, 3, 4 }, { 1, 2, 3, inf })
+    assert.is_true(is_nan(f.ls.slope) and is_nan(f.ls.intercept) and is_nan(f.ls.r2), "ls")
+    assert.is_true(is_nan(f.ts.r2), "ts r2")
+    -- Theil-Sen's median of slopes still sees through one infinite outlier
+    f = pp.numeric.fit({ 1, 2, 3, 4, 5 }, { 1, 2, 3, 4, -inf })
+    assert.are.same({ 1, 0 }, { f.ts.slope, f.ts.intercept })
+    assert.is_true(is_nan(f.ls.slope) and is_nan(f.ls.r2) and is_nan(f.ts.r2))
+    f = pp.numeric.fit({ 1, 2, inf }, { 1, 2, 3 })
+    assert.is_true(is_nan(f.ls.slope) and is_nan(f.ls.r2), "an infinite x")
+    assert.are.equal(true, f.ok)
+  end)
+
   it("summarises nothing as count 0 and no other field", function()
     local s = pp.numeric.summary({})
     assert.are.equal(0, s.count)

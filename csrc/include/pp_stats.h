@@ -83,7 +83,8 @@ typedef struct {
 #define PP_TS_SAMPLE_PAIRS 100000
 #define PP_TS_SAMPLE_POINTS 65536
 /* x and y are not modified. A point with a NaN coordinate is left out
- * (counted in out->nan). Returns 0, or -1 out of memory. */
+ * (counted in out->nan); one with an infinite coordinate leaves least
+ * squares and both r2 NaN. Returns 0, or -1 out of memory. */
 int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out);
 /* The same in stages, for many fits over shared columns: statistics of
  * an x column and of a y column once, then one pass a pair. */

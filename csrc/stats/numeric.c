@@ -584,7 +584,12 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
     return 0;
   }
   out->ok = 1;
-  out->ls_r2 = syy > 0 ? (sxy * sxy) / (sxx * syy) : 1.0;
+  /* An infinite coordinate leaves the sums of squares without a number:
+   * least squares and both r2 are then unknown, never a perfect 1. */
+  int sums_known = isfinite(sxx) && isfinite(syy) && isfinite(sxy);
+  if (!sums_known)
+    out->ls_slope = out->ls_intercept = NAN;
+  out->ls_r2 = !sums_known ? NAN : syy > 0 ? (sxy * sxy) / (sxx * syy) : 1.0;
   if (theil_sen_slope(x, y, n, out) != 0)
     return -1;
   double b = out->ts_slope, mad_r;
@@ -602,7 +607,9 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
   double ssr = syy - 2 * b * sxy + b * b * sxx + (double)n * c * c;
   if (ssr < 0)
     ssr = 0;
-  out->ts_r2 = syy > 0 ? 1.0 - ssr / syy : (ssr > 0 ? 0.0 : 1.0);
+  out->ts_r2 = !sums_known ? NAN
+               : syy > 0   ? 1.0 - ssr / syy
+                           : (ssr > 0 ? 0.0 : 1.0);
   return 0;
 }
 
