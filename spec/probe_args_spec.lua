@@ -202,6 +202,63 @@ describe("a dispatch", function()
     assert.are.equal(before + 1, pp.stats().abandoned)
   end)
 
+  -- The notice is said once per process: each case runs in a fresh one.
+  local function notices_of(script)
+    local shell = require "helpers.shell"
+    local out = os.tmpname()
+    local src = os.tmpname()
+    local f = assert(io.open(src, "wb"))
+    f:write('package.cpath = "./?.so;" .. package.cpath\n',
+      'local pp = require "phaseprobe"\n',
+      'pp.enable(); pp.sink("none"); assert(pp.notices(', ("%q"):format(out), '))\n',
+      script, '\nassert(pp.flush())\n')
+    f:close()
+    local ok, output = shell.run((os.getenv("PHASEPROBE_LUA") or "lua5.4") .. " " .. src)
+    os.remove(src)
+    assert(ok, output)
+    local text = assert(io.open(out, "rb")):read("a")
+    os.remove(out)
+    return text, output
+  end
+
+  it("charges made before pp.begin and dropped by it are said, once, with what they held", function()
+    local text = notices_of [[
+      pp.add_ns("ptx", 500); pp.counts { nodes = 7 }
+      pp.begin()
+      local r = pp.emit()
+      assert(r.ptx_ns == 0 and r.nodes == 0, "the charges are not merged")
+      pp.add_ns("stage", 9); pp.begin(); pp.emit()
+      assert(pp.stats().abandoned == 2, "both counted")
+    ]]
+    assert.truthy(text:find("dropped a dispatch", 1, true), text)
+    assert.truthy(text:find("ptx_ns=500", 1, true), text)
+    assert.truthy(text:find("nodes=7", 1, true), text)
+    assert.truthy(text:find("abandoned", 1, true), text)
+    local _, n = text:gsub("dropped a dispatch", "")
+    assert.are.equal(1, n, text)
+  end)
+
+  it("a dispatch begun and begun again is said too", function()
+    local text = notices_of [[
+      pp.begin()
+      pp.begin()
+      pp.emit()
+    ]]
+    assert.truthy(text:find("dropped a dispatch", 1, true), text)
+    assert.truthy(text:find("begun", 1, true), text)
+  end)
+
+  it("a begin after an emit drops nothing and says nothing", function()
+    local text = notices_of [[
+      pp.begin(); pp.add_ns("ptx", 5); pp.emit()
+      pp.begin(); pp.emit()
+      pp.add_ns("ptx", 5); pp.emit { wall_ns = 10 }
+      pp.begin(); pp.emit()
+      assert(pp.stats().abandoned == 0)
+    ]]
+    assert.are.equal("", text)
+  end)
+
   it("a begin after an emit drops nothing", function()
     local before = pp.stats().abandoned
     pp.begin(); pp.emit()

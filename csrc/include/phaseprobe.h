@@ -190,7 +190,10 @@ enum { PP_CACHE_PTX = 0 };
 
 /* ---- the per-thread accumulator ------------------------------------------ */
 /* Opens a dispatch on this thread: clears the accumulator, binds it to the
- * current schema and takes the start time. */
+ * current schema and takes the start time. A dispatch still pending (begun,
+ * or charged without pp_begin, and not emitted) is dropped, not merged:
+ * counted in pp_stats().abandoned and, the first time in the process, said
+ * through the notices with what it held. */
 void pp_begin(void);
 /* Captures wall_ns (begin to now); later charges still land in the record. */
 void pp_end(void);
