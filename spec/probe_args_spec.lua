@@ -297,6 +297,41 @@ describe("marks and laps", function()
     raises("bad argument #2", pp.lap, "ptx", "12")
     raises("bad argument #2", pp.charge, "ptx", {})
   end)
+
+  it("a value that cannot be a start (before the clock's start, or later than now) is refused", function()
+    pp.begin()
+    local later = pp.mark() + 1000000000000 -- 10^12 ticks: minutes ahead on any clock
+    for _, bad in ipairs { 1, 0x7fff, later, math.maxinteger, -5 } do
+      local err = raises("not a start from phaseprobe.mark()", pp.lap, "prepare", bad)
+      assert.truthy(tostring(err):find("bad argument #2", 1, true), tostring(err))
+      raises("not a start", pp.charge, "ptx", bad)
+      raises("not a start", pp.charge_since, "ptx", bad)
+      raises("not a start", pp.charge_nested, "ptx_digest", bad)
+      raises("not a start", pp.charge_remainder, "ptx", bad, "stage")
+    end
+    raises("earlier than the probe clock's first reading", pp.lap, "prepare", 1)
+    raises("later than now", pp.lap, "prepare", later)
+    -- nothing was charged, and a start from pp.mark() still is
+    local t = pp.mark()
+    t = pp.lap("stage", t)
+    local r = pp.emit()
+    assert.are.same({ 0, 0, 0 }, { r.prepare_ns, r.ptx_ns, r.sub_ptx_digest_ns })
+    assert.is_true(math.type(t) == "integer")
+  end)
+
+  it("pp.now() (nanoseconds) is not a start where the clock counts ticks", function()
+    if pp.clock().tsc_ghz == 0 then
+      return pending("no calibrated TSC here: every clock counts nanoseconds, so pp.now() is a start")
+    end
+    local home = pp.clock().name
+    assert.is_true(pp.select_clock("tsc"))
+    pp.begin()
+    local err = raises("not a start from phaseprobe.mark()", pp.lap, "ptx", pp.now())
+    assert.truthy(tostring(err):find("pp.now() is in ns", 1, true), tostring(err))
+    local r = pp.emit()
+    assert.are.equal(0, r.ptx_ns)
+    pp.select_clock(home)
+  end)
 end)
 
 describe("switches", function()

@@ -132,6 +132,7 @@ describe("from C", function()
       "the older form: a non-zero value is given, a zero seq is the counter's",
       "explicit cache values override the dispatch's events", "a cache not given keeps its events",
       "a tag that another thread's schema made a field",
+      "a start that is not a mark is counted and charges nothing",
       "the environment is read at load, and again by pp_enable_from_env",
       "pp_clock_select refuses while this thread has a dispatch or a scope open",
     })

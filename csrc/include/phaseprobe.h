@@ -207,6 +207,12 @@ static inline pp_ticks pp_mark(void) { return pp_enabled() ? pp_now() : 0; }
 
 void pp_add_ns(int phase, uint64_t ns);
 void pp_add_nested_ns(int nested, uint64_t ns);
+/* Starts come from pp_mark (or pp_now, or a previous pp_lap): ticks of the
+ * clock in use. A start that cannot be one (earlier than the clock's first
+ * reading in this process, such as a small number, or nanoseconds from
+ * pp_now_ns where the clock counts TSC ticks; or more than 1 ms later than
+ * the call) charges nothing and is counted in pp_stats().bad_starts; a
+ * start later by less than that charges 0. */
 /* Charge the time since `started` (from pp_mark; 0 is a no-op). */
 void pp_charge(int phase, pp_ticks started);
 /* Charge the time since `started`, which the caller took for its own use. */
@@ -469,6 +475,10 @@ typedef struct {
                              "none"                                        */
   uint64_t abandoned;     /* dispatches dropped by a pp_begin over them:
                              begun (or charged) and never emitted          */
+  uint64_t bad_starts;    /* pp_charge, pp_lap, ... calls that charged
+                             nothing: their start cannot be a pp_mark
+                             (earlier than the clock's first reading, or
+                             more than 1 ms after the call)                */
 } pp_stats_t;
 void pp_stats(pp_stats_t *out);
 

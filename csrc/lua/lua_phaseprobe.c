@@ -336,8 +336,10 @@ static int l_mark(lua_State *L) {
 
 /* A start from pp.mark(): an integer, or nil (pp.mark() while disabled:
  * the charge is skipped). Absent, it is refused: pp.lap("ptx") is a call
- * that forgot its start. */
+ * that forgot its start; so is an integer no mark can be (pp_start_check):
+ * a small number, pp.now()'s nanoseconds on the TSC, a time ahead. */
 static pp_ticks opt_ticks(lua_State *L, int arg) {
+  pp_take_bad_start(); /* a note left by a C caller's charge is not ours */
   if (lua_isnil(L, arg))
     return 0;
   if (!lua_isinteger(L, arg))
@@ -350,11 +352,25 @@ static pp_ticks opt_ticks(lua_State *L, int arg) {
   return (pp_ticks)lua_tointeger(L, arg);
 }
 
+/* After a charge from the start at `arg`: raises where the charge refused
+ * it (pp_start_check; nothing was charged). */
+static void check_start(lua_State *L, int arg) {
+  int why = pp_take_bad_start();
+  if (__builtin_expect(why != PP_START_OK, 0))
+    luaL_argerror(
+        L, arg,
+        why == PP_START_EARLY
+            ? "not a start from phaseprobe.mark(): earlier than the probe "
+              "clock's first reading (pp.now() is in ns, not a mark)"
+            : "not a start from phaseprobe.mark(): later than now");
+}
+
 static int l_charge(lua_State *L) {
   if (!pp_enabled())
     return 0;
   int idx = scope_index(L, get_state(L), open_schema(L, "charge"), 0, "charge");
   pp_charge(idx, opt_ticks(L, 2));
+  check_start(L, 2);
   return 0;
 }
 
@@ -366,6 +382,7 @@ static int l_lap(lua_State *L) {
   int idx = scope_index(L, get_state(L), open_schema(L, "lap"), 0, "lap");
   pp_ticks t = opt_ticks(L, 2);
   lua_pushinteger(L, (lua_Integer)(t ? pp_lap(idx, t) : pp_now_inline()));
+  check_start(L, 2);
   return 1;
 }
 
@@ -375,6 +392,7 @@ static int l_charge_nested(lua_State *L) {
   int idx = scope_index(L, get_state(L), open_schema(L, "charge_nested"), 1,
                         "charge_nested");
   pp_charge_nested(idx, opt_ticks(L, 2));
+  check_start(L, 2);
   return 0;
 }
 
@@ -385,6 +403,7 @@ static int l_charge_remainder(lua_State *L) {
   pp_ticks t = opt_ticks(L, 2);
   int inner = lookup(L, 3, 0, "charge_remainder");
   pp_charge_remainder(outer, t, inner);
+  check_start(L, 2);
   return 0;
 }
 

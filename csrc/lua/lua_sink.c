@@ -253,6 +253,7 @@ static int l_stats(lua_State *L) {
   pp_lua_set_int(L, "lines_dropped", s.lines_dropped);
   pp_lua_set_int(L, "lines_pending", s.lines_pending);
   pp_lua_set_int(L, "abandoned", s.abandoned);
+  pp_lua_set_int(L, "bad_starts", s.bad_starts);
   lua_pushstring(L, s.sink);
   lua_setfield(L, -2, "sink");
   if (s.line_failures) {

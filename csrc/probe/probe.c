@@ -25,6 +25,7 @@ static pthread_once_t acc_key_once = PTHREAD_ONCE_INIT;
 static uint64_t next_acc_id;
 static uint64_t abandoned; /* dispatches dropped by a pp_begin over them */
 static int abandoned_said; /* the first drop is said (a notice), once */
+static uint64_t bad_starts; /* charges refused: a start no mark can be */
 
 /* A scope's identity: the thread's accumulator id in the top 24 bits, then
  * a count, so a scope of one thread never matches one of another. */
@@ -92,6 +93,23 @@ void pp_acc_clear(pp_acc *a) {
 
 uint64_t pp_abandoned_count(void) {
   return __atomic_load_n(&abandoned, __ATOMIC_RELAXED);
+}
+
+static __thread int tls_bad_start __attribute__((tls_model("initial-exec")));
+
+void pp_note_bad_start(int why) {
+  __atomic_fetch_add(&bad_starts, 1, __ATOMIC_RELAXED);
+  tls_bad_start = why;
+}
+
+int pp_take_bad_start(void) {
+  int why = tls_bad_start;
+  tls_bad_start = 0;
+  return why;
+}
+
+uint64_t pp_bad_start_count(void) {
+  return __atomic_load_n(&bad_starts, __ATOMIC_RELAXED);
 }
 
 PP_EXPORT void pp_set_enabled(int on) {
@@ -330,10 +348,18 @@ PP_EXPORT void pp_add_nested_ns(int nested, uint64_t ns) {
 /* The charges of a time since `started`: reads the clock (first, so the
  * accumulator's lookup is not charged), counts the read in the open
  * dispatch, and gives the ns since started (0 backwards) and the reading.
- * NULL where no dispatch can take the charge. Inlined into each entry. */
+ * NULL where no dispatch can take the charge, or where `started` cannot be
+ * a mark (earlier than the clock's first reading, or well after now: a
+ * number that did not come from pp_mark): that is counted (pp_stats:
+ * bad_starts) and charges nothing. Inlined into each entry. */
 static inline __attribute__((always_inline)) pp_acc *
 charge_since(pp_ticks started, uint64_t *ns, pp_ticks *now) {
   *now = pp_now_inline();
+  int why = pp_start_check(started, *now);
+  if (__builtin_expect(why != PP_START_OK, 0)) {
+    pp_note_bad_start(why);
+    return NULL;
+  }
   pp_acc *a = open_acc();
   if (!a)
     return NULL;
