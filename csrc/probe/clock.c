@@ -134,7 +134,8 @@ static double cost_ns(pp_clock_kind kind) {
 
 static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
 
-/* Each clock's first reading once it is in use: no mark of it is earlier. */
+/* Each clock's first reading once it is in use, less 1 ms (for a reading
+ * of another CPU's TSC): no mark of it is earlier. */
 static pp_ticks origins[3];
 
 static pp_ticks read_kind(pp_clock_kind kind) {
@@ -150,8 +151,13 @@ static pp_ticks read_kind(pp_clock_kind kind) {
 static void apply(pp_clock_kind kind) {
   info.kind = kind;
   info.name = names[kind];
-  if (!origins[kind])
-    origins[kind] = read_kind(kind);
+  if (!origins[kind]) {
+    pp_ticks t = read_kind(kind);
+    uint64_t slack = kind == PP_CLOCK_TSC
+                         ? (uint64_t)(info.tsc_ghz * PP_START_SLACK_NS)
+                         : PP_START_SLACK_NS;
+    origins[kind] = t > slack ? t - slack : 1;
+  }
   __atomic_store_n(&pp_clk.origin, origins[kind], __ATOMIC_RELAXED);
   __atomic_store_n(&pp_clk.mult, kind == PP_CLOCK_TSC ? info.mult : 1ull << 32,
                    __ATOMIC_RELAXED);

@@ -85,14 +85,15 @@ static inline uint64_t pp_ticks_delta_ns(pp_ticks from, pp_ticks to) {
 
 /* Whether `started` can be a mark of the clock in use, read before `now`:
  * PP_START_OK; PP_START_EARLY, earlier than the clock's first reading in
- * this process (a small number, or nanoseconds where the clock counts
- * ticks: pp_now_ns is not a start); PP_START_LATE, later than now by more
- * than PP_START_SLACK_NS (a start a little later, from another CPU's
- * reading, charges 0). */
+ * this process less 1 ms (a small number, or nanoseconds where the clock
+ * counts ticks: pp_now_ns is not a start); PP_START_LATE, later than now
+ * by more than PP_START_SLACK_NS (a start a little later, from another
+ * CPU's reading, charges 0). */
 enum { PP_START_OK = 0, PP_START_EARLY = 1, PP_START_LATE = 2 };
 #define PP_START_SLACK_NS 1000000u
 static inline int pp_start_check(pp_ticks started, pp_ticks now) {
-  if (__builtin_expect(started < __atomic_load_n(&pp_clk.origin, __ATOMIC_RELAXED), 0))
+  pp_ticks origin = __atomic_load_n(&pp_clk.origin, __ATOMIC_RELAXED);
+  if (__builtin_expect(started < origin, 0))
     return PP_START_EARLY;
   if (__builtin_expect(started > now, 0) &&
       pp_ticks_delta_ns(now, started) > PP_START_SLACK_NS)
