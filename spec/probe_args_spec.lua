@@ -185,6 +185,17 @@ describe("the notices", function()
   end)
 end)
 
+describe("pp.isatty", function()
+  it("takes a file or an integer descriptor: a float or a numeric string is refused", function()
+    raises("descriptor must be an integer", pp.isatty, 3.0)
+    raises("descriptor must be an integer", pp.isatty, 2 ^ 40)
+    raises("file or descriptor expected", pp.isatty, "1")
+    raises("file or descriptor expected", pp.isatty, {})
+    assert.is_false(pp.isatty(io.tmpfile()))
+    assert.are.equal("boolean", type(pp.isatty(2)))
+  end)
+end)
+
 describe("a dispatch", function()
   before_each(fresh)
 

@@ -275,7 +275,11 @@ static int l_isatty(lua_State *L) {
     luaL_argcheck(L, s->closef != NULL && s->f != NULL, 1, "closed file");
     fd = fileno(s->f);
   } else {
-    lua_Integer n = luaL_checkinteger(L, 1);
+    /* as pp.sink and pp.notices: a descriptor is an integer, never a float
+     * or a string that reads as one */
+    luaL_argexpected(L, lua_type(L, 1) == LUA_TNUMBER, 1, "file or descriptor");
+    luaL_argcheck(L, lua_isinteger(L, 1), 1, "descriptor must be an integer");
+    lua_Integer n = lua_tointeger(L, 1);
     luaL_argcheck(L, n >= 0 && n <= INT_MAX, 1, "a file descriptor is >= 0");
     fd = (int)n;
   }
