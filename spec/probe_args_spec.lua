@@ -330,6 +330,14 @@ describe("marks and laps", function()
     assert.is_true(math.type(t) == "integer")
   end)
 
+  it("ticks_to_ns converts marks only, as the charges take them", function()
+    local t0 = pp.mark()
+    raises("bad argument #1", pp.ticks_to_ns, 1, t0)
+    raises("not a mark from phaseprobe.mark()", pp.ticks_to_ns, 1, t0)
+    raises("bad argument #2", pp.ticks_to_ns, t0, t0 + 1000000000000)
+    assert.is_true(pp.ticks_to_ns(t0, pp.mark()) >= 0)
+  end)
+
   it("pp.now() (nanoseconds) is not a start where the clock counts ticks", function()
     if pp.clock().tsc_ghz == 0 then
       return pending("no calibrated TSC here: every clock counts nanoseconds, so pp.now() is a start")

@@ -751,10 +751,22 @@ static int l_now(lua_State *L) {
   return 1;
 }
 
+/* ticks_to_ns(from, to): marks to ns, 0 backwards; a number no mark can
+ * be (pp_start_check) is refused, as the charges refuse it. */
 static int l_ticks_to_ns(lua_State *L) {
-  pp_ticks a = (pp_ticks)luaL_checkinteger(L, 1);
-  pp_ticks b = (pp_ticks)luaL_checkinteger(L, 2);
-  lua_pushinteger(L, (lua_Integer)pp_ticks_to_ns(a, b));
+  pp_ticks t[2];
+  pp_ticks now = pp_now_inline();
+  for (int i = 0; i < 2; i++) {
+    t[i] = (pp_ticks)luaL_checkinteger(L, i + 1);
+    int why = pp_start_check(t[i], now);
+    if (why != PP_START_OK)
+      luaL_argerror(L, i + 1,
+                    why == PP_START_EARLY
+                        ? "not a mark from phaseprobe.mark(): earlier than the "
+                          "probe clock's first reading (pp.now() is in ns)"
+                        : "not a mark from phaseprobe.mark(): later than now");
+  }
+  lua_pushinteger(L, (lua_Integer)pp_ticks_to_ns(t[0], t[1]));
   return 1;
 }
 
