@@ -191,6 +191,8 @@ static void held_text(const pp_acc *a, char *buf, size_t cap) {
     held_add(buf, cap, "device_window_ns", a->device_window_ns);
   if (a->depth)
     held_add(buf, cap, "open_scopes", a->depth);
+  if (a->device_span)
+    held_add(buf, cap, "device_spans", 1);
   if (!buf[0])
     snprintf(buf, cap, " nothing charged");
 }
