@@ -4,10 +4,7 @@ local records = require "phaseprobe.records"
 local analyze = require "phaseprobe.analysis.analyze"
 local compare = require "phaseprobe.analysis.compare"
 local whatif = require "phaseprobe.analysis.whatif"
-
-local function near(a, b, tol)
-  assert.is_true(math.abs(a - b) <= (tol or 1e-9), string.format("%.12g vs %.12g", a, b))
-end
+local near = require("helpers.numbers").near
 
 -- Two shapes. Per dispatch: prose (encode 1) and cjk (encode 2); the
 -- fields are in our line order.

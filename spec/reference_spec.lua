@@ -444,27 +444,26 @@ end)
 describe("the reference's own line", function()
   local env = "env VYRE_CUDA_DISPATCH_PHASE_PROBE=1 "
 
-  it("for the same inputs, from C: byte for byte up to ptx_cache_misses, over the whole u64 range", function()
+  -- The reference and ours (run(script) -> lines) on a script of n
+  -- dispatches for each seed (big: values over the whole u64 range), line
+  -- for line.
+  local function same_as_reference(seeds, n, big, run)
     local driver = need_driver()
     if not driver then return end
-    for _, seed in ipairs { 1, 2, 3 } do
-      local s = script(400, seed, true)
+    for _, seed in ipairs(seeds) do
+      local s = script(n, seed, big)
       local ref = run_with(env .. driver, s)
-      assert.are.equal(400, #ref)
-      local ours = run_with("build/script_probe", ours_script(s, ref))
-      same_lines(ref, ours, seed)
+      assert.are.equal(n, #ref)
+      same_lines(ref, run(ours_script(s, ref)), seed)
     end
+  end
+
+  it("for the same inputs, from C: byte for byte up to ptx_cache_misses, over the whole u64 range", function()
+    same_as_reference({ 1, 2, 3 }, 400, true, function(s) return run_with("build/script_probe", s) end)
   end)
 
   it("for the same inputs, from Lua: byte for byte up to ptx_cache_misses", function()
-    local driver = need_driver()
-    if not driver then return end
-    for _, seed in ipairs { 4, 5 } do
-      local s = script(300, seed, false)
-      local ref = run_with(env .. driver, s)
-      local ours = lua_lines(ours_script(s, ref))
-      same_lines(ref, ours, seed)
-    end
+    same_as_reference({ 4, 5 }, 300, false, lua_lines)
   end)
 
   it("where the reference's named_host_ns overflows, it wraps; ours saturates (a stated difference)", function()

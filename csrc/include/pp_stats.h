@@ -101,6 +101,10 @@ int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s);
 int pp_fit_line_with(const double *x, const double *y, size_t n,
                      const pp_fit_xstat *xs, const pp_fit_ystat *ys,
                      pp_fit *out);
+/* The points of x and y with no NaN coordinate, in their order, copied to
+ * ox and oy (room for n each); returns how many there are. */
+size_t pp_fit_points(const double *x, const double *y, size_t n, double *ox,
+                     double *oy);
 
 #ifdef __cplusplus
 }

@@ -71,6 +71,14 @@ const char *pp_lua_tocname(lua_State *L, int idx, const char *what) {
   return s;
 }
 
+const char *pp_lua_tokey(lua_State *L, int idx) {
+  size_t len;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    return NULL;
+  const char *s = lua_tolstring(L, idx, &len);
+  return strlen(s) == len ? s : NULL;
+}
+
 int pp_lua_hasnul(lua_State *L, int idx) {
   size_t len;
   if (lua_type(L, idx) != LUA_TSTRING)
@@ -80,9 +88,8 @@ int pp_lua_hasnul(lua_State *L, int idx) {
 }
 
 const char *pp_lua_fieldkey(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TSTRING || pp_lua_hasnul(L, idx))
-    return "";
-  return lua_tostring(L, idx);
+  const char *k = pp_lua_tokey(L, idx);
+  return k ? k : "";
 }
 
 int pp_lua_optswitch(lua_State *L, int arg) {

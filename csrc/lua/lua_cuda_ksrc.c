@@ -143,10 +143,8 @@ static void calibrate_opts(lua_State *L, int idx, lua_Integer *samples,
   luaL_checktype(L, idx, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
-                        ? lua_tostring(L, -2)
-                        : "";
-    if (strcmp(k, "samples") != 0 && strcmp(k, "source") != 0) {
+    const char *k = pp_lua_tokey(L, -2);
+    if (!k || (strcmp(k, "samples") != 0 && strcmp(k, "source") != 0)) {
       lua_pop(L, 1);
       luaL_error(L, "ctx:calibrate_events: unknown field '%s' (fields: "
                     "samples, source)",

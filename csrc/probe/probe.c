@@ -83,6 +83,12 @@ static inline pp_acc *open_acc(void) {
   return a;
 }
 
+/* open_acc for a charge or a setting: NULL while the probe is off (it is
+ * dropped then, as when allocation failed). */
+static inline pp_acc *charge_acc(void) {
+  return pp_enabled() ? open_acc() : NULL;
+}
+
 /* Empties an accumulator for the next dispatch: the record part and the
  * open scopes. What is kept (pp_acc, from `kept` on) stays: the tags (set
  * per thread, not per dispatch), the thread id, the scope identities. */
@@ -332,17 +338,13 @@ PP_EXPORT void pp_scope_close(pp_scope scope) {
 }
 
 PP_EXPORT void pp_add_ns(int phase, uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a)
     add_phase(a, phase, ns);
 }
 
 PP_EXPORT void pp_add_nested_ns(int nested, uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a && (unsigned)nested < a->schema->nnested)
     a->nested_ns[nested] = pp_sat_add(a->nested_ns[nested], ns);
 }
@@ -370,14 +372,22 @@ charge_since(pp_ticks started, uint64_t *ns, pp_ticks *now) {
   return a;
 }
 
-PP_EXPORT void pp_charge(int phase, pp_ticks started) {
+/* pp_charge and pp_lap: the time since `started` charged to phase; the
+ * clock's reading, or 0 where none was taken (no start, the probe off). */
+static inline __attribute__((always_inline)) pp_ticks
+charge_lap(int phase, pp_ticks started) {
   if (!started || !pp_enabled())
-    return;
+    return 0;
   uint64_t ns;
   pp_ticks now;
   pp_acc *a = charge_since(started, &ns, &now);
   if (a)
     add_phase(a, phase, ns);
+  return now;
+}
+
+PP_EXPORT void pp_charge(int phase, pp_ticks started) {
+  charge_lap(phase, started);
 }
 
 PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
@@ -387,14 +397,7 @@ PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
 }
 
 PP_EXPORT pp_ticks pp_lap(int phase, pp_ticks started) {
-  if (!started || !pp_enabled())
-    return 0;
-  uint64_t ns;
-  pp_ticks now;
-  pp_acc *a = charge_since(started, &ns, &now);
-  if (a)
-    add_phase(a, phase, ns);
-  return now;
+  return charge_lap(phase, started);
 }
 
 PP_EXPORT void pp_charge_remainder(int outer, pp_ticks started, int inner) {
@@ -432,27 +435,28 @@ PP_EXPORT uint64_t pp_phase_ns(int phase) {
   return a->phase_ns[phase];
 }
 
+/* The open dispatch's slot of count `count`, for a setting: NULL while the
+ * probe is off or when the schema has no such count. */
+static uint64_t *count_slot(int count) {
+  pp_acc *a = charge_acc();
+  return a && (unsigned)count < a->schema->ncounts ? &a->count[count] : NULL;
+}
+
 PP_EXPORT void pp_set_count(int count, uint64_t value) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
-  if (a && (unsigned)count < a->schema->ncounts)
-    a->count[count] = value;
+  uint64_t *slot = count_slot(count);
+  if (slot)
+    *slot = value;
 }
 
 PP_EXPORT void pp_add_count(int count, uint64_t delta) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
-  if (a && (unsigned)count < a->schema->ncounts)
-    a->count[count] = pp_sat_add(a->count[count], delta);
+  uint64_t *slot = count_slot(count);
+  if (slot)
+    *slot = pp_sat_add(*slot, delta);
 }
 
 PP_EXPORT void pp_record_kernel(uint64_t ns, pp_kernel_src src,
                                 uint64_t floor_ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (!a)
     return;
   a->kernel_ns = ns;
@@ -461,9 +465,7 @@ PP_EXPORT void pp_record_kernel(uint64_t ns, pp_kernel_src src,
 }
 
 PP_EXPORT void pp_record_kernel_error(uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a)
     a->kernel_error_ns = ns;
 }
@@ -486,9 +488,7 @@ PP_EXPORT void pp_record_kernel_ns(uint64_t ns) {
 }
 
 PP_EXPORT void pp_record_device_window_ns(uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (!a)
     return;
   a->device_window_ns = ns;
@@ -496,9 +496,7 @@ PP_EXPORT void pp_record_device_window_ns(uint64_t ns) {
 }
 
 PP_EXPORT void pp_cache_event(int cache, pp_cache_outcome outcome) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (!a || (unsigned)cache >= a->schema->ncaches)
     return;
   if (outcome == PP_CACHE_MISS) {
@@ -511,9 +509,7 @@ PP_EXPORT void pp_cache_event(int cache, pp_cache_outcome outcome) {
 }
 
 PP_EXPORT void pp_add_probe_ns(uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a)
     a->probe_ns = pp_sat_add(a->probe_ns, ns);
 }

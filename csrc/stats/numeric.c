@@ -21,16 +21,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void swap(double *a, size_t i, size_t j) {
-  double t = a[i];
-  a[i] = a[j];
-  a[j] = t;
-}
-
 static int cmp_double(const void *pa, const void *pb) {
   double a = *(const double *)pa, b = *(const double *)pb;
   return (a > b) - (a < b);
 }
+
+/* The steps of a selection, made for doubles (dbl_*) and for unsigned keys
+ * (u64_*) alike. PARTITION: Hoare partitioning of a[lo..hi] (inclusive)
+ * around the median of a[lo], a[mid] and a[hi], equal keys split evenly;
+ * returns j, with a[lo..j] <= pivot <= a[j+1..hi]. INSERTION: insertion
+ * sort of a[lo..end). */
+#define SELECT_STEPS(T, SWAP, PARTITION, INSERTION)                            \
+  static void SWAP(T *a, size_t i, size_t j) {                                 \
+    T t = a[i];                                                                \
+    a[i] = a[j];                                                               \
+    a[j] = t;                                                                  \
+  }                                                                            \
+  static size_t PARTITION(T *a, size_t lo, size_t mid, size_t hi) {            \
+    if (a[mid] < a[lo]) SWAP(a, mid, lo);                                      \
+    if (a[hi] < a[lo]) SWAP(a, hi, lo);                                        \
+    if (a[hi] < a[mid]) SWAP(a, hi, mid);                                      \
+    T pivot = a[mid];                                                          \
+    size_t i = lo, j = hi;                                                     \
+    for (;;) {                                                                 \
+      while (a[i] < pivot)                                                     \
+        i++;                                                                   \
+      while (a[j] > pivot)                                                     \
+        j--;                                                                   \
+      if (i >= j)                                                              \
+        return j;                                                              \
+      SWAP(a, i, j);                                                           \
+      i++;                                                                     \
+      j--;                                                                     \
+    }                                                                          \
+  }                                                                            \
+  static void INSERTION(T *a, size_t lo, size_t end) {                         \
+    for (size_t i = lo + 1; i < end; i++) {                                    \
+      T v = a[i];                                                              \
+      size_t j = i;                                                            \
+      while (j > lo && a[j - 1] > v) {                                         \
+        a[j] = a[j - 1];                                                       \
+        j--;                                                                   \
+      }                                                                        \
+      a[j] = v;                                                                \
+    }                                                                          \
+  }
+SELECT_STEPS(double, dbl_swap, dbl_partition, dbl_insertion)
+SELECT_STEPS(uint64_t, u64_swap, u64_partition, u64_insertion)
+#undef SELECT_STEPS
 
 /* Moves the k-th smallest of a[0..n) to a[k], smaller ones before it and
  * larger ones after. Quickselect with a median-of-three pivot and Hoare
@@ -46,38 +84,14 @@ static void select_k(double *a, size_t n, size_t k) {
       qsort(a + lo, hi - lo + 1, sizeof *a, cmp_double);
       return;
     }
-    size_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < a[lo]) swap(a, mid, lo);
-    if (a[hi] < a[lo]) swap(a, hi, lo);
-    if (a[hi] < a[mid]) swap(a, hi, mid);
-    double pivot = a[mid];
-    size_t i = lo, j = hi;
-    for (;;) {
-      while (a[i] < pivot)
-        i++;
-      while (a[j] > pivot)
-        j--;
-      if (i >= j)
-        break;
-      swap(a, i, j);
-      i++;
-      j--;
-    }
+    size_t j = dbl_partition(a, lo, lo + (hi - lo) / 2, hi);
     /* a[lo..j] <= pivot <= a[j+1..hi] */
     if (k <= j)
       hi = j;
     else
       lo = j + 1;
   }
-  for (size_t i = lo + 1; i <= hi; i++) {
-    double v = a[i];
-    size_t j = i;
-    while (j > lo && a[j - 1] > v) {
-      a[j] = a[j - 1];
-      j--;
-    }
-    a[j] = v;
-  }
+  dbl_insertion(a, lo, hi + 1);
 }
 
 /* The point at t in (0, 1) of the way from a to b (a <= b), as the line
@@ -194,26 +208,7 @@ PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
 /* As select_k, on unsigned keys. */
 static void select_u64(uint64_t *a, size_t n, size_t k) {
   while (n > 16) {
-    size_t mid = n / 2;
-    uint64_t t;
-#define SW(i, j) (t = a[i], a[i] = a[j], a[j] = t)
-    if (a[mid] < a[0]) SW(mid, 0);
-    if (a[n - 1] < a[0]) SW(n - 1, 0);
-    if (a[n - 1] < a[mid]) SW(n - 1, mid);
-    uint64_t pivot = a[mid];
-    size_t i = 0, j = n - 1;
-    for (;;) {
-      while (a[i] < pivot)
-        i++;
-      while (a[j] > pivot)
-        j--;
-      if (i >= j)
-        break;
-      SW(i, j);
-      i++;
-      j--;
-    }
-#undef SW
+    size_t j = u64_partition(a, 0, n / 2, n - 1);
     if (k <= j) {
       n = j + 1;
     } else {
@@ -222,15 +217,7 @@ static void select_u64(uint64_t *a, size_t n, size_t k) {
       n -= j + 1;
     }
   }
-  for (size_t i = 1; i < n; i++) {
-    uint64_t v = a[i];
-    size_t j = i;
-    while (j > 0 && a[j - 1] > v) {
-      a[j] = a[j - 1];
-      j--;
-    }
-    a[j] = v;
-  }
+  u64_insertion(a, 0, n);
 }
 
 /* Integers held as order keys: a negative one as its bits with the top bit
@@ -613,6 +600,18 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
   return 0;
 }
 
+PP_EXPORT size_t pp_fit_points(const double *x, const double *y, size_t n,
+                               double *ox, double *oy) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (x[i] == x[i] && y[i] == y[i]) {
+      ox[m] = x[i];
+      oy[m] = y[i];
+      m++;
+    }
+  return m;
+}
+
 PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out) {
   /* a point with a NaN coordinate is no point: left out (copies made only
    * when there is one), so the fit never depends on where it stands */
@@ -628,16 +627,9 @@ PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *ou
       free(cy);
       return -1;
     }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (x[i] == x[i] && y[i] == y[i]) {
-        cx[m] = x[i];
-        cy[m] = y[i];
-        m++;
-      }
+    n = pp_fit_points(x, y, n, cx, cy);
     x = cx;
     y = cy;
-    n = m;
   }
   pp_fit_xstat xs;
   pp_fit_ystat ys;

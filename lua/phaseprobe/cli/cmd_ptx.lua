@@ -96,28 +96,30 @@ end
 
 local function yes(b) return b and "yes" or "" end
 
-local PARAM_COLS = {
-  { key = "i", title = "#" },
-  { key = "name", title = "name" },
+-- A declaration's storage columns (type, size, align, array), which the
+-- tables of parameters and of variables share, between first and last.
+local STORAGE_COLS = {
   { key = "type", title = "type", fmt = function(v) return v ~= "" and v or "-" end },
   { key = "size", title = "size" },
   { key = "align", title = "align" },
   { key = "array", title = "array", fmt = function(v) return v ~= 0 and num(v) or "" end },
-  { key = "offset", title = "offset" },
-  { key = "ptr", title = "ptr", fmt = yes },
 }
+local function around_storage(first, last)
+  local t = {}
+  for _, cols in ipairs { first, STORAGE_COLS, last } do
+    for _, c in ipairs(cols) do t[#t + 1] = c end
+  end
+  return t
+end
 
-local VAR_COLS = {
-  { key = "name", title = "name" },
-  { key = "space", title = "space" },
-  { key = "type", title = "type", fmt = function(v) return v ~= "" and v or "-" end },
-  { key = "size", title = "size" },
-  { key = "align", title = "align" },
-  { key = "array", title = "array", fmt = function(v) return v ~= 0 and num(v) or "" end },
-  { key = "extern", title = "extern", fmt = yes },
-  { key = "visible", title = "visible", fmt = yes },
-  { key = "line", title = "line" },
-}
+local PARAM_COLS = around_storage(
+  { { key = "i", title = "#" }, { key = "name", title = "name" } },
+  { { key = "offset", title = "offset" }, { key = "ptr", title = "ptr", fmt = yes } })
+
+local VAR_COLS = around_storage(
+  { { key = "name", title = "name" }, { key = "space", title = "space" } },
+  { { key = "extern", title = "extern", fmt = yes }, { key = "visible", title = "visible", fmt = yes },
+    { key = "line", title = "line" } })
 
 local function param_rows(params)
   local rows = {}
