@@ -87,6 +87,11 @@ int pp_lua_hasnul(lua_State *L, int idx) {
   return strlen(s) != len;
 }
 
+const char *pp_lua_fieldkey(lua_State *L, int idx) {
+  const char *k = pp_lua_tokey(L, idx);
+  return k ? k : "";
+}
+
 int pp_lua_optswitch(lua_State *L, int arg) {
   if (lua_isnone(L, arg))
     return 1;

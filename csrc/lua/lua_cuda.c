@@ -104,11 +104,13 @@ void lcu_unhold(lcu_ctx *c) {
 }
 
 int lcu_no_field(lua_State *L, const char *kind) {
-  return luaL_error(L, "%s has no field '%s'", kind, lua_tostring(L, 2));
+  int nul = pp_lua_hasnul(L, 2);
+  return luaL_error(L, "%s has no field '%s'%s", kind, luaL_tolstring(L, 2, NULL),
+                    nul ? " (it contains a NUL byte)" : "");
 }
 
 const char *lcu_get_key(lua_State *L, int closed, const char *kind) {
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2); /* h["closed\0x"] is not h.closed */
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, closed);
     return NULL;

@@ -875,7 +875,7 @@ static int window_tostring(lua_State *L) {
 
 static int window_get(lua_State *L) {
   lcu_window *w = check_window(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   static const lcu_field fields[] = {
       LCU_FIELD(lcu_window, "probe_ns", LCU_U64, w.probe_ns),
       LCU_FIELD(lcu_window, "loop_host_ns", LCU_U64, w.loop_host_ns),

@@ -461,7 +461,7 @@ static const lcu_field fn_fields[] = {
 
 static int fn_get(lua_State *L) {
   lcu_fn *fn = lcu_check_fn(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, fn->closed || fn->m->closed);
     return 1;
@@ -626,7 +626,7 @@ static const lcu_field global_fields[] = {
 
 static int global_get(lua_State *L) {
   lcu_global *g = luaL_checkudata(L, 1, LCU_GLOBAL_MT);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, g->closed || g->m->closed);
     return 1;

@@ -344,8 +344,10 @@ static int l_mark(lua_State *L) {
 
 /* A start from pp.mark(): an integer, or nil (pp.mark() while disabled:
  * the charge is skipped). Absent, it is refused: pp.lap("ptx") is a call
- * that forgot its start. */
+ * that forgot its start; so is an integer no mark can be (pp_start_check):
+ * a small number, pp.now()'s nanoseconds on the TSC, a time ahead. */
 static pp_ticks opt_ticks(lua_State *L, int arg) {
+  pp_take_bad_start(); /* a note left by a C caller's charge is not ours */
   if (lua_isnil(L, arg))
     return 0;
   if (!lua_isinteger(L, arg))
@@ -358,11 +360,25 @@ static pp_ticks opt_ticks(lua_State *L, int arg) {
   return (pp_ticks)lua_tointeger(L, arg);
 }
 
+/* After a charge from the start at `arg`: raises where the charge refused
+ * it (pp_start_check; nothing was charged). */
+static void check_start(lua_State *L, int arg) {
+  int why = pp_take_bad_start();
+  if (__builtin_expect(why != PP_START_OK, 0))
+    luaL_argerror(
+        L, arg,
+        why == PP_START_EARLY
+            ? "not a start from phaseprobe.mark(): earlier than the probe "
+              "clock's first reading (pp.now() is in ns, not a mark)"
+            : "not a start from phaseprobe.mark(): later than now");
+}
+
 static int l_charge(lua_State *L) {
   if (!pp_enabled())
     return 0;
   int idx = scope_index(L, get_state(L), open_schema(L, "charge"), 0, "charge");
   pp_charge(idx, opt_ticks(L, 2));
+  check_start(L, 2);
   return 0;
 }
 
@@ -374,6 +390,7 @@ static int l_lap(lua_State *L) {
   int idx = scope_index(L, get_state(L), open_schema(L, "lap"), 0, "lap");
   pp_ticks t = opt_ticks(L, 2);
   lua_pushinteger(L, (lua_Integer)(t ? pp_lap(idx, t) : pp_now_inline()));
+  check_start(L, 2);
   return 1;
 }
 
@@ -383,6 +400,7 @@ static int l_charge_nested(lua_State *L) {
   int idx = scope_index(L, get_state(L), open_schema(L, "charge_nested"), 1,
                         "charge_nested");
   pp_charge_nested(idx, opt_ticks(L, 2));
+  check_start(L, 2);
   return 0;
 }
 
@@ -393,6 +411,7 @@ static int l_charge_remainder(lua_State *L) {
   pp_ticks t = opt_ticks(L, 2);
   int inner = lookup(L, 3, 0, "charge_remainder");
   pp_charge_remainder(outer, t, inner);
+  check_start(L, 2);
   return 0;
 }
 
@@ -565,8 +584,11 @@ static int l_is_open(lua_State *L) {
 static const char *const emit_fields[] = {"seq", "wall_ns", "enqueue_ns",
                                           "wait_ns", "device_window_ns", NULL};
 
+/* Raises for the key on top of the stack: its text first (luaL_tolstring
+ * pushes it), then the valid fields, so each argument names what it should. */
 static int emit_unknown(lua_State *L, const pp_schema *s) {
   int nul = pp_lua_hasnul(L, -1);
+  const char *key = luaL_tolstring(L, -1, NULL);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "seq, wall_ns, enqueue_ns, wait_ns, device_window_ns");
@@ -577,9 +599,8 @@ static int emit_unknown(lua_State *L, const pp_schema *s) {
   }
   luaL_pushresult(&b);
   return luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: %s)",
-                    luaL_tolstring(L, -2, NULL),
-                    nul ? " (it contains a NUL byte)" : "",
-                    lua_tostring(L, -2));
+                    key, nul ? " (it contains a NUL byte)" : "",
+                    lua_tostring(L, -1));
 }
 
 /* The value at the top of the stack, for field `name`. */
@@ -718,10 +739,22 @@ static int l_now(lua_State *L) {
   return 1;
 }
 
+/* ticks_to_ns(from, to): marks to ns, 0 backwards; a number no mark can
+ * be (pp_start_check) is refused, as the charges refuse it. */
 static int l_ticks_to_ns(lua_State *L) {
-  pp_ticks a = (pp_ticks)luaL_checkinteger(L, 1);
-  pp_ticks b = (pp_ticks)luaL_checkinteger(L, 2);
-  lua_pushinteger(L, (lua_Integer)pp_ticks_to_ns(a, b));
+  pp_ticks t[2];
+  pp_ticks now = pp_now_inline();
+  for (int i = 0; i < 2; i++) {
+    t[i] = (pp_ticks)luaL_checkinteger(L, i + 1);
+    int why = pp_start_check(t[i], now);
+    if (why != PP_START_OK)
+      luaL_argerror(L, i + 1,
+                    why == PP_START_EARLY
+                        ? "not a mark from phaseprobe.mark(): earlier than the "
+                          "probe clock's first reading (pp.now() is in ns)"
+                        : "not a mark from phaseprobe.mark(): later than now");
+  }
+  lua_pushinteger(L, (lua_Integer)pp_ticks_to_ns(t[0], t[1]));
   return 1;
 }
 
@@ -738,8 +771,8 @@ static int l_thread_id(lua_State *L) {
  * put lua/ on it); where it is not found, the field is nil. An error
  * inside the submodule itself is raised, not hidden. */
 static int lazy_index(lua_State *L) {
-  const char *k = lua_tostring(L, 2);
-  if (lua_type(L, 2) != LUA_TSTRING || !*k || strlen(k) > 64)
+  const char *k = pp_lua_fieldkey(L, 2); /* "" for "records\0x" */
+  if (!*k || strlen(k) > 64)
     return 0;
   for (const char *p = k; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || *p == '_'))

@@ -112,6 +112,10 @@ int pp_lua_checkoption(lua_State *L, int arg, const char *def,
 const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
 const char *pp_lua_tokey(lua_State *L, int idx);
 int pp_lua_hasnul(lua_State *L, int idx);
+/* pp_lua_tokey, or "" (which names no field) where that is NULL: for the
+ * getters (__index for fields) and options compared with strcmp, so
+ * obj["closed\0x"] finds no "closed". */
+const char *pp_lua_fieldkey(lua_State *L, int idx);
 /* An optional boolean switch (pp.enable(on), pp.store.enable(on)): none is
  * true; anything but a boolean is refused (0 and "no" are true in Lua). */
 int pp_lua_optswitch(lua_State *L, int arg);

@@ -7,7 +7,12 @@
  *
  * Quantiles are type 7 (linear between the closest ranks: the median of an
  * even count is the mean of the middle two), found by selection rather
- * than a full sort.
+ * than a full sort. Between two ranks the value is the line through them
+ * (lerp), infinities included: from an infinity to a finite value every
+ * point strictly between is that infinity, between equal values it is that
+ * value, and from -inf to +inf no value is more right than another: NaN.
+ * Means are the sum over the count, the sum taken scaled where the values
+ * are finite but their sum is not.
  */
 #include "pp_internal.h"
 #include "pp_stats.h"
@@ -89,6 +94,39 @@ static void select_k(double *a, size_t n, size_t k) {
   dbl_insertion(a, lo, hi + 1);
 }
 
+/* The point at t in (0, 1) of the way from a to b (a <= b), as the line
+ * through them has it: a + t (b - a) where that is a number; an infinite
+ * endpoint makes every point strictly between it that infinity (the line
+ * from -inf to 1 stays at -inf until 1); equal endpoints, an infinity
+ * included, give that value; -inf to +inf has no point more right than
+ * another, NaN. Finite endpoints whose difference overflows take the
+ * weighted sum instead, which cannot. */
+static double lerp(double a, double b, double t) {
+  if (t <= 0 || a == b)
+    return a;
+  if (isinf(a) || isinf(b))
+    return isinf(a) && isinf(b) ? NAN : isinf(a) ? a : b;
+  double d = b - a;
+  if (isinf(d))
+    return (1 - t) * a + t * b;
+  return a + t * d;
+}
+
+/* The mean of a[0..n), n > 0, whose plain sum is `sum`. */
+static double mean_of(const double *a, size_t n, double sum) {
+  if (isfinite(sum) || isnan(sum))
+    return sum / (double)n;
+  /* infinite: from an infinite value (then it is the mean), or from
+   * finite values past the largest double, whose mean is a number */
+  for (size_t i = 0; i < n; i++)
+    if (isinf(a[i]))
+      return sum / (double)n;
+  double m = 0;
+  for (size_t i = 0; i < n; i++)
+    m += a[i] / (double)n;
+  return m;
+}
+
 PP_EXPORT double pp_quantile_sorted(const double *sorted, size_t n, double p) {
   if (n == 0)
     return NAN;
@@ -96,7 +134,7 @@ PP_EXPORT double pp_quantile_sorted(const double *sorted, size_t n, double p) {
   size_t lo = (size_t)floor(h);
   if (lo + 1 >= n)
     return sorted[n - 1];
-  return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
+  return lerp(sorted[lo], sorted[lo + 1], h - (double)lo);
 }
 
 /* Type-7 quantile by selection on a[from..n); everything below `from` is
@@ -113,7 +151,7 @@ static double quantile_sel(double *a, size_t n, double p, size_t *at) {
     for (size_t i = lo + 2; i < n; i++)
       if (a[i] < next)
         next = a[i];
-    v += (h - (double)lo) * (next - v);
+    v = lerp(v, next, h - (double)lo);
   }
   *at = lo;
   return v;
@@ -159,7 +197,7 @@ PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
     return;
   }
   extent(a, n, &out->min, &out->max, &out->sum);
-  out->mean = out->sum / (double)n;
+  out->mean = mean_of(a, n, out->sum);
   size_t at = 0;
   out->median = quantile_sel(a, n, 0.5, &at);
   out->p90 = quantile_sel(a, n, 0.9, &at);
@@ -456,7 +494,7 @@ PP_EXPORT void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s) {
     return;
   double sum;
   extent(x, n, &s->min, &s->max, &sum);
-  s->mean = sum / (double)n;
+  s->mean = mean_of(x, n, sum);
   s->ss = sq_dev(x, n, s->mean);
   s->distinct = count_distinct(x, n);
 }
@@ -469,7 +507,7 @@ PP_EXPORT int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s) {
   double sum = 0;
   for (size_t i = 0; i < n; i++)
     sum += y[i];
-  s->mean = sum / (double)n;
+  s->mean = mean_of(y, n, sum);
   s->ss = sq_dev(y, n, s->mean);
   size_t step = sub_step(n), m = (n + step - 1) / step;
   double *d = malloc(m * sizeof *d);
@@ -533,7 +571,12 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
     return 0;
   }
   out->ok = 1;
-  out->ls_r2 = syy > 0 ? (sxy * sxy) / (sxx * syy) : 1.0;
+  /* An infinite coordinate leaves the sums of squares without a number:
+   * least squares and both r2 are then unknown, never a perfect 1. */
+  int sums_known = isfinite(sxx) && isfinite(syy) && isfinite(sxy);
+  if (!sums_known)
+    out->ls_slope = out->ls_intercept = NAN;
+  out->ls_r2 = !sums_known ? NAN : syy > 0 ? (sxy * sxy) / (sxx * syy) : 1.0;
   if (theil_sen_slope(x, y, n, out) != 0)
     return -1;
   double b = out->ts_slope, mad_r;
@@ -551,7 +594,9 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
   double ssr = syy - 2 * b * sxy + b * b * sxx + (double)n * c * c;
   if (ssr < 0)
     ssr = 0;
-  out->ts_r2 = syy > 0 ? 1.0 - ssr / syy : (ssr > 0 ? 0.0 : 1.0);
+  out->ts_r2 = !sums_known ? NAN
+               : syy > 0   ? 1.0 - ssr / syy
+                           : (ssr > 0 ? 0.0 : 1.0);
   return 0;
 }
 
