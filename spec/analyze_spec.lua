@@ -4,10 +4,7 @@ local records = require "phaseprobe.records"
 local analyze = require "phaseprobe.analysis.analyze"
 local compare = require "phaseprobe.analysis.compare"
 local whatif = require "phaseprobe.analysis.whatif"
-
-local function near(a, b, tol)
-  assert.is_true(math.abs(a - b) <= (tol or 1e-9), string.format("%.12g vs %.12g", a, b))
-end
+local near = require("helpers.numbers").near
 
 -- Two shapes. Per dispatch: prose (encode 1) and cjk (encode 2); the
 -- fields are in our line order.
@@ -238,7 +235,7 @@ describe("whatif", function()
     assert.has_error(function() whatif.project(cjk, { remove = { "ptx", "ptx_digest" } }) end,
       "phaseprobe.analysis.whatif: the scenario touches both ptx_ns and its nested region sub_ptx_digest_ns; they overlap")
     assert.has_error(function() whatif.project(cjk, { remove = { "frobnicate" } }) end,
-      "phaseprobe.analysis.whatif: no phase or nested region 'frobnicate' (known: prepare, ptx, lease, ptx_digest)")
+      "phaseprobe.analysis.whatif: no phase or nested region 'frobnicate' (valid: prepare, ptx, lease, ptx_digest)")
     assert.has_error(function() whatif.project(cjk, { scale = { ptx = -1 } }) end)
   end)
 end)

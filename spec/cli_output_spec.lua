@@ -12,20 +12,126 @@ local widest = command.widest
 local tmpfile = require("helpers.files").tmpfile
 local matches_all = require("helpers.text").matches_all
 
+-- What a printed number may not look like: a count of 4 digits or more
+-- without separators ("1347"; ids after "=" and line numbers after ":" are
+-- names, not counts), a value that rounds to zero with a sign ("-0%",
+-- "-0.00 ns"), a time with a fraction that is not 3 significant digits
+-- ("0.01 ns", "0.70 ns"), an exponent. Returns the first few, as text.
+local function style_problems(text)
+  local bad = {}
+  local function add(what) if #bad < 8 then bad[#bad + 1] = what end end
+  -- dates, clock times, paths and hex digests are no numbers
+  local t = text:gsub("%d%d%d%d%-%d%d%-%d%d", "DATE"):gsub("%d%d:%d%d:%d%d", "TIME")
+    :gsub("%S*/%S*", "PATH")
+  local pos = 1
+  while true do
+    local a, b = t:find("%d+", pos)
+    if not a then break end
+    local prev, nxt = t:sub(a - 1, a - 1), t:sub(b + 1, b + 1)
+    local grouped = t:sub(a - 2, a - 1):match("^%d,$") or t:sub(b + 1, b + 2):match("^,%d$")
+    if b - a + 1 >= 4 and not grouped and not prev:match("[%w_.=:#]") and not nxt:match("[%w_]") then
+      add("ungrouped count: " .. t:sub(math.max(1, a - 20), b + 10))
+    end
+    pos = b + 1
+  end
+  for z in t:gmatch("%f[%-%w]%-0[%.0]*%f[^%d.][ %%]?%a*") do add("signed zero: " .. z) end
+  for num, unit in t:gmatch("(%d[%d.,]*) ([pnum\194\181]*s)%f[%A]") do
+    local digits = num:gsub("[.,]", ""):gsub("^0+", "")
+    if num:find(".", 1, true) and #digits ~= 3 or #digits > 3 then
+      add("not 3 significant digits: " .. num .. " " .. unit)
+    end
+  end
+  if t:find("%de[+-]%d") then add("an exponent") end
+  return bad
+end
+
+local LONG = string.rep("a-rather-long-directory-name/", 4)
+
 describe("command output", function()
   it("fits 100 columns, the explanations wrapped under their row; --wide keeps them on it", function()
+    local dir = require("helpers.files").tmpdir()
+    local deep = dir:file(LONG)
+    os.execute("mkdir -p " .. require("helpers.shell").q(deep))
+    local la = deep .. "run-with-the-base-knobs-of-the-demo.log"
+    local lb = deep .. "run-with-the-other-knobs-of-the-demo.log"
+    for _, p in ipairs { la, lb } do
+      require("helpers.files").spit(p, require("helpers.files").slurp(DEMO))
+    end
+    local ptx = {}
+    for f in io.popen("ls examples/kernels/*.ptx"):lines() do ptx[#ptx + 1] = f end
     for _, argv in ipairs {
       { "report", DEMO }, { "fit", DEMO }, { "fit", "--phase", "ptx", DEMO },
-      { "report", "--group", "shape", DEMO }, { "compare", "--by", "knob", "base", "memo_digest", DEMO },
+      { "report", "--group", "shape", DEMO }, { "report", "--group", "knob", DEMO },
+      { "report", "--records", "5", DEMO }, { "fit", "--group", "knob", DEMO },
+      { "compare", "--by", "knob", "base", "memo_digest", DEMO },
+      { "compare", "--by", "knob", "base", "memo_digest+cache_scan+skip_gate", DEMO },
+      { "compare", la, lb },
       { "whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest", DEMO },
+      { "whatif", "--hits", "ptx", "--remove", "ptx_digest", DEMO },
+      { "ptx", table.unpack(ptx) }, { "demo" },
     } do
       local rc, out, err = run(table.unpack(argv))
       assert.are.equal(0, rc, err)
       local w, line = widest(out)
       assert.is_true(w <= 100, table.concat(argv, " ") .. ": " .. w .. " columns: " .. tostring(line))
     end
+    dir:remove()
     local _, wide = run("fit", "--wide", DEMO)
     assert.is_true(widest(wide) > 100)
+  end)
+
+  it("names two files with long paths by short labels, the full names in a legend", function()
+    local dir = require("helpers.files").tmpdir()
+    local deep = dir:file(LONG)
+    os.execute("mkdir -p " .. require("helpers.shell").q(deep))
+    local la, lb = deep .. "before.log", deep .. "after.log"
+    local text = require("helpers.files").slurp(DEMO)
+    require("helpers.files").spit(la, text)
+    require("helpers.files").spit(lb, text)
+    local rc, out, err = run("compare", la, lb)
+    dir:remove()
+    assert.are.equal(0, rc, err)
+    -- the full paths are said once each (cut over lines); the columns are
+    -- headed by the files' names
+    local joined = ("\n" .. out):gsub("\n    ", "")
+    assert.truthy(joined:find("\n" .. la .. ": 1,350 dispatches", 1, true), out)
+    assert.truthy(joined:find("\n" .. lb .. ": 1,350 dispatches", 1, true), out)
+    assert.matches("\nphase +before%.log +after%.log +difference", out)
+    assert.is_true(widest(out) <= 100, out)
+  end)
+
+  it("writes every number in one style: no bare counts, no signed zeros, 3 digits", function()
+    for _, argv in ipairs {
+      { "report", DEMO }, { "fit", DEMO }, { "fit", "--phase", "lease", DEMO },
+      { "compare", "--by", "knob", "base", "memo_digest+cache_scan+skip_gate", DEMO },
+      { "whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest", DEMO },
+      { "whatif", "--hits", "ptx", DEMO }, { "report", "--group", "knob", DEMO }, { "demo" },
+    } do
+      local rc, out, err = run(table.unpack(argv))
+      assert.are.equal(0, rc, err)
+      local bad = style_problems(out)
+      assert.are.same({}, bad, table.concat(argv, " "))
+    end
+    -- the checker can fail
+    -- (-0.00 ns is both a signed zero and no 3 significant digits)
+    assert.are.equal(6, #style_problems("4 on 1347, -0%, -0.00 ns, 0.01 ns, 403,747 ns"))
+  end)
+
+  it("writes times in SI units with 3 significant digits, sub-nanosecond ones included", function()
+    assert.are.equal("700 ps", report.ns(0.7))
+    assert.are.equal("14.1 ps", report.ns(0.01414))
+    assert.are.equal("1.50 ns", report.ns(1.5))
+    assert.are.equal("404 us", report.ns(403747))
+    assert.are.equal("2.09 ms", report.ns(2093234))
+    assert.are.equal("9.22 Gs", report.ns(9223372036854775807))
+    assert.are.equal("0 ns", report.ns(-1e-12))
+    assert.are.equal("0 ns", report.dns(-1e-12))
+    assert.are.equal("0.0%", report.pct(-0.0004))
+    assert.are.equal("0%", report.pct(-0.004, 0))
+    assert.are.equal("1,889%", report.pct(18.89, 0))
+    assert.are.equal("2,286", report.num(2286))
+    assert.are.equal("0", report.num(-0.0))
+    assert.are.equal("404 µs", report.ns(403747, "µs"))
   end)
 
   it("writes times with a unit and 3 digits, counts with separators, never exponents", function()
@@ -48,17 +154,21 @@ describe("command output", function()
     os.remove(path)
     matches_all(out, { "\nwall_ns +1282352 .* 9007199254740993 +9007199256023345\n",
       "\nbig +3 .* 1234567 +1234570\n" })
-    matches_all(plain, { "\nbig +3 .* 1,234,567 +1,234,570\n", "\nwall_ns +1.28 ms .* 9007199 s" })
+    matches_all(plain, { "\nbig +3 .* 1,234,567 +1,234,570\n", "\nwall_ns +1.28 ms .* 9.01 Ms" })
   end)
 
   it("prints u64 values past 2^63-1 exactly with --raw", function()
     local path = tmpfile { "p seq=1 wall_ns=18446744073709551615 big=-3 x_ns=5",
       "p seq=2 wall_ns=18446744073709551613 big=18446744073709551615 x_ns=7" }
-    local _, out = run("report", "--raw", "--fields", "wall_ns,big", path)
+    local _, out = run("report", "--raw", "--wide", "--fields", "wall_ns,big", path)
+    local _, parts = run("report", "--raw", "--fields", "wall_ns,big", path)
     local _, plain = run("report", path)
     os.remove(path)
+    -- without --wide, the table too wide for 100 columns comes in parts
+    assert.is_true(widest(parts) <= 100, parts)
+    assert.matches("\nwall_ns +18446744073709551615 +18446744073709551615 +36893488147419103228\n", parts)
     -- the values a quantity holds, as its lines print them
-    assert.matches("big %(2 of 2 values held: %-3 on 1, 18446744073709551615 on 1%)", plain)
+    assert.matches("big %(2 of 2 values held: %-3 on 1, 18,446,744,073,709,551,615 on 1%)", plain)
     -- min, median, mean, p90, p99, max, total: exact, the interpolated ones
     -- rounded to the nearest integer (halves up)
     assert.matches("\nwall_ns +18446744073709551613 +18446744073709551614 +18446744073709551614"
@@ -66,6 +176,17 @@ describe("command output", function()
     -- a negative value beside 2^64-1: -3 + 0.9 (2^64 + 2) = 16602069666338596453.2
     assert.matches("\nbig +%-3 +9223372036854775806 +9223372036854775806 +16602069666338596453"
       .. " +18262276632972456099 +18446744073709551615 +18446744073709551612\n", out)
+  end)
+
+  it("prints the scaling table's medians and the overrun note exactly with --raw", function()
+    local path = tmpfile { "p seq=1 nodes=1 x_ns=9223372036854775806 named_host_ns=4 wall_ns=5",
+      "p seq=2 nodes=2 x_ns=9223372036854775807 named_host_ns=18446744073709551614 wall_ns=5",
+      "p seq=3 nodes=3 x_ns=9223372036854775808 named_host_ns=4 wall_ns=18446744073709551613" }
+    local _, out = run("report", "--raw", path)
+    os.remove(path)
+    -- the median of the three x_ns, not the float nearest it (2^63)
+    assert.matches("\nx_ns +9223372036854775807 +inconclusive", out)
+    assert.matches("worst: seq=2 %(.-:2%), named 18446744073709551614, wall 5%.", out)
   end)
 
   it("writes signs as a person does", function()
@@ -85,10 +206,47 @@ describe("command output", function()
 
   it("names the command once in an error", function()
     local rc, out, err = run("whatif", "--remove", "nosuch", DEMO)
-    assert.are.equal(1, rc)
+    assert.are.equal(2, rc)
     assert.are.equal("", out)
-    assert.matches("^phaseprobe whatif: no phase or nested region 'nosuch' %(known: prepare,", err)
+    assert.matches("^phaseprobe whatif: %-%-remove nosuch: no phase or nested region 'nosuch' "
+      .. "%(valid: prepare,", err)
     assert.is_nil(err:find("phaseprobe.whatif", 1, true))
+  end)
+
+  it("takes a bad value of an option as a usage error (exit 2) that lists the valid ones", function()
+    local KNOBS = "base, memo_digest, memo_digest%+cache_scan%+skip_gate"
+    for _, case in ipairs {
+      { { "compare", "--by", "knob", "base", "nosuch", DEMO },
+        "%-%-by knob: no records with knob=nosuch %(knob here: " .. KNOBS .. "%)" },
+      { { "compare", "--by", "nosuch", "a", "b", DEMO },
+        "%-%-by nosuch: no field 'nosuch' in the records %(tags: kernel_src, knob, shape; fields: seq," },
+      { { "whatif", "--remove", "ptx_digest", "--variant", "knob=nosuch", DEMO },
+        "%-%-variant knob=nosuch: no records with knob=nosuch %(knob here: " .. KNOBS .. "%)" },
+      { { "whatif", "--remove", "ptx_digest", "--variant", "nope=x", DEMO },
+        "%-%-variant nope=x: no field 'nope' in the records %(tags: kernel_src, knob, shape" },
+      { { "whatif", "--hits", "nope", DEMO }, "%-%-hits nope: no cache 'nope' %(valid: ptx%)" },
+      { { "whatif", "--scale", "nope=0.5", DEMO },
+        "%-%-scale nope=0%.5: no phase or nested region 'nope' %(valid: prepare, ptx," },
+      { { "whatif", "--remove", "ptx", "--wait", "nope", DEMO },
+        "%-%-wait nope: no phase 'nope' %(valid: prepare, ptx," },
+      { { "report", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
+      { { "fit", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
+      { { "report", "--fields", "wall_ns,nope", DEMO }, "%-%-fields: no field 'nope' in the records %(tags:" },
+      { { "fit", "--quantity", "nope", DEMO },
+        "%-%-quantity nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes," },
+      { { "fit", "--phase", "bogus", DEMO }, "%-%-phase: no phase or nested region 'bogus' %(valid: prepare," },
+      { { "plot", "--phase", "nope", DEMO }, "%-%-phase nope: not a phase or nested region" },
+      { { "plot", "--bars", "--group", "nope", DEMO },
+        "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob, shape; fields:" },
+      { { "plot", "--phase", "ptx", "--by", "nope", DEMO },
+        "%-%-by nope: no record has a field 'nope' %(counts: nodes, ptx_bytes," },
+    } do
+      local rc, out, err = run(table.unpack(case[1]))
+      local what = table.concat(case[1], " ")
+      assert.are.equal(2, rc, what .. ": " .. err)
+      assert.are.equal("", out, what)
+      assert.matches("^phaseprobe %a+: " .. case[2], err)
+    end
   end)
 
   it("prints nothing on stdout before a usage error", function()
@@ -112,7 +270,58 @@ describe("command output", function()
     assert.matches("projection error", out)
     local rc2, _, err2 = run("whatif", "--remove", "ptx_digest", "--variant", "knob=memo_digest",
       "--base", "nosuch", DEMO)
-    assert.are.equal(1, rc2)
+    assert.are.equal(2, rc2)
     assert.matches("%-%-base VALUE %(knob here: base, memo_digest%+cache_scan%+skip_gate%)", err2)
+  end)
+end)
+
+describe("phaseprobe ptx on numbers PTX cannot hold", function()
+  local PTX = [[
+.version 8.0
+.target sm_90
+.address_size 99999999999
+
+.visible .entry k(.param .align 3 .b8 a[16], .param .align 4 .b8 b[99999999999999999999],
+  .param .u64 c)
+.maxntid 99999999999, 1, 1
+{
+  .reg .b32 %r<9223372036854775808>;
+  .reg .b64 %rd<3>;
+  .shared .align 0 .b8 buf[16];
+  .local .align 8 .b8 big[9223372036854775807];
+  ret;
+}
+.global .align 18446744073709551616 .b8 g[4];
+]]
+
+  it("marks each clamped value instead of printing it as if true", function()
+    local path = tmpfile(PTX)
+    local rc, out, err = run("ptx", path)
+    os.remove(path)
+    assert.are.equal(0, rc, err)
+    matches_all(out, {
+      "%?%-bit addresses",
+      "launch bounds: %.maxntid %?, 1, 1\n",
+      "parameters: 3, %? bytes\n",
+      -- a: .align 3; b: its length past 2^63-1 (so its size, and c's offset)
+      "\n +1 +a +%.b8 +16 +%? +16 +0\n",
+      "\n +2 +b +%.b8 +%? +4 +%? +%?\n",
+      "\n +3 +c +%.u64 +8 +8 +%?\n",
+      "registers: %.b32 %?, %.b64 3\n",
+      -- buf: .align 0 (kept as 1); big: 2^63-1 bytes, a number PTX may hold
+      "\n +buf +shared +%.b8 +16 +%? +16%s",
+      "\n +big +local +%.b8 +9,223,372,036,854,775,807 +8 +9,223,372,036,854,775,807",
+      "\n +g +global +%.b8 +4 +%? +4%s",
+      "%(%? above: a number PTX cannot hold, named in these errors%)",
+    })
+    assert.is_nil(out:find("4,294,967,295", 1, true))
+    assert.is_nil(out:find("-9,223", 1, true))
+    assert.is_true(widest(out) <= 100, out)
+  end)
+
+  it("marks nothing in a scan without errors", function()
+    local rc, out = run("ptx", "examples/kernels/params.ptx")
+    assert.are.equal(0, rc)
+    assert.is_nil(out:find("?", 1, true))
   end)
 end)

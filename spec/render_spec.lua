@@ -314,6 +314,76 @@ describe("rendered in headless Chromium", function()
   end)
 end)
 
+describe("the numbers of the page", function()
+  local records_mod = require "phaseprobe.records"
+
+  -- 1,500 dispatches of two shapes, one of them 10,000 nodes
+  local function big()
+    local lines = {}
+    for i = 1, 1500 do
+      local nodes = i % 2 == 0 and 10000 or 2500
+      local p = 1000 * nodes // 100 + (i * 7919) % 3000
+      lines[i] = ("d seq=%d nodes=%d wall_ns=%d prepare_ns=%d ptx_ns=%d named_host_ns=%d "
+        .. "unattributed_ns=0 kernel_ns=0 shape=s%d"):format(i, nodes, p + 20000, p, 20000,
+        p + 20000, nodes)
+    end
+    return (records_mod.from_string(table.concat(lines, "\n")))
+  end
+
+  it("are written as the text reports write them: counts separated, times in SI units, µs", function()
+    local page = html.report(big(), {})
+    text.has_all(page, { "<small>(750 dispatches)</small>", "<dd>1,500</dd>", "nodes 10,000", ">10,000<" })
+    -- one grouping (no thin spaces, no "2500"), microseconds as on the axes
+    text.has_none(page, { "\226\128\137", " 2500", ">2500<", " us", "(us)" })
+    -- (what the page says: its text, not its tags' coordinates)
+    local said = page:gsub("<style>.-</style>", ""):gsub("<[^>]*>", " ")
+    for num in said:gmatch("[^%w.,#%-](%d%d%d%d+)[^%w.,%%]") do
+      error("ungrouped number in the page: " .. num)
+    end
+  end)
+
+  it("label groups by the records' text: u64 keys past 2^63-1 keep their digits", function()
+    local set = records_mod.from_string("d seq=1 nodes=18446744073709551614 wall_ns=5 prepare_ns=3\n"
+      .. "d seq=2 nodes=18446744073709551615 wall_ns=6 prepare_ns=3\n")
+    local page = html.report(set, {})
+    text.has_all(page, { "nodes = 18446744073709551614", "nodes = 18446744073709551615" })
+    assert.is_nil(page:find("e+19", 1, true))
+  end)
+
+  it("name an outlier by its seq as its line writes it, past 2^63-1 too", function()
+    local lines = {}
+    for i = 1, 200 do
+      local seq = i == 200 and "18446744073709551615" or tostring(i)
+      lines[i] = ("d seq=%s nodes=%d wall_ns=1000 readback_ns=%d"):format(seq, 10 * (i % 3 + 1),
+        i == 200 and 9000000 or 1000 + i)
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local p = require("phaseprobe.output.points").gather({ { name = "all", set = set } }, "nodes",
+      "readback_ns")
+    assert.are.equal(1, p.outliers)
+    assert.are.equal("18446744073709551615", p.series[1].outliers[1][3])
+    local page = html.report(set, {})
+    assert.truthy(page:find("seq 18446744073709551615", 1, true))
+  end)
+
+  it("wrap a long bar label rather than cut it", function()
+    local lines = {}
+    for i = 1, 40 do
+      lines[i] = ("d seq=%d nodes=10 wall_ns=%d prepare_ns=100 named_host_ns=100 unattributed_ns=%d "
+        .. "knob=%s"):format(i, 100 + i, i, i % 2 == 0 and "base" or "memo_digest+cache_scan+skip_gate")
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local bars = svg.stacked_bars(html.describe(set, { group = "knob" }).bars)
+    assert.is_nil(bars:find("…", 1, true))
+    local said = {}
+    for t in bars:gmatch('<text[^>]*text%-anchor="end" font%-size="13">([^<]*)</text>') do
+      said[#said + 1] = t
+    end
+    assert.truthy(table.concat(said, ""):find("memo_digest+cache_scan+skip_gate", 1, true),
+      table.concat(said, " | "))
+  end)
+end)
+
 describe("with the analysis module", function()
   it("plots its verdicts and Theil-Sen fits instead of the fallback", function()
     local ok = pcall(require, "phaseprobe.analysis.analyze")

@@ -2,7 +2,7 @@
 -- pp_cols_value_of_text), how the column store keeps it exactly whatever the
 -- other values of its column, and that it comes back the same from a record
 -- line, a record set (set:values, set[i], cols:line), a CSV and a JSON-lines
--- export read back. The round trip is property-tested over random columns
+-- export read back, and a trace's args. The round trip is property-tested over random columns
 -- of every mix of kinds (a seeded generator below).
 local records = require "phaseprobe.records"
 local export = require "phaseprobe.output.export"
@@ -102,6 +102,56 @@ end
 
 local function same(a, b)
   return math.type(a) == math.type(b) and type(a) == type(b) and a == b
+end
+
+-- The args of each dispatch slice of a trace, by seq: { [seq] = { [key] =
+-- the value's JSON text } }, read from the text itself (a JSON reader
+-- would turn integers past 2^53 into floats).
+local function args_of(args)
+    local t, pos = {}, 2
+    while pos < #args do
+      local k, after = args:match('^"([^"]*)":()', pos)
+      assert(k, "args: " .. args)
+      local v, nxt
+      if args:sub(after, after) == '"' then
+        v, nxt = args:match('^("[^"]*")()', after)
+      else
+        v, nxt = args:match("^([^,}]+)()", after)
+      end
+      t[k] = v
+      pos = nxt + 1
+    end
+    return t
+end
+
+-- (each dispatch's args, with its phase and nested slices' args under
+-- .slices[name])
+local function trace_args(doc)
+  local out, cur = {}, nil
+  for line in doc:gmatch("[^\n]+") do
+    local args, cat, name = line:match('^,?{"args":(%b{}),"cat":"(%w+)",.-"name":"([^"]*)"')
+    if cat == "host" then
+      cur = args_of(args)
+      cur.slices = {}
+      out[math.tointeger(tonumber(cur.seq))] = cur
+    elseif (cat == "phase" or cat == "nested") and cur then
+      cur.slices[name] = args_of(args)
+    end
+  end
+  return out
+end
+
+-- Whether the JSON text j of a trace arg is the value whose line text is
+-- `text`: a string as a string, an integer by its digits (past 2^63-1 as a
+-- string of them), a float as the same number.
+local function arg_is(j, text, stringy)
+  if stringy then return j == '"' .. text .. '"' end
+  if int_text(text) then
+    local v = math.tointeger(tonumber(text))
+    if v then return j == text end
+    return j == '"' .. text .. '"'
+  end
+  return tonumber(j) == number_of(text)
 end
 
 local function check_cell(r, name, text, stringy, where)
@@ -233,6 +283,8 @@ describe("values", function()
       numberish = function() return pick({ "007", "+5", "-0", "0x10", "18446744073709551616",
         "-9223372036854775809", "inf", "nan", "1.2.3", ".5", "5.", "00.5", "+1.5", "1e", "--1" }) end,
     }
+    gen.duration = function() return pick({ tostring(rand(1000000)), "0", "9223372036854775807",
+      "9223372036854775808", "18446744073709551615", "10" .. digits(18) }) end
     local kinds = { "small", "big", "neg", "edge", "float", "floattext", "word", "numberish" }
     -- the constants of conditions at the edges of the ranges
     local BOUNDS = { "9223372036854775807", "9223372036854775808", "18446744073709551614",
@@ -248,6 +300,12 @@ describe("values", function()
         local mix, nk = {}, rand(3) + 1
         for _ = 1, nk do mix[#mix + 1] = pick(kinds) end
         cols[c] = { name = "c" .. c, mix = mix }
+      end
+      -- phases and a nested region, whose slices carry their values too
+      if round % 2 == 0 then
+        for _, name in ipairs { "prepare_ns", "ptx_ns", "sub_ptx_digest_ns" } do
+          cols[#cols + 1] = { name = name, mix = { "duration" }, slice = name:gsub("_ns$", "") }
+        end
       end
       local nrec = rand(12) + 2
       local cells, lines = {}, {}
@@ -348,6 +406,26 @@ describe("values", function()
         assert.are.same(want, got, ("round %d, %s: range %s [%d, %d]"):format(round, how, col.name, lo, hi))
       end
       check_where(set, "line")
+      -- the trace's args: every field of every record, exactly
+      local args = trace_args(export.trace_text({ { name = "r", set = set } }, { all = true }))
+      for i = 1, nrec do
+        for _, col in ipairs(cols) do
+          local text, j = cells[i][col.name], args[i] and args[i][col.name]
+          local where = ("round %d, trace, record %d, %s"):format(round, i, col.name)
+          if text == nil then
+            assert.is_nil(j, where)
+          else
+            assert.is_true(j ~= nil and arg_is(j, text, col.stringy), ("%s: %s in the trace, %s in "
+              .. "the line"):format(where, tostring(j), text))
+          end
+          -- a phase's slice, or a region's inside it, when it is drawn
+          local sl = col.slice and args[i].slices[col.slice]
+          if sl then
+            assert.is_true(arg_is(sl[col.name], text, false), ("%s: %s in its slice, %s in the "
+              .. "line"):format(where, tostring(sl[col.name]), text))
+          end
+        end
+      end
       for _, fmt in ipairs({ "csv", "jsonl" }) do
         assert(export[fmt](set, tmp))
         local back, err = export["read_" .. fmt](tmp, { prefix = "rec" })

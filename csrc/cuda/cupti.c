@@ -396,6 +396,13 @@ static int settle(span *s, pp_record *out) {
   return deliver;
 }
 
+/* With tab_lock held: gives the span its mode; a complete one settles now.
+ * Returns 1 when a record was copied to *out for delivery. */
+static int set_mode(span *s, int mode, pp_record *out) {
+  s->mode = mode;
+  return span_complete(s) ? settle(s, out) : 0;
+}
+
 /* Gives up on a span whose kernels did not all come (with tab_lock held):
  * it completes with what came, marked incomplete, so its record says it has
  * no kernel time (kernel_src=none). */
@@ -580,11 +587,8 @@ static void orphan_span(uint64_t id) {
   int deliver = 0;
   pthread_mutex_lock(&tab_lock);
   span *s = span_of(id);
-  if (s) {
-    s->mode = PP_CUPTI_RELEASE;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
-  }
+  if (s)
+    deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   pthread_mutex_unlock(&tab_lock);
   if (deliver)
     pp_sinks_deliver(&rec);
@@ -594,6 +598,13 @@ static const pp_device_hooks hooks = {defer_record, orphan_span,
                                       pp_cupti_drain};
 
 /* ---- the flusher ------------------------------------------------------------- */
+static void force_flush(void) {
+  api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  pthread_mutex_lock(&tab_lock);
+  stats.forced_flushes++;
+  pthread_mutex_unlock(&tab_lock);
+}
+
 /* Flushes while spans wait; gives up on a span closed for GIVE_UP_NS. */
 static void sweep(void) {
   uint64_t now = pp_now_ns();
@@ -629,12 +640,18 @@ static void sweep(void) {
   pthread_mutex_unlock(&tab_lock);
   deliver_all(out, nout);
   free(out);
-  if (force) {
-    api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    pthread_mutex_lock(&tab_lock);
-    stats.forced_flushes++;
-    pthread_mutex_unlock(&tab_lock);
-  }
+  if (force)
+    force_flush();
+}
+
+/* Waits on ctl_cond (ctl_lock held) for at most ns. */
+static void ctl_wait_ns(uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t at = (uint64_t)ts.tv_nsec + ns;
+  ts.tv_sec += (time_t)(at / 1000000000u);
+  ts.tv_nsec = (long)(at % 1000000000u);
+  pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
 }
 
 static void *flusher_main(void *arg) {
@@ -648,12 +665,7 @@ static void *flusher_main(void *arg) {
      * when a span waits. Nothing on the dispatch path wakes this thread (a
      * wake-up is a system call on the dispatch thread): a span closed now
      * is flushed within flush_ms. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)flush_period_ms * 1000000u;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
+    ctl_wait_ns((uint64_t)flush_period_ms * 1000000u);
     if (flusher_stop)
       continue;
     pthread_mutex_lock(&tab_lock);
@@ -668,13 +680,8 @@ static void *flusher_main(void *arg) {
      * DEFER_MAX_NS. */
     uint64_t t0 = pp_now_ns();
     while (!flusher_stop && __atomic_load_n(&windows_open, __ATOMIC_ACQUIRE) > 0 &&
-           since(pp_now_ns(), t0) < DEFER_MAX_NS) {
-      clock_gettime(CLOCK_REALTIME, &ts);
-      uint64_t ns1 = (uint64_t)ts.tv_nsec + 1000000u;
-      ts.tv_sec += (time_t)(ns1 / 1000000000u);
-      ts.tv_nsec = (long)(ns1 % 1000000000u);
-      pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
-    }
+           since(pp_now_ns(), t0) < DEFER_MAX_NS)
+      ctl_wait_ns(1000000u);
     if (flusher_stop)
       continue;
     pthread_mutex_unlock(&ctl_lock);
@@ -910,9 +917,7 @@ PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
     s->close_ns = close_ns;
     s->closed_at = pp_now_ns();
     s->state = SPAN_CLOSED;
-    s->mode = mode;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
+    deliver = set_mode(s, mode, &rec);
   }
   pthread_mutex_unlock(&tab_lock);
   if (rc != 0 && linked)
@@ -928,28 +933,17 @@ PP_EXPORT void pp_cupti_span_release(uint64_t id) {
   pthread_mutex_lock(&tab_lock);
   span *s = span_of(id);
   if (s && s->mode == PP_CUPTI_KEEP) {
-    s->mode = PP_CUPTI_RELEASE;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
+    deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   } else if (s && s->state == SPAN_OPEN) { /* dropped before its close */
     uint64_t now = pp_now_ns();
     s->open_ns = s->nlaunch ? s->launch[0] : now;
     s->close_ns = s->closed_at = now;
     s->state = SPAN_CLOSED;
-    s->mode = PP_CUPTI_RELEASE;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
+    deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   }
   pthread_mutex_unlock(&tab_lock);
   if (deliver)
     pp_sinks_deliver(&rec);
-}
-
-static void force_flush(void) {
-  api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  pthread_mutex_lock(&tab_lock);
-  stats.forced_flushes++;
-  pthread_mutex_unlock(&tab_lock);
 }
 
 static void pause_us(unsigned us) {
@@ -1143,9 +1137,6 @@ PP_EXPORT int pp_cupti_start(char *why, size_t whylen) {
   return -1;
 }
 PP_EXPORT void pp_cupti_stop(void) {}
-PP_EXPORT void pp_cupti_window(int delta) {
-  __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);
-}
 
 PP_EXPORT int pp_cupti_active(void) { return 0; }
 PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {

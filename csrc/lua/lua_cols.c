@@ -240,7 +240,7 @@ static query records_args(lua_State *L) {
 static int cols_values(lua_State *L) {
   static const char *const as_names[] = {"value", "text", NULL};
   query q = query_args(L);
-  int as_text = luaL_checkoption(L, 4, "value", as_names) == 1;
+  int as_text = pp_lua_checkoption(L, 4, "value", as_names) == 1;
   size_t n = nrows(q.c, q.sel, q.nsel);
   lua_createtable(L, q.col < 0 ? 0 : (int)n, 0);
   if (q.col < 0)

@@ -104,7 +104,20 @@ void lcu_unhold(lcu_ctx *c) {
 }
 
 int lcu_no_field(lua_State *L, const char *kind) {
-  return luaL_error(L, "%s has no field '%s'", kind, lua_tostring(L, 2));
+  int nul = pp_lua_hasnul(L, 2);
+  return luaL_error(L, "%s has no field '%s'%s", kind, luaL_tolstring(L, 2, NULL),
+                    nul ? " (it contains a NUL byte)" : "");
+}
+
+const char *lcu_get_key(lua_State *L, int closed, const char *kind) {
+  const char *k = pp_lua_fieldkey(L, 2); /* h["closed\0x"] is not h.closed */
+  if (strcmp(k, "closed") == 0) {
+    lua_pushboolean(L, closed);
+    return NULL;
+  }
+  if (closed)
+    luaL_argerror(L, 1, lua_pushfstring(L, "closed %s", kind));
+  return k;
 }
 
 int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
@@ -337,12 +350,9 @@ static const lcu_field ctx_fields[] = {
 
 static int ctx_get(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, c->closed);
+  const char *k = lcu_get_key(L, c->closed, "context");
+  if (!k)
     return 1;
-  }
-  PP_CHECK_OPEN(L, !c->closed, "context");
   if (lcu_push_field(L, c, ctx_fields, k))
     return 1;
   if (strcmp(k, "usable") == 0)

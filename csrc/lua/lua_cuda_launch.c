@@ -239,13 +239,11 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
   lua_pushnil(L);
   while (lua_next(L, t)) {
     int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)) {
-      const char *k = lua_tostring(L, -2);
-      for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (strcmp(k, fields[i].name) == 0 &&
-            (fields[i].needs & allow) == fields[i].needs)
-          ok = 1;
-    }
+    const char *k = pp_lua_tokey(L, -2);
+    for (size_t i = 0; k && i < sizeof fields / sizeof fields[0]; i++)
+      if (strcmp(k, fields[i].name) == 0 &&
+          (fields[i].needs & allow) == fields[i].needs)
+        ok = 1;
     if (!ok) {
       lua_pop(L, 1);
       int nul = pp_lua_hasnul(L, -1);
@@ -616,12 +614,9 @@ static int stream_tostring(lua_State *L) {
 
 static int stream_get(lua_State *L) {
   lcu_stream *s = check_stream(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, s->closed);
+  const char *k = lcu_get_key(L, s->closed, "stream");
+  if (!k)
     return 1;
-  }
-  PP_CHECK_OPEN(L, !s->closed, "stream");
   if (strcmp(k, "default") == 0)
     lua_pushboolean(L, !s->owned);
   else if (strcmp(k, "context") == 0)
@@ -880,7 +875,7 @@ static int window_tostring(lua_State *L) {
 
 static int window_get(lua_State *L) {
   lcu_window *w = check_window(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   static const lcu_field fields[] = {
       LCU_FIELD(lcu_window, "probe_ns", LCU_U64, w.probe_ns),
       LCU_FIELD(lcu_window, "loop_host_ns", LCU_U64, w.loop_host_ns),

@@ -64,12 +64,24 @@ static void anchor_top(lua_State *L, int anchor) {
   lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
 }
 
+/* The name on top of the stack, for option `field` (entry i; 0: the option
+ * itself): C sees it whole or not at all. */
+static const char *option_name(lua_State *L, const char *field, int i) {
+  if (pp_lua_hasnul(L, -1)) {
+    if (i)
+      luaL_error(L, "phaseprobe.parse: option '%s'[%d] contains a NUL byte",
+                 field, i);
+    luaL_error(L, "phaseprobe.parse: option '%s' contains a NUL byte", field);
+  }
+  return lua_tostring(L, -1);
+}
+
 static size_t read_names(lua_State *L, int t, const char *field,
                          const char **out, int anchor) {
   lua_getfield(L, t, field);
   size_t n = 0;
   if (lua_type(L, -1) == LUA_TSTRING) {
-    out[n++] = lua_tostring(L, -1);
+    out[n++] = option_name(L, field, 0);
     lua_pushvalue(L, -1);
     anchor_top(L, anchor);
   } else if (lua_istable(L, -1)) {
@@ -82,7 +94,7 @@ static size_t read_names(lua_State *L, int t, const char *field,
       if (lua_type(L, -1) != LUA_TSTRING)
         luaL_error(L, "phaseprobe.parse: option '%s'[%d] must be a string, got %s",
                    field, (int)i, luaL_typename(L, -1));
-      out[n++] = lua_tostring(L, -1);
+      out[n++] = option_name(L, field, (int)i);
       anchor_top(L, anchor);
     }
   } else if (!lua_isnil(L, -1)) {

@@ -702,8 +702,17 @@ static size_t pair_fields(lua_State *L, int idx, list_scratch *sc,
     int t3 = lua_rawgeti(L, pair, 3);
     if (t3 == LUA_TBOOLEAN && lua_toboolean(L, -1))
       as = AS_NUMBER;
-    else if (t3 == LUA_TSTRING && strcmp(lua_tostring(L, -1), "token") == 0)
+    else if (t3 == LUA_TSTRING && lua_rawlen(L, -1) == 5 &&
+             memcmp(lua_tostring(L, -1), "token", 5) == 0)
       as = AS_TOKEN;
+    else if (t3 != LUA_TNIL && t3 != LUA_TBOOLEAN) {
+      int nul = pp_lua_hasnul(L, -1);
+      *why = lua_pushfstring(L, "pair %d: the third element must be true or "
+                                "\"token\", got %s%s",
+                             (int)j, luaL_tolstring(L, -1, NULL),
+                             nul ? " (it contains a NUL byte)" : "");
+      return 0;
+    }
     lua_pop(L, 1);
     lua_rawgeti(L, pair, 2);
     const char *bad = lua_value(L, x, as);
@@ -866,6 +875,8 @@ static void read_list_opts(lua_State *L, int t, list_opts *o) {
     if (lua_type(L, -1) != LUA_TSTRING)
       luaL_argerror(L, t, "option prefix must be a string");
     o->prefix = lua_tolstring(L, -1, &o->plen); /* stays on the stack */
+    luaL_argcheck(L, strlen(o->prefix) == o->plen, t,
+                  "option prefix holds a NUL byte");
   }
   if (lua_getfield(L, t, "source") != LUA_TNIL) {
     if (lua_type(L, -1) != LUA_TSTRING)
@@ -885,8 +896,15 @@ static void read_list_opts(lua_State *L, int t, list_opts *o) {
     o->lines = lua_gettop(L);
   }
   if (lua_getfield(L, t, "text") != LUA_TNIL) {
-    static const char *const modes[] = {"line", "any", NULL};
-    o->line_mode = luaL_checkoption(L, -1, NULL, modes) == 0;
+    const char *m = pp_lua_fieldkey(L, -1); /* "" for "line\0x" */
+    if (strcmp(m, "line") != 0 && strcmp(m, "any") != 0) {
+      int nul = pp_lua_hasnul(L, -1);
+      luaL_argerror(L, t, lua_pushfstring(L, "option text must be 'line' or "
+                                             "'any', got %s%s",
+                                          luaL_tolstring(L, -1, NULL),
+                                          nul ? " (it holds a NUL byte)" : ""));
+    }
+    o->line_mode = m[0] == 'l';
   }
 }
 

@@ -127,6 +127,11 @@ void lcu_hold(lcu_ctx *c);
 void lcu_unhold(lcu_ctx *c);
 /* Raises "unknown field 'k' of <kind>" */
 int lcu_no_field(lua_State *L, const char *kind);
+/* The key a handle's getter is asked for (at 2). "closed" is answered
+ * whatever the handle's state: its value pushed, NULL returned. Any other
+ * key of a closed handle raises "closed <kind>" (as PP_CHECK_OPEN does);
+ * of an open one it is returned. */
+const char *lcu_get_key(lua_State *L, int closed, const char *kind);
 
 /* The plain fields of a handle, read by its getter from a table: name,
  * the C type of the member, its offset. A list ends with {NULL}. */

@@ -387,13 +387,7 @@ PP_EXPORT int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
       if (yfull && xfull[a]) {
         rc = pp_fit_line_with(x, ys, n, &xst[a], &yst, f);
       } else {
-        size_t q = 0;
-        for (size_t i = 0; i < n; i++)
-          if (x[i] == x[i] && ys[i] == ys[i]) {
-            px[q] = x[i];
-            py[q] = ys[i];
-            q++;
-          }
+        size_t q = pp_fit_points(x, ys, n, px, py);
         rc = pp_fit_line(px, py, q, f);
       }
       if (rc != 0)

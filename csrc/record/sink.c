@@ -1342,4 +1342,5 @@ PP_EXPORT void pp_stats(pp_stats_t *out) {
   out->line_failures = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
   out->last_errno = __atomic_load_n(&last_err, __ATOMIC_RELAXED);
   out->abandoned = pp_abandoned_count();
+  out->bad_starts = pp_bad_start_count();
 }

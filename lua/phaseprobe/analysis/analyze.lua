@@ -188,6 +188,11 @@ function M.overrun(set, info)
   local wall = cols[1][worst_i]
   out.worst = { seq = r.seq, wall = wall, named = wall + worst,
     file = both:columns():get(row, "@file"), line = both:columns():get(row, "@line") }
+  -- the exact digits of a u64 past 2^63-1 (a float in Lua), for --raw
+  if math.type(wall) == "float" then out.worst.wall_text = r:_text("wall_ns") end
+  if terms[2][1] == "named_host_ns" and math.type(cols[2][worst_i]) == "float" then
+    out.worst.named_text = r:_text("named_host_ns")
+  end
   return out
 end
 
@@ -311,12 +316,13 @@ function M.starvation(set)
       kernel = both:count() > 0 and both:summary("kernel_ns") or nil }
     if win:count() < out.n then
       out.notes[#out.notes + 1] = string.format(
-        "device_window_ns not measured (0) in %d of %d records", out.n - win:count(), out.n)
+        "device_window_ns not measured (0) in %s of %s records", report().num(out.n - win:count()),
+        report().num(out.n))
     end
     if both:count() < win:count() then
       out.notes[#out.notes + 1] = string.format(
-        "kernel_ns not measured (0) in %d of %d records with a device window",
-        win:count() - both:count(), win:count())
+        "kernel_ns not measured (0) in %s of %s records with a device window",
+        report().num(win:count() - both:count()), report().num(win:count()))
     end
   else
     out.notes[#out.notes + 1] = "no device_window_ns/kernel_ns fields: starvation not priced"

@@ -49,7 +49,7 @@ function M.resolve(info, name)
   local names = {}
   for _, p in ipairs(info.phases) do names[#names + 1] = record.short(p) end
   for _, n in ipairs(info.nested) do names[#names + 1] = record.short(n.label) end
-  error(string.format("phaseprobe.analysis.whatif: no phase or nested region '%s' (known: %s)",
+  error(string.format("phaseprobe.analysis.whatif: no phase or nested region '%s' (valid: %s)",
     tostring(name), table.concat(names, ", ")), 0)
 end
 
@@ -63,12 +63,26 @@ local function dispatches_per_encode(set, opts)
   return set:count() / n, f
 end
 
+--- The caches of the set whose misses a scenario can turn into hits: those
+-- with a phase C_ns and fields C_cache_misses and C_cache_hits.
+function M.caches(set)
+  local out = {}
+  for _, c in ipairs(set:layout().caches) do
+    if set:has(c .. "_ns") and set:has(c .. "_cache_misses") and set:has(c .. "_cache_hits") then
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
 -- Miss and hit cost of cache c's phase; saving per miss.
 local function cache_price(set, c)
   local phase, misses, hits = c .. "_ns", c .. "_cache_misses", c .. "_cache_hits"
   for _, f in ipairs({ phase, misses, hits }) do
     if not set:has(f) then
-      error(string.format("phaseprobe.analysis.whatif: hits %s: no field '%s'", c, f), 0)
+      local caches = M.caches(set)
+      error(string.format("phaseprobe.analysis.whatif: hits %s: no cache '%s' (valid: %s)", c, c,
+        #caches > 0 and table.concat(caches, ", ") or "none in these records"), 0)
     end
   end
   local miss = set:range(misses, 1)

@@ -28,10 +28,14 @@ function C.run(args, ctx)
     local va, vb = table.remove(pos, 1), table.remove(pos, 1)
     va, vb = math.tointeger(tonumber(va)) or va, math.tointeger(tonumber(vb)) or vb
     local set = ctx.read(pos)
-    if not set:has(opts.by) then ctx.fail("no field '" .. opts.by .. "' in the records") end
+    if not set:has(opts.by) then
+      ctx.usage(string.format("--by %s: no field '%s' in the records (%s)", opts.by, opts.by,
+        report.field_choices(set)))
+    end
     for _, v in ipairs({ va, vb }) do
       if set:where(opts.by, v):count() == 0 then
-        ctx.fail(string.format("no records with %s=%s", opts.by, tostring(v)))
+        ctx.usage(string.format("--by %s: no records with %s=%s (%s here: %s)", opts.by, opts.by,
+          tostring(v), opts.by, report.field_values(set, opts.by)))
       end
     end
     r = compare.by(set, opts.by, va, vb, { encode = opts.encode })

@@ -69,14 +69,20 @@ function C.run(args, ctx)
   local set = ctx.read(files)
   if opts.quantity then
     for _, q in ipairs(opts.quantity) do
-      if not set:has(q) then ctx.usage("--quantity: no field '" .. q .. "' in the records") end
+      if not set:has(q) then
+        ctx.usage(string.format("--quantity %s: no field '%s' in the records (quantities: %s)", q, q,
+          table.concat(set:layout().quantities, ", ")))
+      end
     end
     fopts.quantities = opts.quantity
   end
   -- every verdict is made (and every option checked) before anything is written
   local writers = {}
   if opts.group then
-    if not set:has(opts.group) then ctx.usage("--group: no field '" .. opts.group .. "'") end
+    if not set:has(opts.group) then
+      ctx.usage(string.format("--group %s: no field '%s' in the records (%s)", opts.group,
+        opts.group, report.field_choices(set)))
+    end
     for _, g in ipairs(set:group(opts.group)) do
       local w = verdicts(ctx, g.set, opts, fopts)
       writers[#writers + 1] = function()
@@ -90,12 +96,15 @@ function C.run(args, ctx)
   end
   local mixed = report.variants(analyze.variants(set))
   if mixed then ctx.write(mixed, "\n") end
+  -- records whose phases exceed their wall: their residue reads 0
+  local over = report.overrun(analyze.overrun(set))
+  if over then ctx.write(over, "\n") end
   for _, w in ipairs(writers) do w() end
   local d = fit.defaults
-  ctx.write("\n", table.concat(report.wrap(string.format("(verdict rules: a quantity needs %d "
-    .. "distinct values, each on %s of the records or %d records; scaling = change over its "
+  ctx.write("\n", table.concat(report.wrap(string.format("(verdict rules: a quantity needs %s "
+    .. "distinct values, each on %s of the records or %s records; scaling = change over its "
     .. "range >= %s of the median with Theil-Sen quality >= %.2f)",
-    fopts.min_distinct or d.min_distinct, report.pct(d.min_share), d.min_records,
+    report.num(fopts.min_distinct or d.min_distinct), report.pct(d.min_share), report.num(d.min_records),
     report.pct(fopts.min_effect or d.min_effect), fopts.min_quality or d.min_quality),
     report.width), "\n"), "\n")
   return 0

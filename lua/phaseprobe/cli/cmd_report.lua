@@ -57,10 +57,14 @@ function C.run(args, ctx)
   local set, rep = ctx.read(files)
   -- every option is checked against the records before anything is written
   if opts.group and not set:has(opts.group) then
-    ctx.usage("--group: no field '" .. opts.group .. "' in the records")
+    ctx.usage(string.format("--group %s: no field '%s' in the records (%s)", opts.group, opts.group,
+      report.field_choices(set)))
   end
   for _, f in ipairs(opts.fields and cli.split_list(opts.fields) or {}) do
-    if not set:has(f) then ctx.usage("--fields: no field '" .. f .. "' in the records") end
+    if not set:has(f) then
+      ctx.usage(string.format("--fields: no field '%s' in the records (%s)", f,
+        report.field_choices(set)))
+    end
   end
   ctx.write(report.parse(rep, { limit = 0 }):gsub("\n.*", ""), "\n")
   local pre = {}

@@ -191,13 +191,19 @@ local function buffer_of(B, name, path, what)
   return bi
 end
 
+-- The operation of node x (`what`: an expression or a statement), or a
+-- failure when x is no table.
+local function op_of(B, x, what, path)
+  if type(x) ~= "table" then
+    fail(B, path, "expected %s table, got %s", what, type(x))
+  end
+  return x.op
+end
+
 -- Emits expression `e` (children first) with type `ty`; returns its index.
 local function emit_expr(B, e, ty, path)
   e = as_expr(e)
-  if type(e) ~= "table" then
-    fail(B, path, "expected an expression table, got %s", type(e))
-  end
-  local op = e.op
+  local op = op_of(B, e, "an expression", path)
   if op == "load" then
     local bi = buffer_of(B, e.buf, path, "load of")
     local bt = B.buffers[bi].tcode
@@ -266,10 +272,7 @@ local function emit_expr(B, e, ty, path)
 end
 
 local function emit_stmt(B, s, path)
-  if type(s) ~= "table" then
-    fail(B, path, "expected a statement table, got %s", type(s))
-  end
-  local op = s.op
+  local op = op_of(B, s, "a statement", path)
   if op == "store" then
     local bi = buffer_of(B, s.buf, path, "store to")
     local bd = B.buffers[bi]

@@ -21,12 +21,20 @@
 -- from output/points.lua (every record looked at once, binned past
 -- max_points, outliers kept), its plots from output/svg.lua.
 --
+-- Numbers are those of the text reports (output/report.lua: times in SI
+-- units with 3 significant digits, counts with thousands separators), with
+-- "µs" for microseconds as on the plots' axes.
+--
 -- The description (what render takes) is:
---   { title=, source=, notes = {string}, summary = {{label, value}},
+--   { title=, source=, warnings = {string}, notes = {string}, summary = {{label, value}},
 --     group_by=, groups = { {name=, n=, rows = {row}, counts = {{name, mean}}} },
 --     bars = <svg.stacked_bars options>, scatters = { {label=, svg=<svg.scatter options>} } }
 --   row = { name=, kind = "phase"|"nested"|"residue"|"total"|"device", parent=,
 --           mean=, median=, min=, max=, share= (of mean wall, 0..1, or nil) }
+-- warnings are said near the top of the page: tags that split the records
+-- into variants (analysis.analyze.variants), records whose named phases
+-- exceed their wall (analysis.analyze.overrun); findings = {variants=,
+-- overrun=} holds what the analysis found, for other outputs to say.
 local record = require "phaseprobe.record"
 local records = require "phaseprobe.records"
 local svg = require "phaseprobe.output.svg"
@@ -86,9 +94,12 @@ local function pick_group(set, want)
   return tags[1] or "nodes"
 end
 
+-- A group's name: its key as the records' lines print it (a u64 past
+-- 2^63-1 is a float in Lua: its digits come from the text).
 local function key_text(g, by)
   if g.missing then return "(no " .. by .. ")" end
   if math.type(g.key) == "integer" then return string.format("%d", g.key) end
+  if math.type(g.key) == "float" then return g.set[1]:_text(by) end
   return tostring(g.key)
 end
 
@@ -171,13 +182,26 @@ local function as_set(set)
     .. type(set), 3)
 end
 
+local describe
+
 -- The report as plain data: see the header for the shape.
 function M.describe(set, opts)
-  opts = opts or {}
   set = as_set(set)
+  -- microseconds as the axes write them, for this page only
+  local report = require "phaseprobe.output.report"
+  local micro = report.micro
+  report.micro = "µs"
+  local ok, desc = pcall(describe, set, opts or {})
+  report.micro = micro
+  if not ok then error(desc, 0) end
+  return desc
+end
+
+function describe(set, opts)
   local desc = {
     title = opts.title or "phaseprobe report",
     source = opts.source,
+    warnings = {},
     notes = {},
     summary = {},
     groups = {},
@@ -198,8 +222,8 @@ function M.describe(set, opts)
   desc.summary = {
     { "dispatches", report.num(n) },
     { "grouped by", by },
-    { "groups", #groups },
-    { "phases", #L.phases },
+    { "groups", report.num(#groups) },
+    { "phases", report.num(#L.phases) },
   }
 
   -- tables
@@ -251,7 +275,7 @@ function M.describe(set, opts)
     local subtitle = fit.verdict or ""
     if fit.slope and fit.intercept and fit.slope ~= 0 then
       subtitle = ("%s: %s%s"):format(subtitle, report.equation(fit.intercept, fit.slope, quantity),
-        fit.r2 and (", least squares R² %.2f"):format(fit.r2) or "")
+        fit.r2 and (", least squares R² %s"):format(report.q(fit.r2)) or "")
     elseif fit.intercept and fit.slope == 0 then
       subtitle = ("%s: %s"):format(subtitle, report.ns(fit.intercept))
     elseif fit.note then
@@ -291,8 +315,13 @@ function M.describe(set, opts)
 
   desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis (phaseprobe.analysis.fit): "
     .. "each phase against every counted quantity, Theil-Sen; the plot shows the quantity of the verdict."
-  local mixed = require("phaseprobe.analysis.analyze").variants(set)
-  if #mixed > 0 then desc.notes[#desc.notes + 1] = report.variants(mixed):gsub("\n", " ") end
+  local analyze = require "phaseprobe.analysis.analyze"
+  desc.findings = { variants = analyze.variants(set), overrun = analyze.overrun(set) }
+  for _, v in ipairs(desc.findings.variants) do
+    desc.warnings[#desc.warnings + 1] = (report.variants({ v }):gsub("\n", " "))
+  end
+  local over = report.overrun(desc.findings.overrun)
+  if over then desc.warnings[#desc.warnings + 1] = (over:gsub("\n", " ")) end
   desc.notes[#desc.notes + 1] = "Phases are a partition of the host time charged to a dispatch: they add "
     .. "up to named_host_ns, and unattributed_ns = wall_ns - named_host_ns is the rest. Nested regions "
     .. "(sub_*) are measured inside a phase and are not added again. Starvation is device_window_ns - "
@@ -326,6 +355,9 @@ dl.summary dt { color: #555; }
 dl.summary dd { margin: 0; font-weight: 600; }
 p.counts { font-size: 13px; color: #444; margin: 2px 0 10px 0; }
 p.note { font-size: 13px; color: #444; max-width: 900px; }
+span.nowrap { white-space: nowrap; }
+p.warning { font-size: 14px; color: #7a1616; background: #fdf1f0; border-left: 4px solid #c0392b;
+  padding: 6px 10px; max-width: 1000px; }
 figure { margin: 12px 0 18px 0; }
 ]]
 
@@ -337,7 +369,7 @@ local KIND_TEXT = { phase = "phase", nested = "nested", residue = "residue", tot
   device = "device" }
 
 local function render_group(out, g, colors)
-  out[#out + 1] = ("<h3>%s <small>(%d dispatches)</small></h3>"):format(esc(g.name), g.n)
+  out[#out + 1] = ("<h3>%s <small>(%s dispatches)</small></h3>"):format(esc(g.name), esc(svg.fmt(g.n)))
   if g.counts and #g.counts > 0 then
     local parts = {}
     for _, c in ipairs(g.counts) do parts[#parts + 1] = ("%s %s"):format(esc(c[1]), esc(svg.fmt(c[2]))) end
@@ -354,7 +386,7 @@ local function render_group(out, g, colors)
     out[#out + 1] = ('<tr class="%s"><td class="name">%s</td>%s%s%s%s%s%s</tr>'):format(
       esc(r.kind or ""), name, td(kind, "kind"), td(svg.fmt_ns(r.mean)), td(svg.fmt_ns(r.median)),
       td(svg.fmt_ns(r.min)), td(svg.fmt_ns(r.max)),
-      td(r.share and string.format("%.1f%%", 100 * r.share) or ""))
+      td(r.share and require("phaseprobe.output.report").pct(r.share) or ""))
   end
   out[#out + 1] = "</tbody></table>"
 end
@@ -376,6 +408,11 @@ function M.render(desc)
       out[#out + 1] = ("<dt>%s</dt><dd>%s</dd>"):format(esc(kv[1]), esc(kv[2]))
     end
     out[#out + 1] = "</dl>"
+  end
+  -- (an option and its value, "--where knob=base", are kept on one line)
+  for _, w in ipairs(desc.warnings or {}) do
+    out[#out + 1] = '<p class="warning">' .. esc(w):gsub("%-%-[%w%-]+ [^%s;,()]+",
+      '<span class="nowrap">%0</span>') .. "</p>"
   end
 
   local colors = {}
