@@ -398,7 +398,7 @@ truth: $(MODULE)
 	$(LUA) tools/truth.lua
 
 # ---- CUPTI source: a scripted fake libcupti and the program that drives
-# csrc/cuda/cupti.c against it (spec/truth_spec.lua). Built without the sanitizer
+# csrc/cuda/cupti*.c against it (spec/truth_spec.lua). Built without the sanitizer
 # flags (it is loaded into sanitized processes, not checked itself).
 ifneq ($(filter -DPP_HAVE_CUPTI_H,$(CPPFLAGS)),)
 FAKECUPTI := $(BUILD)/libfakecupti.so

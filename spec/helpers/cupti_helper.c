@@ -1,5 +1,5 @@
 /*
- * cupti_helper.c: drives csrc/cuda/cupti.c (pp_cupti.h) and the probe's
+ * cupti_helper.c: drives csrc/cuda/cupti*.c (pp_cupti.h) and the probe's
  * completion of records by it, against the scripted fake CUPTI
  * (build/libfakecupti.so, via PHASEPROBE_LIBCUPTI), for spec/truth_spec.lua.
  * Prints "ok <case>" or "FAIL <case>: <why>" per case and exits 1 if any
