@@ -169,6 +169,13 @@ lcu_ctx *lcu_check_ctx(lua_State *L, int idx) {
   return luaL_checkudata(L, idx, LCU_CTX_MT);
 }
 
+int lcu_opt_bool(lua_State *L, int t, const char *field) {
+  lua_getfield(L, t, field);
+  int v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
 /* ---- module functions ------------------------------------------------------ */
 static const pp_cuda_api *load_or_fail(lua_State *L) {
   char why[512];
@@ -429,7 +436,7 @@ static void open_classes(lua_State *L) {
       .gc = ctx_close, .close = ctx_close, .tostring = ctx_tostring});
   lcu_open_module(L);
   lcu_open_mem(L);
-  lcu_open_launch(L);
+  lcu_open_window(L);
 }
 
 #endif
