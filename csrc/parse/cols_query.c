@@ -79,7 +79,7 @@ PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
       uint32_t off = (uint32_t)(r & PP_CH_MASK);
       if (!pp_chunk_has(h, off))
         continue;
-      pp_value v;
+      pp_value v = {0};
       pp_cell(k, h, off, &v);
       if (v.i < 0 && !v.u64)
         neg[nneg++] = v.i;

@@ -208,7 +208,7 @@ static void held_text(const pp_acc *a, char *buf, size_t cap) {
 static void say_abandoned(const pp_acc *a) {
   if (__atomic_exchange_n(&abandoned_said, 1, __ATOMIC_RELAXED))
     return;
-  char held[200], msg[400];
+  char held[200], msg[sizeof held + 320];
   held_text(a, held, sizeof held);
   snprintf(msg, sizeof msg,
            "phaseprobe: pp_begin on thread %llu dropped a dispatch never "
