@@ -331,27 +331,30 @@ describe("bin/phaseprobe", function()
     assert.matches("\nptx_ns%s+1.00 ms%s+inconclusive", out2)
   end)
 
+  -- The same command under a pseudo-terminal (script) and with stderr in
+  -- a pipe: the progress line only in the first, never in a file or a
+  -- pipe. Returns what the terminal got.
+  local function both(cmd)
+    local files = require "helpers.files"
+    cmd = "export PHASEPROBE_PROGRESS=; " .. cmd
+    local t, p = os.tmpname(), os.tmpname()
+    -- (the two at once)
+    local rc = sh("( script -qec " .. q(cmd) .. " /dev/null > " .. q(t) .. " 2>&1; echo $? >> "
+      .. q(t) .. ".rc ) & ( " .. cmd .. " ) > " .. q(p) .. " 2>&1; echo $? > " .. q(p) .. ".rc; wait")
+    assert.are.equal(0, rc)
+    local tty, piped = files.slurp(t), files.slurp(p)
+    assert.are.equal("0\n", files.slurp(t .. ".rc"), tty)
+    assert.are.equal("0\n", files.slurp(p .. ".rc"), piped)
+    for _, f in ipairs { t, p, t .. ".rc", p .. ".rc" } do os.remove(f) end
+    assert.is_nil(piped:find("\r", 1, true), piped)
+    assert.is_nil(piped:find("phaseprobe", 1, true), piped)
+    assert.matches("\r\27%[K", tty) -- the line is cleared at the end
+    return tty
+  end
+
   it("shows progress for a step over a second on a terminal only, with rate and estimate", function()
     local bin = q(ROOT .. "/bin/phaseprobe")
-    -- the same command under a pseudo-terminal (script) and with stderr
-    -- in a pipe: the line only in the first, never in a file or a pipe
     local files = require "helpers.files"
-    local function both(cmd)
-      cmd = "export PHASEPROBE_PROGRESS=; " .. cmd
-      local t, p = os.tmpname(), os.tmpname()
-      -- (the two at once)
-      local rc = sh("( script -qec " .. q(cmd) .. " /dev/null > " .. q(t) .. " 2>&1; echo $? >> "
-        .. q(t) .. ".rc ) & ( " .. cmd .. " ) > " .. q(p) .. " 2>&1; echo $? > " .. q(p) .. ".rc; wait")
-      assert.are.equal(0, rc)
-      local tty, piped = files.slurp(t), files.slurp(p)
-      assert.are.equal("0\n", files.slurp(t .. ".rc"), tty)
-      assert.are.equal("0\n", files.slurp(p .. ".rc"), piped)
-      for _, f in ipairs { t, p, t .. ".rc", p .. ".rc" } do os.remove(f) end
-      assert.is_nil(piped:find("\r", 1, true), piped)
-      assert.is_nil(piped:find("phaseprobe", 1, true), piped)
-      assert.matches("\r\27%[K", tty) -- the line is cleared at the end
-      return tty
-    end
     -- a log read slowly from a pipe (standard input)
     local line = "p wall_ns=123456 x=1\n"
     local big = tmpfile(string.rep(line, (8 << 20) // #line))
@@ -394,6 +397,55 @@ describe("bin/phaseprobe", function()
     assert.matches("^seq,", text)
     os.remove(out)
     os.remove(log)
+  end)
+
+  it("shows progress through the analysis after the reading: report, fit, html", function()
+    local bin = q(ROOT .. "/bin/phaseprobe")
+    local log = os.tmpname()
+    dofile(ROOT .. "/bench/gen_log.lua").write(log, 5000, { extra = true })
+    -- (a slow standard input: the command has run a second when its
+    -- analysis begins, so each step shows from its first item)
+    local slow = "(sleep 1.3; cat " .. q(log) .. ") | " .. bin
+    local function line(cmd, what, unit)
+      return "\rphaseprobe " .. cmd .. ": " .. what .. ": [^\r]-%d+ " .. unit .. " of %d+ "
+        .. "%(%d+%%%), [%d.]+ [kMG]? ?" .. unit .. "/s, about %d+ s left"
+    end
+    local tty = both(slow .. " report - >/dev/null")
+    assert.matches(line("report", "summarising the phases", "fields"), tty)
+    assert.matches(line("report", "fitting the phases", "fields"), tty)
+    assert.matches(line("report", "pricing the starvation", "summaries"), tty)
+    tty = both(slow .. " report --group shape - >/dev/null")
+    assert.matches(line("report", "shape=large: fitting the phases", "fields"), tty)
+    tty = both(slow .. " report --fields wall_ns,ptx_ns,nodes,fixpoint - >/dev/null")
+    assert.matches(line("report", "summarising the fields", "fields"), tty)
+    tty = both(slow .. " fit - >/dev/null")
+    assert.matches(line("fit", "fitting the phases", "fields"), tty)
+    tty = both(slow .. " fit --group shape - >/dev/null")
+    assert.matches(line("fit", "shape=small: fitting the phases", "fields"), tty)
+    tty = both(slow .. " html - -o /dev/null")
+    assert.matches(line("html", "summarising the groups", "fields"), tty)
+    assert.matches(line("html", "fitting the phases", "fields"), tty)
+    tty = both(slow .. " compare --by shape small large - >/dev/null")
+    assert.matches(line("compare", "comparing shape=small with shape=large", "fields"), tty)
+    os.remove(log)
+  end)
+
+  it("clears a progress line before the message of an error that ends the command", function()
+    local cli_progress = require "phaseprobe.cli.progress"
+    local out, err = capture(), capture()
+    local cmd = { run = function(_, ctx)
+      local p = ctx.progress("working", { total = 10, unit = "items" })
+      p.started = p.started - 5 -- as if the command had run five seconds
+      p:update(3, nil, "item 4")
+      ctx.fail("it broke")
+    end }
+    local enabled = cli_progress.enabled
+    cli_progress.enabled = function() return true end
+    local rc = cli.run(cmd, "stub", {}, out, err)
+    cli_progress.enabled = enabled
+    assert.are.equal(1, rc)
+    assert.matches("^\rphaseprobe stub: working: item 4, 3 items of 10", err.text())
+    assert.matches("\r\27%[Kphaseprobe stub: it broke\n$", err.text())
   end)
 
   it("pp.isatty tells a terminal from a file or pipe", function()

@@ -38,7 +38,7 @@ function C.run(args, ctx)
           tostring(v), opts.by, report.field_values(set, opts.by)))
       end
     end
-    r = compare.by(set, opts.by, va, vb, { encode = opts.encode })
+    r = compare.by(set, opts.by, va, vb, { encode = opts.encode, progress = ctx.progress })
   else
     if #pos ~= 2 then
       ctx.usage("give two files (or --by FIELD VALUE_A VALUE_B FILE...), got " .. #pos)
@@ -51,7 +51,7 @@ function C.run(args, ctx)
     for i, g in ipairs({ a, b }) do
       if g:count() == 0 then ctx.fail(names[i] .. ": no record lines") end
     end
-    r = compare.sets(a, b, { labels = names, encode = opts.encode })
+    r = compare.sets(a, b, { labels = names, encode = opts.encode, progress = ctx.progress })
   end
   ctx.write(report.compare(r), "\n")
   return 0

@@ -42,26 +42,15 @@ function C.run(args, ctx)
   C.need_fields(ctx, set, opts, { "by", "group" })
   local sources = {}
   for _, f in ipairs(files) do sources[#sources + 1] = f == "-" and "(stdin)" or f end
-  -- a scatter per phase and nested region (html.describe's plots); the
-  -- step's clock starts with the first of them (the tables and the fits
-  -- come before)
-  local L = set:layout()
-  local prog
-  local started = 0
+  -- each step of the page (its tables, the fits, the plots, the warnings)
+  -- with its progress line
   local page = html.report(set, {
     title = opts.title,
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-    progress = function(label)
-      -- called as each plot begins: those before it are drawn
-      prog = prog or ctx.progress("drawing the plots", { unit = "plots",
-        total = #L.phases + #L.nested })
-      prog:update(started, nil, label)
-      started = started + 1
-    end,
+    progress = ctx.progress,
   })
-  if prog then prog:done() end
   local w = ctx.output(opts.output)
   w.write(page)
   w.close()

@@ -297,8 +297,13 @@ local function make_ctx(cmd, name, out, err)
     if lib and (rest:match("^cannot write '") or rest:match("^writing '")) then msg = rest end
     M.input_error(msg)
   end
+  -- (each kept, so that a line still shown when an error ends the command
+  -- is cleared before its message)
+  ctx.lines = {}
   function ctx.progress(what, opts)
-    return require("phaseprobe.cli.progress").new(ctx, what, opts)
+    local p = require("phaseprobe.cli.progress").new(ctx, what, opts)
+    if p.on then ctx.lines[#ctx.lines + 1] = p end
+    return p
   end
   function ctx.read(files, ropts)
     return require("phaseprobe.cli.inputs").read(ctx, files, ropts)
@@ -362,6 +367,9 @@ function M.run(cmd, name, args, out, err)
     return e
   end, args, ctx)
   report.raw, report.wide = raw, wide
+  if not okr then
+    for _, p in ipairs(ctx.lines) do p:done() end
+  end
   local fok, fmsg = out:flush()
   if okr and failed(fok, fmsg) then
     err:write(string.format("%s: %s\n", ctx.name, write_failure(fmsg)))

@@ -4,6 +4,7 @@
 --   local p = progress.new(ctx, "reading run.log", { total = bytes, unit = "B" })
 --   p:update(done [, extra [, label]])   -- cheap: looks at the clock rarely
 --   p:done()                             -- clears the line
+--   p:active()                           -- whether the line is shown at all
 --
 -- The line shows only when standard error is a terminal (never in a file
 -- or a pipe: a log of a command's output holds no carriage returns), and
@@ -155,6 +156,12 @@ function Progress:update(done, extra, label)
   self.looked, self.looked_calls = t, calls
   self.next_look = calls + self.stride
   self:draw(done, extra, label, t)
+end
+
+--- Whether the line is shown (standard error is a terminal): work may
+-- then be cut in pieces so that the line moves.
+function Progress:active()
+  return self.on
 end
 
 --- The step is over: the line is cleared.

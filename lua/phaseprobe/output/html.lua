@@ -14,7 +14,10 @@
 -- slope=, verdict=, quantity=, r2=} } (default html.analysis_fits(set, by):
 -- the analysis's verdicts), nested = false to leave nested regions out,
 -- max_points = points drawn per scatter before they are binned (default
--- output/points.lua's), progress = function(label) called per plot.
+-- output/points.lua's), progress = function(what, {total=, unit=}) -> an
+-- object with update(done, extra, label) and done() (a command's
+-- ctx.progress): each step of the page (the tables, the fits, the plots,
+-- the warnings) says how far it is through it.
 --
 -- Sits at the end of the flow: record sets -> analysis (verdicts) -> this
 -- page; its tables are the C summaries of each group, its scatters come
@@ -52,10 +55,11 @@ local esc = svg.esc
 -- page and plots take: { [label] = {intercept=, slope=, verdict=, note=,
 -- quantity=, r2=, method=} }. With `by` (the user's --by), only fits
 -- against that quantity are kept (and verdicts without one: fixed,
--- inconclusive), so the plots show what was asked.
-function M.analysis_fits(set, by)
+-- inconclusive), so the plots show what was asked. opts.progress: as
+-- describe's.
+function M.analysis_fits(set, by, opts)
   local analyze = require "phaseprobe.analysis.analyze"
-  local s = analyze.scaling(set)
+  local s = analyze.scaling(set, opts and { progress = opts.progress } or nil)
   local fits = {}
   for _, list in ipairs { s.phases or {}, s.nested or {} } do
     for _, v in ipairs(list) do
@@ -124,23 +128,32 @@ end
 local ZERO = { mean = 0, median = 0, min = 0, max = 0 }
 
 -- mean, median, min, max of a field over a group (the C summary; a field
--- the group lacks reads as 0, as the line would print it)
-local function stats(set, name)
+-- the group lacks reads as 0, as the line would print it); step: the
+-- progress of the tables, told of each field
+local function stats(set, name, step, group)
+  if step then step:begin(group .. ", " .. name) end
   local s = set:has(name) and set:summary(name)
   if not s or s.count == 0 then return ZERO end
   return { mean = s.mean, median = s.median, min = s.min, max = s.max }
 end
 
-local function starvation(set)
+local function starvation(set, step, group)
+  if step then step:begin(group .. ", starvation_ns") end
   if not (set:has("device_window_ns") and set:has("kernel_ns")) then return ZERO end
   local s = set:lincomb({ { "device_window_ns", 1 }, { "kernel_ns", -1 } }, 0)
   if s.count == 0 then return ZERO end
   return { mean = s.mean, median = s.median, min = s.min, max = s.max }
 end
 
-local function group_rows(g, L, with_nested)
+-- The fields group_rows summarises (for the progress of the tables).
+local function row_count(L, with_nested)
+  return #L.phases + (with_nested and #L.nested or 0) + 6
+end
+
+local function group_rows(g, L, with_nested, step)
   local rows = {}
-  local wall = stats(g.set, "wall_ns")
+  local function stats_of(name) return stats(g.set, name, step, g.name) end
+  local wall = stats_of("wall_ns")
   local function add(name, kind, st, parent)
     local row = { name = name, kind = kind, parent = parent, mean = st.mean, median = st.median,
       min = st.min, max = st.max }
@@ -150,24 +163,24 @@ local function group_rows(g, L, with_nested)
     rows[#rows + 1] = row
   end
   for _, p in ipairs(L.phases) do
-    add(p, "phase", stats(g.set, p))
+    add(p, "phase", stats_of(p))
     if with_nested then
       for _, n in ipairs(L.nested) do
-        if L.parent[n] == p then add(n, "nested", stats(g.set, n), p) end
+        if L.parent[n] == p then add(n, "nested", stats_of(n), p) end
       end
     end
   end
   if with_nested then
     for _, n in ipairs(L.nested) do
-      if not L.parent[n] then add(n, "nested", stats(g.set, n)) end
+      if not L.parent[n] then add(n, "nested", stats_of(n)) end
     end
   end
-  add("unattributed_ns", "residue", stats(g.set, "unattributed_ns"))
-  add("named_host_ns", "total", stats(g.set, "named_host_ns"))
+  add("unattributed_ns", "residue", stats_of("unattributed_ns"))
+  add("named_host_ns", "total", stats_of("named_host_ns"))
   add("wall_ns", "total", wall)
-  add("device_window_ns", "device", stats(g.set, "device_window_ns"))
-  add("kernel_ns", "device", stats(g.set, "kernel_ns"))
-  add("starvation_ns", "device", starvation(g.set))
+  add("device_window_ns", "device", stats_of("device_window_ns"))
+  add("kernel_ns", "device", stats_of("kernel_ns"))
+  add("starvation_ns", "device", starvation(g.set, step, g.name))
   return rows
 end
 
@@ -227,12 +240,16 @@ function describe(set, opts)
   }
 
   -- tables
+  local analyze = require "phaseprobe.analysis.analyze"
+  local step = analyze.step(opts, "summarising the groups",
+    #groups * (#L.counts + row_count(L, with_nested)), "fields")
   for _, g in ipairs(groups) do
     local counts = {}
-    for _, c in ipairs(L.counts) do counts[#counts + 1] = { c, stats(g.set, c).mean } end
+    for _, c in ipairs(L.counts) do counts[#counts + 1] = { c, stats(g.set, c, step, g.name).mean } end
     desc.groups[#desc.groups + 1] = { name = group_label(by, g.name), n = g.n,
-      rows = group_rows(g, L, with_nested), counts = counts }
+      rows = group_rows(g, L, with_nested, step), counts = counts }
   end
+  step:finish()
 
   -- stacked bars: the phase partition of the mean wall, the residue, then the
   -- device-side starvation kept apart
@@ -263,11 +280,12 @@ function describe(set, opts)
   if with_nested then
     for _, nl in ipairs(L.nested) do plotted[#plotted + 1] = nl end
   end
-  local fits = opts.fits or M.analysis_fits(set, opts.by)
+  local fits = opts.fits or M.analysis_fits(set, opts.by, opts)
   local named = {}
   for gi, g in ipairs(groups) do named[gi] = { name = group_label(by, g.name), set = g.set } end
+  step = analyze.step(opts, "drawing the plots", #plotted, "plots")
   for _, label in ipairs(plotted) do
-    if opts.progress then opts.progress(label) end
+    step:begin(label)
     local fit = fits[label]
     local quantity = fit and fit.quantity or opts.by or "nodes"
     local pts = points.gather(named, quantity, label, { max_points = opts.max_points })
@@ -312,11 +330,13 @@ function describe(set, opts)
       },
     }
   end
+  step:finish()
 
   desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis (phaseprobe.analysis.fit): "
     .. "each phase against every counted quantity, Theil-Sen; the plot shows the quantity of the verdict."
-  local analyze = require "phaseprobe.analysis.analyze"
-  desc.findings = { variants = analyze.variants(set), overrun = analyze.overrun(set) }
+  local aopts = { progress = opts.progress }
+  desc.findings = { variants = analyze.variants(set, aopts),
+    overrun = analyze.overrun(set, nil, aopts) }
   for _, v in ipairs(desc.findings.variants) do
     desc.warnings[#desc.warnings + 1] = (report.variants({ v }):gsub("\n", " "))
   end
