@@ -17,6 +17,11 @@ local matches_all = require("helpers.text").matches_all
 -- names, not counts), a value that rounds to zero with a sign ("-0%",
 -- "-0.00 ns"), a time with a fraction that is not 3 significant digits
 -- ("0.01 ns", "0.70 ns"), an exponent. Returns the first few, as text.
+local PLURALS = {}
+for w in ("records lines dispatches fields values groups points pairs cells rows bytes errors "
+  .. "elements operands buffers nodes blocks SMs modules arrivals markers shapes rounds sets "
+  .. "iterations tags plots summaries quantities"):gmatch("%a+") do PLURALS[w] = true end
+
 local function style_problems(text)
   local bad = {}
   local function add(what) if #bad < 8 then bad[#bad + 1] = what end end
@@ -42,6 +47,11 @@ local function style_problems(text)
     end
   end
   if t:find("%de[+-]%d") then add("an exponent") end
+  -- one of a thing in the plural ("1 records"; "0 of 1 dispatches" and
+  -- "1 of 3 records" are how a share is said)
+  for at, word in t:gmatch("()%f[%w,.]1 (%a+s)%f[%A]") do
+    if PLURALS[word] and t:sub(at - 3, at - 1) ~= "of " then add("one in the plural: 1 " .. word) end
+  end
   return bad
 end
 
@@ -115,6 +125,8 @@ describe("command output", function()
     -- the checker can fail
     -- (-0.00 ns is both a signed zero and no 3 significant digits)
     assert.are.equal(6, #style_problems("4 on 1347, -0%, -0.00 ns, 0.01 ns, 403,747 ns"))
+    assert.are.same({ "one in the plural: 1 records" },
+      style_problems("3 lines: 1 records, 1 of 3 records, 0 of 1 dispatches, 1 record"))
   end)
 
   it("writes times in SI units with 3 significant digits, sub-nanosecond ones included", function()
@@ -272,6 +284,96 @@ describe("command output", function()
       "--base", "nosuch", DEMO)
     assert.are.equal(2, rc2)
     assert.matches("%-%-base VALUE %(knob here: base, memo_digest%+cache_scan%+skip_gate%)", err2)
+  end)
+end)
+
+describe("counts in messages", function()
+  local records = require "phaseprobe.records"
+
+  it("says one of a thing in the singular", function()
+    -- (one record among other lines; one line)
+    local one = tmpfile { "hello", "p seq=1 wall_ns=100 a_ns=40 nodes=3", "world" }
+    local rc, out = run("report", one)
+    assert.are.equal(0, rc)
+    assert.matches("3 lines: 1 record, 0 damaged, 2 other", out, 1, true)
+    assert.are.same({}, style_problems(out))
+    local only = tmpfile { "p seq=1 wall_ns=100 a_ns=40 nodes=3" }
+    _, out = run("report", only)
+    assert.matches("1 line: 1 record, 0 damaged, 0 other", out, 1, true)
+    local none = tmpfile { "hello" }
+    local rc2, _, err = run("report", none)
+    assert.are.equal(1, rc2)
+    assert.matches("no record lines (1 line: 0 damaged, 1 other)", err, 1, true)
+    local damaged = tmpfile { "p seq=1 wall_ns=100 a_ns=40", "p seq=2 wall_ns=1x0 a_ns=40" }
+    _, _, err = run("report", damaged)
+    assert.matches(": 1 damaged record line (line 2): left out", err, 1, true)
+    assert.matches("... and 1 more rejected line", report.parse({ total = 3, parsed = 1,
+      rejected = 2, other = 0, errors = { { file = "f", line = 1, column = 1, what = "x" },
+        { file = "f", line = 2, column = 1, what = "y" } } }, { limit = 1 }), 1, true)
+    -- the REPL's objects
+    local set = records.from_string("p seq=1 wall_ns=100 a_ns=40 k=x\np seq=2 wall_ns=90 a_ns=30 k=y")
+    assert.matches("^phaseprobe.records: 2 records, 4 fields", tostring(set))
+    assert.matches("^phaseprobe.records: 1 record, 4 fields", tostring(set:where("k", "x")))
+    assert.matches("^phaseprobe.groups by k: 2 groups\n", tostring(set:group("k")))
+    assert.matches("^phaseprobe.groups by k: 1 group\n", tostring(set:where("k", "x"):group("k")))
+    assert.matches("^phaseprobe.fits: 1 field against 2 quantities\n",
+      tostring(set:fits({ "seq", "wall_ns" }, { "a_ns" })))
+    assert.matches("^phaseprobe.fit of y against x: 1 point, 1 distinct x",
+      tostring(require("phaseprobe.analysis.fit").line({ 1 }, { 2 })))
+    -- compare and whatif over groups of one dispatch
+    local kv = tmpfile { "p seq=1 wall_ns=100 a_ns=40 k=x", "p seq=2 wall_ns=90 a_ns=30 k=y" }
+    _, out = run("compare", "--by", "k", "x", "y", kv)
+    assert.matches("k=x: 1 dispatch, mean wall", out, 1, true)
+    assert.are.same({}, style_problems(out))
+    _, out = run("whatif", "--remove", "a", "--variant", "k=y", "--base", "x", kv)
+    assert.matches("base: 1 record; variant k=y: 1 record", out, 1, true)
+    assert.matches("\n1 dispatch ", out, 1, true)
+    -- a CSV row of one cell
+    local csv = tmpfile { "seq,wall_ns", "1,100", "2" }
+    local csvpath = csv .. ".csv"
+    os.rename(csv, csvpath)
+    _, _, err = run("report", csvpath)
+    assert.matches(":3: 1 cell, the header has 2", err, 1, true)
+    os.remove(csvpath)
+    -- the dispatch area
+    local P = require "phaseprobe.dispatch.program"
+    local prog = P.new { name = "t", buffers = { { name = "x", role = "input", type = "u32" },
+      { name = "y", role = "output", type = "u32" } }, body = { P.store("y", P.load("x")) } }
+    local ok, msg = pcall(prog.evaluate, prog, { x = { 1 } }, 2)
+    assert.is_false(ok)
+    assert.matches("input 'x' has 1 element, expected n = 2", msg, 1, true)
+    assert.matches("(2 nodes, 2 buffers, 0 grid barriers, fixpoint 1)", tostring(prog), 1, true)
+    local single = setmetatable({ name = "t", nodes = 1, buffers = { {} }, barriers = 1, fixpoint = 1 },
+      getmetatable(prog))
+    assert.matches("(1 node, 1 buffer, 1 grid barrier, fixpoint 1)", tostring(single), 1, true)
+    -- and a progress line
+    assert.are.equal("1 record", require("phaseprobe.cli.progress").amount(1, "records"))
+    assert.are.equal("1 summary", require("phaseprobe.cli.progress").amount(1, "summaries"))
+    for _, f in ipairs { one, only, none, damaged, kv } do os.remove(f) end
+  end)
+
+  it("separates the thousands of every count in a message", function()
+    local rc, _, err = run("report", "--where", "nodes>99999999", DEMO)
+    assert.are.equal(1, rc)
+    assert.matches("no records left after --where nodes>99999999 (1,350 records read)", err, 1, true)
+    local set = records.read(DEMO)
+    assert.matches("\n%(5 of 1,350 records%)$", set:view(nil, 5))
+    local lines = {}
+    for i = 1, 1200 do lines[i] = "no record here " .. i end
+    local log = tmpfile(lines)
+    _, _, err = run("report", log)
+    assert.matches("no record lines (1,200 lines: 0 damaged, 1,200 other)", err, 1, true)
+    for i = 1, 1200 do lines[i] = "p seq=" .. i .. " wall_ns=1x" end
+    lines[#lines + 1] = "p seq=0 wall_ns=5"
+    local bad = tmpfile(lines)
+    _, _, err = run("report", bad)
+    assert.matches(": 1,200 damaged record lines (lines 1, 2, 3, 4, 5, ...)", err:gsub("\n    ", " "), 1,
+      true)
+    local files = require "phaseprobe.output.files"
+    local _, msg = files.slurp(DEMO, "test", 10000)
+    assert.matches("is larger than 10,000 bytes", tostring(msg), 1, true)
+    os.remove(log)
+    os.remove(bad)
   end)
 end)
 

@@ -431,13 +431,13 @@ function M.starvation(set, opts)
       window = window, kernel = some and both:summary("kernel_ns") or nil }
     if win:count() < out.n then
       out.notes[#out.notes + 1] = string.format(
-        "device_window_ns not measured (0) in %s of %s records", report().num(out.n - win:count()),
-        report().num(out.n))
+        "device_window_ns not measured (0) in %s of %s", report().num(out.n - win:count()),
+        report().count(out.n, "record"))
     end
     if both:count() < win:count() then
       out.notes[#out.notes + 1] = string.format(
-        "kernel_ns not measured (0) in %s of %s records with a device window",
-        report().num(win:count() - both:count()), report().num(win:count()))
+        "kernel_ns not measured (0) in %s of %s with a device window",
+        report().num(win:count() - both:count()), report().count(win:count(), "record"))
     end
   else
     out.notes[#out.notes + 1] = "no device_window_ns/kernel_ns fields: starvation not priced"

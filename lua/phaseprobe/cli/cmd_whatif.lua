@@ -114,8 +114,8 @@ function C.run(args, ctx)
     ctx.fail(tostring(r))
   end
   if opts.variant then
-    ctx.write(string.format("base: %s records; variant %s=%s: %s records\n",
-      report.num(base:count()), k, tostring(v), report.num(variant:count())))
+    ctx.write(string.format("base: %s; variant %s=%s: %s\n",
+      report.count(base:count(), "record"), k, tostring(v), report.count(variant:count(), "record")))
   end
   ctx.write(report.whatif(r), "\n")
   return 0

@@ -27,6 +27,7 @@ local records = require "phaseprobe.records"
 local csv = require "phaseprobe.output.csv"
 local json = require "phaseprobe.output.json"
 local files = require "phaseprobe.output.files"
+local report = require "phaseprobe.output.report"
 
 local M = {}
 
@@ -174,7 +175,8 @@ local function csv_feed(next_line, name, opts, bad, max_line, form)
     end
     if #row ~= #header then
       bad[#bad + 1] = { line = row.line,
-        what = string.format("%d cells, the header has %d", #row, #header) }
+        what = string.format("%s, the header has %s", report.count(#row, "cell"),
+          report.num(#header)) }
       return ""
     end
     local parts = { prefix }
@@ -383,7 +385,6 @@ end
 -- one line ("run.log: 8 damaged record lines (lines 5, 9, ...)"), or nil.
 function M.say_damaged(ctx, rep)
   if rep.rejected == 0 then return nil end
-  local report = require "phaseprobe.output.report"
   local function say(text)
     ctx.err:write(table.concat(report.wrap(text, report.width, ""), "\n    "), "\n")
   end
@@ -403,8 +404,8 @@ function M.say_damaged(ctx, rep)
       for _, e in ipairs(rep.errors or {}) do
         if e.file == s.file and #lines < M.SHOW then lines[#lines + 1] = tostring(e.line) end
       end
-      per[#per + 1] = string.format("%s: %d damaged record line%s (line%s %s%s)", s.file,
-        s.rejected, s.rejected == 1 and "" or "s", #lines == 1 and "" or "s",
+      per[#per + 1] = string.format("%s: %s (line%s %s%s)", s.file,
+        report.count(s.rejected, "damaged record line"), #lines == 1 and "" or "s",
         table.concat(lines, ", "), s.rejected > #lines and ", ..." or "")
     end
   end
@@ -486,16 +487,17 @@ function M.read(ctx, files_, ropts)
           .. "ends in .jsonl or .ndjson"
       end
     end
-    cli.input_error(string.format("%s: no record lines (%d line%s: %d damaged, %d other)%s",
-      where, rep.total, rep.total == 1 and "" or "s", rep.rejected, rep.other,
-      #hints > 0 and ("; " .. table.concat(hints, "; ")) or ""))
+    local text = string.format("%s: no record lines (%s: %s damaged, %s other)%s", where,
+      report.count(rep.total, "line"), report.num(rep.rejected), report.num(rep.other),
+      #hints > 0 and ("; " .. table.concat(hints, "; ")) or "")
+    cli.input_error(text)
   end
   local set = records.wrap(cols)
   for _, w in ipairs(opts.where or {}) do
     set = M.where(set, w)
     if set:count() == 0 and not ropts.allow_empty then
-      cli.input_error(string.format("no records left after --where %s (%d records read)",
-        w, rep.parsed))
+      cli.input_error(string.format("no records left after --where %s (%s read)",
+        w, report.count(rep.parsed, "record")))
     end
   end
   return set, rep

@@ -61,8 +61,16 @@ local function count_text(v)
   return (out:gsub("^,", ""))
 end
 
+-- A unit's word for one of it: "record", "summary" (a word that is no
+-- plural is kept).
+local function singular(unit)
+  if unit:match("ies$") then return (unit:gsub("ies$", "y")) end
+  if unit:match("[^s]s$") then return (unit:gsub("s$", "")) end
+  return unit
+end
+
 --- An amount of `unit` as the line shows it: "12.3 MB", "512 B",
--- "2,048 records", "1.20 M records", "7 plots".
+-- "2,048 records", "1 record", "1.20 M records", "7 plots".
 function M.amount(v, unit)
   if unit == "B" then
     if v < 1000 then return count_text(v) .. " B" end
@@ -72,6 +80,7 @@ function M.amount(v, unit)
   local text
   if v < 10000 then
     text = count_text(v)
+    if text == "1" and unit then unit = singular(unit) end
   else
     local x, p = si(v)
     text = x .. " " .. p

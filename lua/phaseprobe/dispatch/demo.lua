@@ -493,8 +493,9 @@ function M.run(o)
     local inputs = P.inputs(prog, sh.n, sh.seed)
     local want
     if verify then
-      progress(err, fmt("phaseprobe demo: %s: CPU evaluation of %d nodes x %d elements x %d iterations",
-        sh.name, prog.nodes, sh.n, sh.fixpoint))
+      progress(err, fmt("phaseprobe demo: %s: CPU evaluation of %s x %s x %s", sh.name,
+        report.count(prog.nodes, "node"), report.count(sh.n, "element"),
+        report.count(sh.fixpoint, "iteration")))
       want = prog:evaluate(inputs, sh.n, sh.fixpoint)
     end
     for _, knobs in ipairs(knob_sets) do
@@ -521,15 +522,18 @@ function M.run(o)
           if res.arrivals == res.ceiling and res.markers == prog.barriers then
             checks.audit_ok = checks.audit_ok + 1
           elseif #checks.failures < 5 then
-            checks.failures[#checks.failures + 1] = fmt("%s seq %d: %s arrivals, ceiling %d markers x %d blocks",
-              sh.name, res.seq, tostring(res.arrivals), res.markers or -1, res.grid)
+            checks.failures[#checks.failures + 1] = fmt("%s seq %d: %s, ceiling %s x %s",
+              sh.name, res.seq, report.count(res.arrivals, "arrival"),
+              res.markers and report.count(res.markers, "marker") or "? markers",
+              report.count(res.grid, "block"))
           end
         end
         done = done + 1
         local now = pp.now()
         if err and (now - last_progress > 100000000 or done == total) then
           last_progress = now
-          progress(err, fmt("phaseprobe demo: %s/%s %d/%d dispatches", sh.name, d:knob_label(), done, total))
+          progress(err, fmt("phaseprobe demo: %s/%s %s of %s", sh.name, d:knob_label(),
+            thousands(done), report.count(total, "dispatch")))
         end
       end
     end
@@ -681,9 +685,10 @@ function M.live(dev, o, out, err)
   else
     pp.sink("none")
   end
-  say(out, fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds; kernel times: %s",
-    tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0,
-    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds,
+  say(out, fmt("phaseprobe demo on %s (%s, sm_%d%d, %s): %s x %s x %s; kernel times: %s",
+    tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0,
+    report.count(dev.sm_count or 0, "SM"), report.count(#(o.shapes or M.SHAPES), "shape"),
+    report.count(#(o.knob_sets or M.KNOB_SETS), "knob set"), report.count(rounds, "round"),
     source == "cupti" and "CUPTI's timeline" or "the event pairs"))
   local list, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
     shapes = o.shapes, knob_sets = o.knob_sets, why_unverified = o.why_unverified }

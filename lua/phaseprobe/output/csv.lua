@@ -225,7 +225,9 @@ function M.read_csv(path, opts)
   for row in rows do
     if row.what then return nil, ("%s:%d: %s"):format(path, row.line, row.what) end
     if #row ~= #cols then
-      return nil, ("%s:%d: %d fields, the header has %d"):format(path, row.line, #row, #cols)
+      local report = require "phaseprobe.output.report"
+      return nil, ("%s:%d: %s, the header has %s"):format(path, row.line,
+        report.count(#row, "field"), report.num(#cols))
     end
     local pairs_ = {}
     for i, cell in ipairs(row) do pairs_[#pairs_ + 1] = cell_pair(cols[i], cell, row.quoted[i]) end

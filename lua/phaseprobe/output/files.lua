@@ -179,7 +179,8 @@ function M.slurp(path, what, max_bytes)
     end
     n = n + #chunk
     if n > cap then
-      msg = ("%s: '%s' is larger than %d bytes (the option max_bytes raises the limit)"):format(what, path, cap)
+      msg = ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
+        path, require("phaseprobe.output.report").count(cap, "byte"))
       break
     end
     parts[#parts + 1] = chunk

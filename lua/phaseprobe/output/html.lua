@@ -301,8 +301,8 @@ function describe(set, opts)
     end
     local note
     if pts.binned then
-      note = ("%s dispatches; each dot stands for those in one small cell of the plot (at their "
-        .. "mean, larger for more)"):format(report.num(pts.n))
+      note = ("%s; each dot stands for those in one small cell of the plot (at their "
+        .. "mean, larger for more)"):format(report.count(pts.n, "dispatch"))
     end
     if pts.outliers > 0 then
       note = (note and (note .. ". ") or "") .. ("%s above %s drawn above the axis break, up to %s%s")
@@ -389,7 +389,8 @@ local KIND_TEXT = { phase = "phase", nested = "nested", residue = "residue", tot
   device = "device" }
 
 local function render_group(out, g, colors)
-  out[#out + 1] = ("<h3>%s <small>(%s dispatches)</small></h3>"):format(esc(g.name), esc(svg.fmt(g.n)))
+  out[#out + 1] = ("<h3>%s <small>(%s %s)</small></h3>"):format(esc(g.name), esc(svg.fmt(g.n)),
+    g.n == 1 and "dispatch" or "dispatches")
   if g.counts and #g.counts > 0 then
     local parts = {}
     for _, c in ipairs(g.counts) do parts[#parts + 1] = ("%s %s"):format(esc(c[1]), esc(svg.fmt(c[2]))) end
