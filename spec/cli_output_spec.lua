@@ -375,6 +375,26 @@ describe("counts in messages", function()
     os.remove(log)
     os.remove(bad)
   end)
+
+  it("a --prefix that no line starts with is a usage error naming the prefixes there", function()
+    local rc, out, err = run("report", "--prefix", "nope", DEMO)
+    assert.are.equal(2, rc)
+    assert.are.equal("", out)
+    assert.matches("--prefix nope: no line starts with it (the record lines start with "
+      .. "vyre-cuda-dispatch-phase)", err:gsub("\n    ", " "), 1, true)
+    local mixed = "spec/fixtures/logs/mixed.log"
+    rc, _, err = run("fit", "--prefix", "nope", "--prefix", "x", DEMO, mixed)
+    assert.are.equal(2, rc)
+    assert.matches("--prefix nope, --prefix x: no line starts with any of them (the record lines "
+      .. "start with vyre-cuda-dispatch-phase in " .. DEMO .. "; vyre-cuda-dispatch-phase, myprobe in "
+      .. mixed .. ")", err:gsub("\n    ", " "), 1, true)
+    -- without --prefix, or when no line is a record line at all: an input error, as before
+    local none = tmpfile { "hello", "world" }
+    rc, _, err = run("report", "--prefix", "nope", none)
+    assert.are.equal(1, rc)
+    assert.are.equal("no record lines (2 lines: 0 damaged, 2 other)\n", err:sub(-#"no record lines (2 lines: 0 damaged, 2 other)\n"))
+    os.remove(none)
+  end)
 end)
 
 describe("phaseprobe ptx on numbers PTX cannot hold", function()

@@ -265,11 +265,21 @@ local function file_size(f)
   return nil
 end
 
+-- The prefixes of the record lines in a log's first chunk, whatever
+-- --prefix says: { {prefix=, n=} } (for the message when --prefix leaves
+-- no records).
+local function prefixes_in(text)
+  local ok, cols = pcall(pp.parse.string, text, {})
+  if not ok or not cols then return {} end
+  return cols:prefixes()
+end
+
 -- Feeds one input to the parser (form.format: which format it holds; for
 -- CSV, form.header: its field names). Returns the damaged rows that the
 -- parser did not see ({line=, what=}, for CSV and JSON lines) and, for a
 -- log, what its first lines look like ("log", "csv", "jsonl":
--- files.format_of_text, loosely).
+-- files.format_of_text, loosely); form.prefixes: under --prefix, the
+-- prefixes of the record lines in a log's first chunk (prefixes_in).
 local function read_one(ctx, p, path, opts, form)
   local name = path == "-" and "(stdin)" or path
   local f, oerr
@@ -288,6 +298,7 @@ local function read_one(ctx, p, path, opts, form)
   form.format = format
   -- what a log's text looks like, for a message when it holds no records
   local looks = format == "log" and first and files.format_of_text(first, true) or nil
+  if format == "log" and first and opts.prefix then form.prefixes = prefixes_in(first) end
   local size = path ~= "-" and file_size(f) or nil
   if format == "log" and size then
     -- a regular file: the C reader, with its progress callback
@@ -490,6 +501,25 @@ function M.read(ctx, files_, ropts)
     local text = string.format("%s: no record lines (%s: %s damaged, %s other)%s", where,
       report.count(rep.total, "line"), report.num(rep.rejected), report.num(rep.other),
       #hints > 0 and ("; " .. table.concat(hints, "; ")) or "")
+    -- under --prefix, the prefixes the input's record lines do have: the
+    -- option's value is then what was wrong (a usage error)
+    local held, any = {}, false
+    for _, f in ipairs(files_) do
+      local name = f == "-" and "(stdin)" or f
+      local list = {}
+      for _, pr in ipairs(forms[name].prefixes or {}) do list[#list + 1] = pr.prefix end
+      if #list > 0 then
+        any = true
+        held[#held + 1] = table.concat(list, ", ") .. (#files_ > 1 and (" in " .. name) or "")
+      end
+    end
+    if any then
+      local given = {}
+      for i, pr in ipairs(opts.prefix) do given[i] = "--prefix " .. pr end
+      cli.usage_error(string.format("%s; %s: no line starts with %s (the record lines start "
+        .. "with %s)", text, table.concat(given, ", "), #opts.prefix == 1 and "it" or "any of them",
+        table.concat(held, "; ")))
+    end
     cli.input_error(text)
   end
   local set = records.wrap(cols)
