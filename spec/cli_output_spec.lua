@@ -243,15 +243,30 @@ describe("command output", function()
         "%-%-wait nope: no phase 'nope' %(valid: prepare, ptx," },
       { { "report", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
       { { "fit", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
-      { { "report", "--fields", "wall_ns,nope", DEMO }, "%-%-fields: no field 'nope' in the records %(tags:" },
+      { { "report", "--fields", "wall_ns,nope", DEMO },
+        "%-%-fields: no field 'nope' in the records %(quantities: nodes, ptx_bytes," },
+      { { "report", "--fields", "wall_ns,shape", DEMO },
+        "%-%-fields: 'shape' is a tag %(text%), not a number %(quantities: nodes, ptx_bytes," },
       { { "fit", "--quantity", "nope", DEMO },
         "%-%-quantity nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes," },
+      { { "fit", "--quantity", "shape", DEMO },
+        "%-%-quantity shape: 'shape' is a tag %(text%), not a number %(quantities: nodes," },
       { { "fit", "--phase", "bogus", DEMO }, "%-%-phase: no phase or nested region 'bogus' %(valid: prepare," },
       { { "plot", "--phase", "nope", DEMO }, "%-%-phase nope: not a phase or nested region" },
       { { "plot", "--bars", "--group", "nope", DEMO },
         "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob, shape; fields:" },
       { { "plot", "--phase", "ptx", "--by", "nope", DEMO },
-        "%-%-by nope: no record has a field 'nope' %(counts: nodes, ptx_bytes," },
+        "%-%-by nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes, buffers, "
+          .. "bindings, fixpoint, grid_blocks, ptx_cache_misses, kernels; other fields: seq, wall_ns," },
+      { { "plot", "--phase", "ptx", "--by", "knob", DEMO },
+        "%-%-by knob: 'knob' is a tag %(text%), not a number %(quantities: nodes," },
+      { { "html", "--by", "nope", DEMO },
+        "%-%-by nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes, buffers, "
+          .. "bindings, fixpoint, grid_blocks, ptx_cache_misses, kernels; other fields: seq, wall_ns," },
+      { { "html", "--by", "shape", DEMO },
+        "%-%-by shape: 'shape' is a tag %(text%), not a number %(quantities: nodes," },
+      { { "html", "--group", "nope", DEMO },
+        "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob, shape; fields: seq," },
     } do
       local rc, out, err = run(table.unpack(case[1]))
       local what = table.concat(case[1], " ")

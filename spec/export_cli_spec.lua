@@ -48,7 +48,7 @@ describe("the export subcommands in the command framework", function()
     local rc, _, err = run("html", "--by", "no_such_field", log)
     os.remove(log)
     assert.are.equal(2, rc)
-    assert.matches("%-%-by no_such_field: no record has a field 'no_such_field' %(counts: nodes", err)
+    assert.matches("%-%-by no_such_field: no field 'no_such_field' in the records %(quantities: nodes", err)
   end)
 
   it("go on past damaged lines (named on stderr), or refuse them under --strict", function()

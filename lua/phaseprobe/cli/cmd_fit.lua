@@ -72,12 +72,7 @@ function C.run(args, ctx)
   if opts.min_quality then fopts.min_quality = cli.number(opts.min_quality, "--min-quality", 0) end
   local set = ctx.read(files)
   if opts.quantity then
-    for _, q in ipairs(opts.quantity) do
-      if not set:has(q) then
-        ctx.usage(string.format("--quantity %s: no field '%s' in the records (quantities: %s)", q, q,
-          table.concat(set:layout().quantities, ", ")))
-      end
-    end
+    for _, q in ipairs(opts.quantity) do cli.need_field(set, "--quantity " .. q, q, "number") end
     fopts.quantities = opts.quantity
   end
   -- every verdict is made (and every option checked) before anything is written

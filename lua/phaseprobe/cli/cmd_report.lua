@@ -67,11 +67,9 @@ function C.run(args, ctx)
     ctx.usage(string.format("--group %s: no field '%s' in the records (%s)", opts.group, opts.group,
       report.field_choices(set)))
   end
+  -- (a tag's text has no summary)
   for _, f in ipairs(opts.fields and cli.split_list(opts.fields) or {}) do
-    if not set:has(f) then
-      ctx.usage(string.format("--fields: no field '%s' in the records (%s)", f,
-        report.field_choices(set)))
-    end
+    cli.need_field(set, "--fields", f, "number")
   end
   ctx.write(report.parse(rep, { limit = 0 }):gsub("\n.*", ""), "\n")
   local pre = {}

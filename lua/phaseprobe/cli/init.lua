@@ -130,6 +130,22 @@ function M.number(s, what, min)
   return v
 end
 
+--- A usage error unless the record set has the field `name` that the
+-- option (its text, "--group" or "--by x") names; with kind "number", a
+-- field that holds numbers (a tag's text is no quantity to plot or fit
+-- against, nor to summarise). The error lists the fields that would do.
+function M.need_field(set, option, name, kind)
+  local report = require "phaseprobe.output.report"
+  local choices = kind == "number" and report.number_choices or report.field_choices
+  if not set:has(name) then
+    M.usage_error(string.format("%s: no field '%s' in the records (%s)", option, name, choices(set)))
+  end
+  if kind == "number" and set:columns():kind(name) == "string" then
+    M.usage_error(string.format("%s: '%s' is a tag (text), not a number (%s)", option, name,
+      choices(set)))
+  end
+end
+
 --- "a,b,c" -> {"a", "b", "c"}
 function M.split_list(s)
   local out = {}

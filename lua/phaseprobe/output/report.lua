@@ -436,6 +436,28 @@ function M.field_choices(set)
   return #parts > 0 and table.concat(parts, "; ") or "no fields"
 end
 
+--- The numeric fields of a record set, for the error of an option that
+-- takes one: "quantities: nodes, ptx_bytes; other fields: seq, wall_ns".
+function M.number_choices(set)
+  local cols = set:columns()
+  local quantities, is_q, others = {}, {}, {}
+  for _, q in ipairs(set:layout().quantities) do
+    if set:has(q) then
+      quantities[#quantities + 1] = q
+      is_q[q] = true
+    end
+  end
+  for _, f in ipairs(set:fields()) do
+    if cols:kind(f) ~= "string" and not is_q[f] then others[#others + 1] = f end
+  end
+  local parts = {}
+  if #quantities > 0 then parts[#parts + 1] = "quantities: " .. table.concat(quantities, ", ") end
+  if #others > 0 then
+    parts[#parts + 1] = (#quantities > 0 and "other fields: " or "fields: ") .. table.concat(others, ", ")
+  end
+  return #parts > 0 and table.concat(parts, "; ") or "no numeric fields"
+end
+
 --- The values field f takes in a record set, as text (at most `limit`,
 -- default 20, then "..."; a u64 past 2^63-1 by its digits).
 function M.field_values(set, f, limit)
