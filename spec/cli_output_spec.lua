@@ -302,6 +302,49 @@ describe("command output", function()
   end)
 end)
 
+describe("option values matched exactly", function()
+  -- a knob whose values are u64s past 2^63-1 (floats in Lua) and a small integer
+  local U, V = "18446744073709551615", "18446744073709551614"
+  local LINES = {
+    "p seq=1 wall_ns=100 ptx_ns=60 prepare_ns=30 knob=" .. U,
+    "p seq=2 wall_ns=110 ptx_ns=62 prepare_ns=31 knob=" .. U,
+    "p seq=3 wall_ns=200 ptx_ns=150 prepare_ns=30 knob=" .. V,
+    "p seq=4 wall_ns=210 ptx_ns=152 prepare_ns=33 knob=" .. V,
+    "p seq=5 wall_ns=300 ptx_ns=250 prepare_ns=30",
+    "p seq=6 wall_ns=310 ptx_ns=255 prepare_ns=30 knob=5",
+  }
+
+  it("whatif --variant and --base find the records of a u64 past 2^63-1, and of a number", function()
+    local log = tmpfile(LINES)
+    local rc, out, err = run("whatif", "--remove", "ptx", "--variant", "knob=" .. U, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("base: 1 record; variant knob=" .. U .. ": 2 records\n", out, 1, true)
+    rc, out, err = run("whatif", "--remove", "ptx", "--variant", "knob=" .. U, "--base", V, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("base: 3 records; variant knob=" .. U .. ": 2 records\n", out, 1, true)
+    rc, out, err = run("whatif", "--remove", "ptx", "--variant", "knob=" .. V, "--base", "5", log)
+    assert.are.equal(0, rc, err)
+    assert.matches("base: 2 records; variant knob=" .. V .. ": 2 records\n", out, 1, true)
+    -- a value no record has: the values there, each by its digits
+    rc, _, err = run("whatif", "--remove", "ptx", "--variant", "knob=7", log)
+    assert.are.equal(2, rc)
+    assert.matches("no records with knob=7 (knob here: " .. U .. ", " .. V .. ", (none), 5)", err, 1, true)
+    os.remove(log)
+  end)
+
+  it("compare --by takes two u64 values past 2^63-1", function()
+    local log = tmpfile(LINES)
+    local rc, out, err = run("compare", "--by", "knob", U, V, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("knob=" .. U .. ": 2 dispatches, mean wall 105 ns", out, 1, true)
+    assert.matches("knob=" .. V .. ": 2 dispatches, mean wall 205 ns", out, 1, true)
+    rc, out, err = run("compare", "--by", "knob", "5", V, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("knob=5: 1 dispatch, mean wall 310 ns", out, 1, true)
+    os.remove(log)
+  end)
+end)
+
 describe("counts in messages", function()
   local records = require "phaseprobe.records"
 

@@ -395,6 +395,39 @@ function Set:where(spec, value)
   return derive(self, sel)
 end
 
+--- The records of `set` whose field equals v: with v a string, as the
+-- condition "field=v" compares (exactly: a number by its digits, a u64
+-- past 2^63-1 included, or a value whose text is v); else set:where(field, v).
+function M.equal(set, field, v)
+  if type(v) == "string" then
+    if v == "" or v:find("[%s=]") then return set:where { [field] = v } end
+    return set:where(field .. "=" .. v)
+  end
+  return set:where(field, v)
+end
+
+--- One set of the records of sets over the same store, each record once,
+-- in the store's order.
+function M.union(sets)
+  local first = sets[1]
+  if not first then error("phaseprobe.records.union: no sets", 2) end
+  local rows, seen = {}, {}
+  for i, s in ipairs(sets) do
+    if not M.is_set(s) or s._cols ~= first._cols then
+      error("phaseprobe.records.union: element " .. i .. " is no set over the first one's store", 2)
+    end
+    for j = 1, s:count() do
+      local r = s:row(j)
+      if not seen[r] then
+        seen[r] = true
+        rows[#rows + 1] = r
+      end
+    end
+  end
+  table.sort(rows)
+  return derive(first, first._cols:select(rows))
+end
+
 --- Records whose numeric field lies in [lo, hi] (either bound may be nil),
 -- compared exactly: an integer bound with a u64 or a float value.
 function Set:range(name, lo, hi)

@@ -125,10 +125,13 @@ local function label(field, v)
   return string.format("%s=%s", field, tostring(v))
 end
 
---- Compares the records whose `field` equals va against those equal to vb.
+--- Compares the records whose `field` equals va against those equal to vb
+-- (a value given as text matches as the command line's F=V does: exactly,
+-- a number by its digits; records.equal).
 function M.by(set, field, va, vb, opts)
   opts = opts or {}
-  local a, b = set:where(field, va), set:where(field, vb)
+  local records = require "phaseprobe.records"
+  local a, b = records.equal(set, field, va), records.equal(set, field, vb)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   o.labels = o.labels or { label(field, va), label(field, vb) }

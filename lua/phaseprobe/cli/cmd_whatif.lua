@@ -97,7 +97,9 @@ function C.run(args, ctx)
     if base:count() == 0 then
       local values = {}
       for _, g in ipairs(set:group(k)) do
-        if not g.missing and g.key ~= v then values[#values + 1] = tostring(g.key) end
+        if not g.missing and report.key_text(g, k) ~= v then
+          values[#values + 1] = report.key_text(g, k)
+        end
       end
       ctx.usage(string.format("%sno base records (without %s, or %s=%s); say which records are "
         .. "the base with --base VALUE (%s here: %s)", opts.base and ("--base " .. opts.base .. ": ")

@@ -111,13 +111,15 @@ function M.parse_options(args, spec)
   return opts, pos
 end
 
---- "k=v" -> k, v (v as an integer when it is one).
+--- "k=v" -> k, v: v as its text, which the records are matched against
+-- exactly (records.condition: "k=v" compares numbers by their digits, a
+-- u64 past 2^63-1 included), or read as a number (cli.number).
 function M.pair(s, what)
   local k, v = s:match("^([%w_@]+)=(.+)$")
   if not k then
     M.usage_error(string.format("%s '%s': expected name=value", what, s))
   end
-  return k, math.tointeger(tonumber(v)) or v
+  return k, v
 end
 
 --- A number option.

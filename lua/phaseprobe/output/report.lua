@@ -458,6 +458,15 @@ function M.number_choices(set)
   return #parts > 0 and table.concat(parts, "; ") or "no numeric fields"
 end
 
+--- The key of a group of set:group(f) as its records' lines write it
+-- (a u64 past 2^63-1 by its digits, not as a float); "(none)" for the
+-- records that lack f.
+function M.key_text(g, f)
+  if g.missing then return "(none)" end
+  if math.type(g.key) == "float" then return g.set[1]:_text(f) end
+  return tostring(g.key)
+end
+
 --- The values field f takes in a record set, as text (at most `limit`,
 -- default 20, then "..."; a u64 past 2^63-1 by its digits).
 function M.field_values(set, f, limit)
@@ -466,13 +475,7 @@ function M.field_values(set, f, limit)
   if not set:has(f) then return "none" end
   for _, g in ipairs(set:group(f)) do
     if #out == limit then out[#out + 1] = "..."; break end
-    if g.missing then
-      out[#out + 1] = "(none)"
-    elseif math.type(g.key) == "float" then
-      out[#out + 1] = g.set[1]:_text(f)
-    else
-      out[#out + 1] = tostring(g.key)
-    end
+    out[#out + 1] = M.key_text(g, f)
   end
   return table.concat(out, ", ")
 end
