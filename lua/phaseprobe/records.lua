@@ -73,6 +73,7 @@ end
 function M.read(path, opts)
   if type(path) == "string" and path ~= "-" then
     local files = require "phaseprobe.output.files"
+    files.check_path(path, "phaseprobe.records.read", "input", 2)
     local format = files.format_of(path)
     if format == "csv" or format == "jsonl" then
       local o = {}

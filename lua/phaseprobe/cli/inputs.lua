@@ -215,7 +215,8 @@ local function jsonl_feed(next_line, opts, bad)
     local line = next_line()
     if line == nil then return nil end
     lineno = lineno + 1
-    if not line:find("%S") then return "" end
+    -- a blank line, or a comment ('#' first: no JSON object starts so)
+    if not line:find("%S") or line:match("^%s*#") then return "" end
     local what
     local obj, keys, raw = json.fields(line)
     if not obj then

@@ -108,6 +108,7 @@ M.parse_kv = parse_kv
 --- the run's device, date and checks. Any other line that is not a record
 --- with a wall_ns refuses the log, naming file and line.
 function M.load_log(path)
+  require("phaseprobe.output.files").check_path(path, "demo.load_log", "log", 2)
   local f, err = io.open(path, "r")
   if not f then return nil, err end
   local log = { meta = {}, checks = nil, path = path }

@@ -212,7 +212,10 @@ function M.read_csv(path, opts)
   if not text then return nil, err end
   -- (the empty match gmatch yields at the very end is a blank line: skipped)
   local rows = M.rows(text:gmatch("([^\n]*)\n?"))
+  -- comment lines ('#' first) before the header are skipped, as the
+  -- command's reader skips them
   local header = rows() or {}
+  while not header.what and (header[1] or ""):match("^%s*#") do header = rows() or {} end
   if header.what then return nil, ("%s:%d: %s"):format(path, header.line, header.what) end
   local cols, seen = {}, {}
   for i, name in ipairs(header) do

@@ -4,7 +4,7 @@
 --   html.describe(set, opts) -> desc      the report as plain data
 --   html.render(desc)        -> string    the page for a description
 --   html.report(set, opts)   -> string    render(describe(set, opts))
---   html.write(set, path, opts) -> true | nil, message
+--   html.write(set, path, opts) -> true | nil, message   ("-": standard output)
 --
 -- `set` is a record set (phaseprobe.records; records.from_list makes one
 -- from a list). opts: title=, source= (shown under the title), group= (tag or
@@ -465,14 +465,16 @@ function M.report(set, opts)
   return M.render(M.describe(set, opts))
 end
 
+-- (the path: files.check_path's rule, "-" for standard output; the
+-- messages those of the exporters, "html.write: cannot write 'x': ...")
 function M.write(set, path, opts)
+  local files = require "phaseprobe.output.files"
+  files.check_path(path, "html.write", "output", 2)
   local page = M.report(set, opts)
-  local f, err = io.open(path, "wb")
-  if not f then return nil, ("html: cannot write '%s': %s"):format(path, err) end
-  local ok, werr = f:write(page)
-  f:close()
-  if not ok then return nil, ("html: writing '%s' failed: %s"):format(path, werr) end
-  return true
+  local w, err = files.open_out(path, "html.write")
+  if not w then return nil, err end
+  w.write(page)
+  return w.close()
 end
 
 return M
