@@ -734,7 +734,8 @@ function M.main(args, out, err, fail)
     local data = o.data or default_data()
     out("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows"
       .. (o.verbose and "" or " (--verbose: why)"))
-    if o.verbose then out("  why: " .. tostring(why)) end
+    -- (within 100 columns: a long reason goes on under its first words)
+    if o.verbose then say(out, "why: " .. tostring(why), "  ") end
     return M.replay(data, out, fail)
   end
   local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)

@@ -379,6 +379,7 @@ span.nowrap { white-space: nowrap; }
 p.warning { font-size: 14px; color: #7a1616; background: #fdf1f0; border-left: 4px solid #c0392b;
   padding: 6px 10px; max-width: 1000px; }
 figure { margin: 12px 0 18px 0; }
+h1, h3, p.src, dl.summary dd, p.note, p.warning { overflow-wrap: anywhere; }
 ]]
 
 local function td(s, class)
