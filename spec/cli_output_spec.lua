@@ -272,8 +272,25 @@ describe("command output", function()
       local what = table.concat(case[1], " ")
       assert.are.equal(2, rc, what .. ": " .. err)
       assert.are.equal("", out, what)
-      assert.matches("^phaseprobe %a+: " .. case[2], err)
+      -- (a message past 100 columns goes on under its first words)
+      assert.matches("^phaseprobe %a+: " .. case[2], (err:gsub("\n    ", " ")))
+      assert.is_true(command.widest(err) <= 100, err)
     end
+  end)
+
+  it("wraps a long error under its first words within 100 columns; --wide keeps it whole", function()
+    local rc, _, err = run("report", "--group", "nope", DEMO)
+    assert.are.equal(2, rc)
+    local lines = {}
+    for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.is_true(#lines > 3, err)
+    assert.matches("^phaseprobe report: %-%-group nope: ", lines[1])
+    for i = 2, #lines - 1 do assert.matches("^    %S", lines[i]) end
+    assert.are.equal("(see 'phaseprobe report --help')", lines[#lines])
+    assert.is_true(command.widest(err) <= 100, err)
+    local _, _, wide = run("report", "--wide", "--group", "nope", DEMO)
+    assert.are.equal(2, select(2, wide:gsub("\n", "")))
+    assert.are.equal((err:gsub("\n    ", " ")), wide)
   end)
 
   it("prints nothing on stdout before a usage error", function()
@@ -328,7 +345,8 @@ describe("option values matched exactly", function()
     -- a value no record has: the values there, each by its digits
     rc, _, err = run("whatif", "--remove", "ptx", "--variant", "knob=7", log)
     assert.are.equal(2, rc)
-    assert.matches("no records with knob=7 (knob here: " .. U .. ", " .. V .. ", (none), 5)", err, 1, true)
+    assert.matches("no records with knob=7 (knob here: " .. U .. ", " .. V .. ", (none), 5)",
+      (err:gsub("\n    ", " ")), 1, true)
     os.remove(log)
   end)
 

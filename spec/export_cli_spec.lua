@@ -61,7 +61,7 @@ describe("the export subcommands in the command framework", function()
     local f = FIXTURE:gsub("%p", "%%%0")
     assert.matches(f .. ":5:%d+: missing field ptx_cache_misses", err)
     assert.matches("phaseprobe trace: " .. f .. ": 8 damaged record lines %(lines 5, 9, 10, 13, 15, "
-      .. "%.%.%.%): refused %(%-%-strict%)\n$", err)
+      .. "%.%.%.%): refused %(%-%-strict%)\n$", (err:gsub("\n    ", " ")))
     local rc2, out2, err2 = run("trace", "-o", dest, FIXTURE)
     assert.are.equal(0, rc2)
     assert.are.equal("", out2)

@@ -398,17 +398,34 @@ function M.run(cmd, name, args, out, err)
     if mt == UsageError then
       local after = cmd.usage_on_error and cmd.usage
         or ("(see '" .. prog .. " " .. name .. " --help')")
-      err:write(string.format("%s: %s\n%s\n", ctx.name, res.msg, after))
+      M.say_error(err, string.format("%s: %s", ctx.name, res.msg), ctx.wide)
+      err:write(after, "\n")
       return 2
     end
     local msg = mt == InputError and res.msg or tostring(res)
     -- the command names itself: a library's own prefix
     -- ("phaseprobe.whatif: ...") would say it twice
     msg = msg:gsub("^phaseprobe%.[%w_.]+[:%w_]*: ", "")
-    err:write(string.format("%s: %s\n", ctx.name, msg))
+    M.say_error(err, string.format("%s: %s", ctx.name, msg), ctx.wide)
     return 1
   end
   return math.tointeger(res) or (res == false and 1 or 0)
+end
+
+--- Writes a message and a newline to err within report.width columns: a
+-- line too long goes on under its first words, indented by four spaces (as
+-- the damaged lines are named); with wide (--wide), as it is.
+function M.say_error(err, text, wide)
+  local report = require "phaseprobe.output.report"
+  local out = {}
+  for line in (tostring(text) .. "\n"):gmatch("(.-)\n") do
+    if wide or (utf8.len(line) or #line) <= report.width then
+      out[#out + 1] = line
+    else
+      out[#out + 1] = table.concat(report.wrap(line, report.width, "    ", ""), "\n")
+    end
+  end
+  err:write(table.concat(out, "\n"), "\n")
 end
 
 --- Writes text to out and flushes it: status, or 1 (with a message on
@@ -448,7 +465,7 @@ function M.main(argv, out, err)
     return 1
   end
   if not cmd then
-    err:write(string.format("%s: unknown command '%s' (commands: %s; '%s --help' lists them)\n",
+    M.say_error(err, string.format("%s: unknown command '%s' (commands: %s; '%s --help' lists them)",
       prog, name, table.concat(M.commands(), ", "), prog))
     return 2
   end
