@@ -448,6 +448,45 @@ describe("bin/phaseprobe", function()
     assert.matches("\r\27%[Kphaseprobe stub: it broke\n$", err.text())
   end)
 
+  it("keeps a progress line within the terminal's width, the item's label going first", function()
+    local progress = require "phaseprobe.cli.progress"
+    local function drawn(columns, label)
+      local getenv = os.getenv
+      os.getenv = function(k) if k == "COLUMNS" then return columns end return getenv(k) end
+      local err = capture()
+      local p = progress.new({ err = err, name = "phaseprobe report", t0 = 0 },
+        "fitting the phases", { total = 11, unit = "fields" })
+      p.on, p.started = true, p.started - 5
+      p:update(4, nil, label)
+      os.getenv = getenv
+      return (err.text():gsub("^\r", ""):gsub("\27%[K$", ""))
+    end
+    local long = "sub_a_rather_long_nested_region_name_that_goes_on_ns"
+    local full = drawn(nil, "ptx_ns")
+    assert.matches("^phaseprobe report: fitting the phases: ptx_ns, 4 fields of 11 %(36%%%), ", full)
+    assert.is_true(#full <= 100, full)
+    local cut = drawn(nil, long)
+    assert.is_true(#cut <= 100, cut)
+    assert.matches("^phaseprobe report: fitting the phases: 4 fields of 11 %(36%%%), [%d.]+ [kM]? ?fields/s", cut)
+    local narrow = drawn("60", "ptx_ns")
+    assert.are.equal(59, #narrow)
+    assert.matches("^phaseprobe report: fitting the phases: 4 fields of 11", narrow)
+    -- a path loses its front first, the figures stay
+    local err = capture()
+    local getenv = os.getenv
+    os.getenv = function(k) if k == "COLUMNS" then return "120" end return getenv(k) end
+    local p = progress.new({ err = err, name = "phaseprobe report", t0 = 0 },
+      "reading /data/runs/2026-12-01/a-long-directory-name/run-with-the-base-knobs.log",
+      { total = 4e8, unit = "B", second = "records" })
+    p.on, p.started = true, p.started - 5
+    p:update(1e8, 250000)
+    os.getenv = getenv
+    local line = err.text():gsub("^\r", ""):gsub("\27%[K$", "")
+    assert.are.equal(119, utf8.len(line), line)
+    assert.matches("^phaseprobe report: reading …[^:]*the%-base%-knobs%.log: 100 MB of 400 MB "
+      .. "%(25%%%), 250 k records, [%d.]+ [kMG]?B/s, about [%d]+ [%a ]+ left$", line)
+  end)
+
   it("pp.isatty tells a terminal from a file or pipe", function()
     assert.is_false(pp.isatty(io.tmpfile()))
     local rc, out = sh("script -qec " .. q("lua5.4 -e 'package.cpath=\"" .. ROOT
