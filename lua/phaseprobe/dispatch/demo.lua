@@ -227,10 +227,12 @@ local function rpad(s, n) return s .. string.rep(" ", n - #s) end
 local function lpad(s, n) return string.rep(" ", n - #s) .. s end
 
 local function report_shape(out, name, s, per_round)
-  say(out, fmt("shape %s: %s nodes, %s PTX, %s grid blocks, fixpoint %s, %s buffers; %s dispatches%s",
-    name, thousands(s.nodes), kb(s.ptx_bytes), thousands(s.grid_blocks), thousands(s.fixpoint),
-    thousands(s.buffers), thousands(s.count), per_round and fmt(", %s per round", thousands(per_round))
-    or ""))
+  local count = report.count
+  say(out, fmt("shape %s: %s, %s PTX, %s, fixpoint %s, %s; %s%s", name,
+    count(math.floor(s.nodes + 0.5), "node"), kb(s.ptx_bytes),
+    count(math.floor(s.grid_blocks + 0.5), "grid block"), thousands(s.fixpoint),
+    count(math.floor(s.buffers + 0.5), "buffer"), count(s.count, "dispatch"),
+    per_round and fmt(", %s per round", thousands(per_round)) or ""))
   out("  phase               median   share of wall (totals)")
   local wall_total = s.total.wall_ns > 0 and s.total.wall_ns or 1
   local function row(label, v, share)
@@ -249,12 +251,13 @@ local function report_shape(out, name, s, per_round)
     ns(s.med.enqueue_ns), ns(s.med.wait_ns), ns(s.med.device_window_ns), ns(s.med.kernel_ns),
     ns(s.med.starvation_ns)), "  ")
   if s.med.launch_latency_ns then
-    say(out, fmt("device timeline (CUPTI, probe clock): %s kernels; idle in the window: launch "
-      .. "latency %s, host gap %s", thousands(s.med.kernels), ns(s.med.launch_latency_ns),
+    say(out, fmt("device timeline (CUPTI, probe clock): %s; idle in the window: launch "
+      .. "latency %s, host gap %s", report.count(math.floor(s.med.kernels + 0.5), "kernel"),
+      ns(s.med.launch_latency_ns),
       ns(s.med.host_gap_ns)), "  ")
   end
   if per_round then
-    say(out, fmt("per round of %s dispatches: wall %s", thousands(per_round),
+    say(out, fmt("per round of %s: wall %s", report.count(per_round, "dispatch"),
       ns(per_round * s.med.wall_ns)), "  ")
   end
 end
