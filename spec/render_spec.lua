@@ -393,6 +393,28 @@ describe("the numbers of the page", function()
     return out, tonumber(doc:match('<svg[^>]* width="([%d.]+)"'))
   end
 
+  it("draws only the plots asked for, and fits nothing when none is", function()
+    local lines = {}
+    for i = 1, 60 do
+      lines[i] = ("d seq=%d nodes=%d wall_ns=%d prepare_ns=%d ptx_ns=%d named_host_ns=%d "
+        .. "unattributed_ns=5"):format(i, 10 * (i % 4 + 1), 300 + i, 100 + i, 190, 290 + i)
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local all = html.describe(set)
+    local one = html.describe(set, { plots = { "ptx_ns" } })
+    assert.are.equal(2, #all.scatters)
+    assert.are.equal(1, #one.scatters)
+    assert.are.same(all.scatters[2], one.scatters[1])
+    local steps = {}
+    local none = html.describe(set, { plots = {}, progress = function(what)
+      steps[#steps + 1] = what
+      return { update = function() end, done = function() end }
+    end })
+    assert.are.equal(0, #none.scatters)
+    for _, w in ipairs(steps) do assert.are_not.equal("fitting the phases", w) end
+    assert.are.same(all.groups, none.groups)
+  end)
+
   it("wrap a long legend label of a scatter or of the bars rather than cut it", function()
     -- two variants with long names (a tag's value, or a path)
     local long = string.rep("memo_digest+cache_scan+skip_gate+", 4) .. "end"

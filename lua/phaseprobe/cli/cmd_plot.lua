@@ -57,8 +57,10 @@ function C.run(args, ctx)
   -- error lists those the records hold
   if opts.by then cli.need_field(set, "--by " .. opts.by, opts.by, "number") end
   if opts.group then cli.need_field(set, "--group " .. opts.group, opts.group) end
-  local fits = label and html.analysis_fits(set, opts.by) or nil
-  local desc = html.describe(set, { group = opts.group, by = opts.by, fits = fits })
+  -- only the plot asked for is drawn (and fitted), each step with its
+  -- progress line
+  local desc = html.describe(set, { group = opts.group, by = opts.by, plots = { label },
+    progress = ctx.progress })
   -- what the page warns about (mixed variants, phases past their wall):
   -- on stderr, and in the plot itself
   local f = desc.findings or {}

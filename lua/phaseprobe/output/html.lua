@@ -14,7 +14,8 @@
 -- slope=, verdict=, quantity=, r2=} } (default html.analysis_fits(set, by):
 -- the analysis's verdicts), nested = false to leave nested regions out,
 -- max_points = points drawn per scatter before they are binned (default
--- output/points.lua's), progress = function(what, {total=, unit=}) -> an
+-- output/points.lua's), plots = the labels of the phases and nested
+-- regions to plot (default all; {} for none), progress = function(what, {total=, unit=}) -> an
 -- object with update(done, extra, label) and done() (a command's
 -- ctx.progress): each step of the page (the tables, the fits, the plots,
 -- the warnings) says how far it is through it.
@@ -275,12 +276,21 @@ function describe(set, opts)
 
   -- scatters: each phase against the quantity it scales with; every record
   -- is looked at, large sets through a grid (output/points.lua)
-  local plotted = {}
-  for _, p in ipairs(L.phases) do plotted[#plotted + 1] = p end
-  if with_nested then
-    for _, nl in ipairs(L.nested) do plotted[#plotted + 1] = nl end
+  -- (opts.plots: only these, as phaseprobe plot asks for one, or none)
+  local plotted, wanted = {}, nil
+  if opts.plots then
+    wanted = {}
+    for _, p in ipairs(opts.plots) do wanted[p] = true end
   end
-  local fits = opts.fits or M.analysis_fits(set, opts.by, opts)
+  for _, p in ipairs(L.phases) do
+    if not wanted or wanted[p] then plotted[#plotted + 1] = p end
+  end
+  if with_nested then
+    for _, nl in ipairs(L.nested) do
+      if not wanted or wanted[nl] then plotted[#plotted + 1] = nl end
+    end
+  end
+  local fits = opts.fits or (#plotted > 0 and M.analysis_fits(set, opts.by, opts)) or {}
   local named = {}
   for gi, g in ipairs(groups) do named[gi] = { name = group_label(by, g.name), set = g.set } end
   step = analyze.step(opts, "drawing the plots", #plotted, "plots")
