@@ -17,6 +17,11 @@ local matches_all = require("helpers.text").matches_all
 -- names, not counts), a value that rounds to zero with a sign ("-0%",
 -- "-0.00 ns"), a time with a fraction that is not 3 significant digits
 -- ("0.01 ns", "0.70 ns"), an exponent. Returns the first few, as text.
+local PLURALS = {}
+for w in ("records lines dispatches fields values groups points pairs cells rows bytes errors "
+  .. "elements operands buffers nodes blocks SMs modules arrivals markers shapes rounds sets "
+  .. "iterations tags plots summaries quantities"):gmatch("%a+") do PLURALS[w] = true end
+
 local function style_problems(text)
   local bad = {}
   local function add(what) if #bad < 8 then bad[#bad + 1] = what end end
@@ -42,6 +47,11 @@ local function style_problems(text)
     end
   end
   if t:find("%de[+-]%d") then add("an exponent") end
+  -- one of a thing in the plural ("1 records"; "0 of 1 dispatches" and
+  -- "1 of 3 records" are how a share is said)
+  for at, word in t:gmatch("()%f[%w,.]1 (%a+s)%f[%A]") do
+    if PLURALS[word] and t:sub(at - 3, at - 1) ~= "of " then add("one in the plural: 1 " .. word) end
+  end
   return bad
 end
 
@@ -115,6 +125,8 @@ describe("command output", function()
     -- the checker can fail
     -- (-0.00 ns is both a signed zero and no 3 significant digits)
     assert.are.equal(6, #style_problems("4 on 1347, -0%, -0.00 ns, 0.01 ns, 403,747 ns"))
+    assert.are.same({ "one in the plural: 1 records" },
+      style_problems("3 lines: 1 records, 1 of 3 records, 0 of 1 dispatches, 1 record"))
   end)
 
   it("writes times in SI units with 3 significant digits, sub-nanosecond ones included", function()
@@ -231,22 +243,54 @@ describe("command output", function()
         "%-%-wait nope: no phase 'nope' %(valid: prepare, ptx," },
       { { "report", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
       { { "fit", "--group", "nope", DEMO }, "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob" },
-      { { "report", "--fields", "wall_ns,nope", DEMO }, "%-%-fields: no field 'nope' in the records %(tags:" },
+      { { "report", "--fields", "wall_ns,nope", DEMO },
+        "%-%-fields: no field 'nope' in the records %(quantities: nodes, ptx_bytes," },
+      { { "report", "--fields", "wall_ns,shape", DEMO },
+        "%-%-fields: 'shape' is a tag %(text%), not a number %(quantities: nodes, ptx_bytes," },
       { { "fit", "--quantity", "nope", DEMO },
         "%-%-quantity nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes," },
+      { { "fit", "--quantity", "shape", DEMO },
+        "%-%-quantity shape: 'shape' is a tag %(text%), not a number %(quantities: nodes," },
       { { "fit", "--phase", "bogus", DEMO }, "%-%-phase: no phase or nested region 'bogus' %(valid: prepare," },
       { { "plot", "--phase", "nope", DEMO }, "%-%-phase nope: not a phase or nested region" },
       { { "plot", "--bars", "--group", "nope", DEMO },
         "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob, shape; fields:" },
       { { "plot", "--phase", "ptx", "--by", "nope", DEMO },
-        "%-%-by nope: no record has a field 'nope' %(counts: nodes, ptx_bytes," },
+        "%-%-by nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes, buffers, "
+          .. "bindings, fixpoint, grid_blocks, ptx_cache_misses, kernels; other fields: seq, wall_ns," },
+      { { "plot", "--phase", "ptx", "--by", "knob", DEMO },
+        "%-%-by knob: 'knob' is a tag %(text%), not a number %(quantities: nodes," },
+      { { "html", "--by", "nope", DEMO },
+        "%-%-by nope: no field 'nope' in the records %(quantities: nodes, ptx_bytes, buffers, "
+          .. "bindings, fixpoint, grid_blocks, ptx_cache_misses, kernels; other fields: seq, wall_ns," },
+      { { "html", "--by", "shape", DEMO },
+        "%-%-by shape: 'shape' is a tag %(text%), not a number %(quantities: nodes," },
+      { { "html", "--group", "nope", DEMO },
+        "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob, shape; fields: seq," },
     } do
       local rc, out, err = run(table.unpack(case[1]))
       local what = table.concat(case[1], " ")
       assert.are.equal(2, rc, what .. ": " .. err)
       assert.are.equal("", out, what)
-      assert.matches("^phaseprobe %a+: " .. case[2], err)
+      -- (a message past 100 columns goes on under its first words)
+      assert.matches("^phaseprobe %a+: " .. case[2], (err:gsub("\n    ", " ")))
+      assert.is_true(command.widest(err) <= 100, err)
     end
+  end)
+
+  it("wraps a long error under its first words within 100 columns; --wide keeps it whole", function()
+    local rc, _, err = run("report", "--group", "nope", DEMO)
+    assert.are.equal(2, rc)
+    local lines = {}
+    for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.is_true(#lines > 3, err)
+    assert.matches("^phaseprobe report: %-%-group nope: ", lines[1])
+    for i = 2, #lines - 1 do assert.matches("^    %S", lines[i]) end
+    assert.are.equal("(see 'phaseprobe report --help')", lines[#lines])
+    assert.is_true(command.widest(err) <= 100, err)
+    local _, _, wide = run("report", "--wide", "--group", "nope", DEMO)
+    assert.are.equal(2, select(2, wide:gsub("\n", "")))
+    assert.are.equal((err:gsub("\n    ", " ")), wide)
   end)
 
   it("prints nothing on stdout before a usage error", function()
@@ -272,6 +316,160 @@ describe("command output", function()
       "--base", "nosuch", DEMO)
     assert.are.equal(2, rc2)
     assert.matches("%-%-base VALUE %(knob here: base, memo_digest%+cache_scan%+skip_gate%)", err2)
+  end)
+end)
+
+describe("option values matched exactly", function()
+  -- a knob whose values are u64s past 2^63-1 (floats in Lua) and a small integer
+  local U, V = "18446744073709551615", "18446744073709551614"
+  local LINES = {
+    "p seq=1 wall_ns=100 ptx_ns=60 prepare_ns=30 knob=" .. U,
+    "p seq=2 wall_ns=110 ptx_ns=62 prepare_ns=31 knob=" .. U,
+    "p seq=3 wall_ns=200 ptx_ns=150 prepare_ns=30 knob=" .. V,
+    "p seq=4 wall_ns=210 ptx_ns=152 prepare_ns=33 knob=" .. V,
+    "p seq=5 wall_ns=300 ptx_ns=250 prepare_ns=30",
+    "p seq=6 wall_ns=310 ptx_ns=255 prepare_ns=30 knob=5",
+  }
+
+  it("whatif --variant and --base find the records of a u64 past 2^63-1, and of a number", function()
+    local log = tmpfile(LINES)
+    local rc, out, err = run("whatif", "--remove", "ptx", "--variant", "knob=" .. U, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("base: 1 record; variant knob=" .. U .. ": 2 records\n", out, 1, true)
+    rc, out, err = run("whatif", "--remove", "ptx", "--variant", "knob=" .. U, "--base", V, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("base: 3 records; variant knob=" .. U .. ": 2 records\n", out, 1, true)
+    rc, out, err = run("whatif", "--remove", "ptx", "--variant", "knob=" .. V, "--base", "5", log)
+    assert.are.equal(0, rc, err)
+    assert.matches("base: 2 records; variant knob=" .. V .. ": 2 records\n", out, 1, true)
+    -- a value no record has: the values there, each by its digits
+    rc, _, err = run("whatif", "--remove", "ptx", "--variant", "knob=7", log)
+    assert.are.equal(2, rc)
+    assert.matches("no records with knob=7 (knob here: " .. U .. ", " .. V .. ", (none), 5)",
+      (err:gsub("\n    ", " ")), 1, true)
+    os.remove(log)
+  end)
+
+  it("compare --by takes two u64 values past 2^63-1", function()
+    local log = tmpfile(LINES)
+    local rc, out, err = run("compare", "--by", "knob", U, V, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("knob=" .. U .. ": 2 dispatches, mean wall 105 ns", out, 1, true)
+    assert.matches("knob=" .. V .. ": 2 dispatches, mean wall 205 ns", out, 1, true)
+    rc, out, err = run("compare", "--by", "knob", "5", V, log)
+    assert.are.equal(0, rc, err)
+    assert.matches("knob=5: 1 dispatch, mean wall 310 ns", out, 1, true)
+    os.remove(log)
+  end)
+end)
+
+describe("counts in messages", function()
+  local records = require "phaseprobe.records"
+
+  it("says one of a thing in the singular", function()
+    -- (one record among other lines; one line)
+    local one = tmpfile { "hello", "p seq=1 wall_ns=100 a_ns=40 nodes=3", "world" }
+    local rc, out = run("report", one)
+    assert.are.equal(0, rc)
+    assert.matches("3 lines: 1 record, 0 damaged, 2 other", out, 1, true)
+    assert.are.same({}, style_problems(out))
+    local only = tmpfile { "p seq=1 wall_ns=100 a_ns=40 nodes=3" }
+    _, out = run("report", only)
+    assert.matches("1 line: 1 record, 0 damaged, 0 other", out, 1, true)
+    local none = tmpfile { "hello" }
+    local rc2, _, err = run("report", none)
+    assert.are.equal(1, rc2)
+    assert.matches("no record lines (1 line: 0 damaged, 1 other)", err, 1, true)
+    local damaged = tmpfile { "p seq=1 wall_ns=100 a_ns=40", "p seq=2 wall_ns=1x0 a_ns=40" }
+    _, _, err = run("report", damaged)
+    assert.matches(": 1 damaged record line (line 2): left out", err, 1, true)
+    assert.matches("... and 1 more rejected line", report.parse({ total = 3, parsed = 1,
+      rejected = 2, other = 0, errors = { { file = "f", line = 1, column = 1, what = "x" },
+        { file = "f", line = 2, column = 1, what = "y" } } }, { limit = 1 }), 1, true)
+    -- the REPL's objects
+    local set = records.from_string("p seq=1 wall_ns=100 a_ns=40 k=x\np seq=2 wall_ns=90 a_ns=30 k=y")
+    assert.matches("^phaseprobe.records: 2 records, 4 fields", tostring(set))
+    assert.matches("^phaseprobe.records: 1 record, 4 fields", tostring(set:where("k", "x")))
+    assert.matches("^phaseprobe.groups by k: 2 groups\n", tostring(set:group("k")))
+    assert.matches("^phaseprobe.groups by k: 1 group\n", tostring(set:where("k", "x"):group("k")))
+    assert.matches("^phaseprobe.fits: 1 field against 2 quantities\n",
+      tostring(set:fits({ "seq", "wall_ns" }, { "a_ns" })))
+    assert.matches("^phaseprobe.fit of y against x: 1 point, 1 distinct x",
+      tostring(require("phaseprobe.analysis.fit").line({ 1 }, { 2 })))
+    -- compare and whatif over groups of one dispatch
+    local kv = tmpfile { "p seq=1 wall_ns=100 a_ns=40 k=x", "p seq=2 wall_ns=90 a_ns=30 k=y" }
+    _, out = run("compare", "--by", "k", "x", "y", kv)
+    assert.matches("k=x: 1 dispatch, mean wall", out, 1, true)
+    assert.are.same({}, style_problems(out))
+    _, out = run("whatif", "--remove", "a", "--variant", "k=y", "--base", "x", kv)
+    assert.matches("base: 1 record; variant k=y: 1 record", out, 1, true)
+    assert.matches("\n1 dispatch ", out, 1, true)
+    -- a CSV row of one cell
+    local csv = tmpfile { "seq,wall_ns", "1,100", "2" }
+    local csvpath = csv .. ".csv"
+    os.rename(csv, csvpath)
+    _, _, err = run("report", csvpath)
+    assert.matches(":3: 1 cell, the header has 2", err, 1, true)
+    os.remove(csvpath)
+    -- the dispatch area
+    local P = require "phaseprobe.dispatch.program"
+    local prog = P.new { name = "t", buffers = { { name = "x", role = "input", type = "u32" },
+      { name = "y", role = "output", type = "u32" } }, body = { P.store("y", P.load("x")) } }
+    local ok, msg = pcall(prog.evaluate, prog, { x = { 1 } }, 2)
+    assert.is_false(ok)
+    assert.matches("input 'x' has 1 element, expected n = 2", msg, 1, true)
+    assert.matches("(2 nodes, 2 buffers, 0 grid barriers, fixpoint 1)", tostring(prog), 1, true)
+    local single = setmetatable({ name = "t", nodes = 1, buffers = { {} }, barriers = 1, fixpoint = 1 },
+      getmetatable(prog))
+    assert.matches("(1 node, 1 buffer, 1 grid barrier, fixpoint 1)", tostring(single), 1, true)
+    -- and a progress line
+    assert.are.equal("1 record", require("phaseprobe.cli.progress").amount(1, "records"))
+    assert.are.equal("1 summary", require("phaseprobe.cli.progress").amount(1, "summaries"))
+    for _, f in ipairs { one, only, none, damaged, kv } do os.remove(f) end
+  end)
+
+  it("separates the thousands of every count in a message", function()
+    local rc, _, err = run("report", "--where", "nodes>99999999", DEMO)
+    assert.are.equal(1, rc)
+    assert.matches("no records left after --where nodes>99999999 (1,350 records read)", err, 1, true)
+    local set = records.read(DEMO)
+    assert.matches("\n%(5 of 1,350 records%)$", set:view(nil, 5))
+    local lines = {}
+    for i = 1, 1200 do lines[i] = "no record here " .. i end
+    local log = tmpfile(lines)
+    _, _, err = run("report", log)
+    assert.matches("no record lines (1,200 lines: 0 damaged, 1,200 other)", err, 1, true)
+    for i = 1, 1200 do lines[i] = "p seq=" .. i .. " wall_ns=1x" end
+    lines[#lines + 1] = "p seq=0 wall_ns=5"
+    local bad = tmpfile(lines)
+    _, _, err = run("report", bad)
+    assert.matches(": 1,200 damaged record lines (lines 1, 2, 3, 4, 5, ...)", err:gsub("\n    ", " "), 1,
+      true)
+    local files = require "phaseprobe.output.files"
+    local _, msg = files.slurp(DEMO, "test", 10000)
+    assert.matches("is larger than 10,000 bytes", tostring(msg), 1, true)
+    os.remove(log)
+    os.remove(bad)
+  end)
+
+  it("a --prefix that no line starts with is a usage error naming the prefixes there", function()
+    local rc, out, err = run("report", "--prefix", "nope", DEMO)
+    assert.are.equal(2, rc)
+    assert.are.equal("", out)
+    assert.matches("--prefix nope: no line starts with it (the record lines start with "
+      .. "vyre-cuda-dispatch-phase)", err:gsub("\n    ", " "), 1, true)
+    local mixed = "spec/fixtures/logs/mixed.log"
+    rc, _, err = run("fit", "--prefix", "nope", "--prefix", "x", DEMO, mixed)
+    assert.are.equal(2, rc)
+    assert.matches("--prefix nope, --prefix x: no line starts with any of them (the record lines "
+      .. "start with vyre-cuda-dispatch-phase in " .. DEMO .. "; vyre-cuda-dispatch-phase, myprobe in "
+      .. mixed .. ")", err:gsub("\n    ", " "), 1, true)
+    -- without --prefix, or when no line is a record line at all: an input error, as before
+    local none = tmpfile { "hello", "world" }
+    rc, _, err = run("report", "--prefix", "nope", none)
+    assert.are.equal(1, rc)
+    assert.are.equal("no record lines (2 lines: 0 damaged, 2 other)\n", err:sub(-#"no record lines (2 lines: 0 damaged, 2 other)\n"))
+    os.remove(none)
   end)
 end)
 

@@ -89,10 +89,30 @@ describe("phaseprobe.dispatch.demo", function()
     assert.equal(0, demo.main({ "--data", FIXTURE, "--verbose" }, vout, false))
     -- the reason pp.cuda gives: no driver (libcuda), or a module built
     -- without the toolkit's headers (a machine with no CUDA toolkit)
+    -- (a long one goes on under its first words, each line within 100 columns)
     local _, why = D.cuda_device(0)
-    assert.are.equal("  why: " .. tostring(why), vlines[2])
-    assert.is_truthy(vlines[2]:find("libcuda", 1, true)
-      or vlines[2]:find("without the CUDA toolkit headers", 1, true), vlines[2])
+    local said = { vlines[2] }
+    for i = 3, #vlines do
+      if not vlines[i]:match("^    %S") then break end
+      said[#said + 1] = vlines[i]:sub(5)
+    end
+    for _, l in ipairs(vlines) do assert.is_true(utf8.len(l) <= 100, l) end
+    assert.are.equal("  why: " .. tostring(why):gsub("%s+", " "), table.concat(said, " "))
+    assert.is_truthy(said[1]:find("libcuda", 1, true)
+      or said[1]:find("without the CUDA toolkit headers", 1, true), said[1])
+    -- a reason of any length is said whole, within the width
+    local cuda = D.cuda_device
+    D.cuda_device = function() return nil, ("a reason that goes on and on "):rep(12) .. "(the end)" end
+    local llines, lout = collect()
+    local ok, code = pcall(demo.main, { "--data", FIXTURE, "--verbose" }, lout, false)
+    D.cuda_device = cuda
+    assert.is_true(ok, code)
+    for _, l in ipairs(llines) do assert.is_true(utf8.len(l) <= 100, l) end
+    assert.matches("^  why: a reason that goes on", llines[2])
+    local at = 3
+    while llines[at] and not llines[at]:match("^recorded on ") do at = at + 1 end
+    assert.is_true(at > 4, "the reason on several lines")
+    assert.matches("^    .*%(the end%)$", llines[at - 1])
   end)
 
   it("fails in one line on its error stream when the recorded log is missing", function()

@@ -48,7 +48,7 @@ describe("the export subcommands in the command framework", function()
     local rc, _, err = run("html", "--by", "no_such_field", log)
     os.remove(log)
     assert.are.equal(2, rc)
-    assert.matches("%-%-by no_such_field: no record has a field 'no_such_field' %(counts: nodes", err)
+    assert.matches("%-%-by no_such_field: no field 'no_such_field' in the records %(quantities: nodes", err)
   end)
 
   it("go on past damaged lines (named on stderr), or refuse them under --strict", function()
@@ -61,7 +61,7 @@ describe("the export subcommands in the command framework", function()
     local f = FIXTURE:gsub("%p", "%%%0")
     assert.matches(f .. ":5:%d+: missing field ptx_cache_misses", err)
     assert.matches("phaseprobe trace: " .. f .. ": 8 damaged record lines %(lines 5, 9, 10, 13, 15, "
-      .. "%.%.%.%): refused %(%-%-strict%)\n$", err)
+      .. "%.%.%.%): refused %(%-%-strict%)\n$", (err:gsub("\n    ", " ")))
     local rc2, out2, err2 = run("trace", "-o", dest, FIXTURE)
     assert.are.equal(0, rc2)
     assert.are.equal("", out2)
@@ -121,6 +121,78 @@ describe("the export subcommands in the command framework", function()
       assert.matches("export%." .. name .. ": the output path .* holds a NUL byte", err, name)
       assert.is_false(exists(cut), name)
     end
+  end)
+
+  it("refuse a path holding a NUL byte wherever a path comes from Lua, naming it", function()
+    local export = require "phaseprobe.output.export"
+    local pfiles = require "phaseprobe.output.files"
+    local html = require "phaseprobe.output.html"
+    local records = require "phaseprobe.records"
+    local set = records.from_string("r seq=1 wall_ns=20 a_ns=5\n")
+    -- a file at the path cut at the NUL: reading it would be reading the wrong file
+    local cut = os.tmpname()
+    files.spit(cut, "seq,wall_ns\n1,5\n")
+    for _, c in ipairs {
+      { "export.read_csv: the input path", export.read_csv, cut .. "\0.csv" },
+      { "export.read_jsonl: the input path", export.read_jsonl, cut .. "\0.jsonl" },
+      { "test: the input path", pfiles.slurp, cut .. "\0.x", "test" },
+      { "phaseprobe.records.read: the input path", records.read, cut .. "\0.csv" },
+      { "files.format_of: the input path", pfiles.format_of, cut .. "\0" },
+      { "demo.load_log: the log path", require("phaseprobe.dispatch.demo").load_log, cut .. "\0" },
+    } do
+      local ok, err = pcall(c[2], select(3, table.unpack(c)))
+      assert.is_false(ok, c[1])
+      assert.matches(c[1] .. " \"", err, 1, true)
+      assert.matches("holds a NUL byte (a file name cannot)", err, 1, true)
+    end
+    -- writing: nothing is made at the cut path
+    local out = os.tmpname()
+    os.remove(out)
+    local ok, err = pcall(html.write, set, out .. "\0.html")
+    assert.is_false(ok)
+    assert.matches("html.write: the output path \"", err, 1, true)
+    assert.is_false(exists(out))
+    -- and what is no path at all
+    ok, err = pcall(pfiles.slurp, 42, "test")
+    assert.is_false(ok)
+    assert.matches("test: expected an input path (a string), got number", err, 1, true)
+    ok, err = pcall(html.write, set, "")
+    assert.is_false(ok)
+    assert.matches("html.write: expected an output path (a string), or \"-\" for stdout, got an "
+      .. "empty string", err, 1, true)
+    -- a path that cannot be written: nil and the reason, once
+    local r, msg = html.write(set, "/nonexistent-dir/x.html")
+    assert.is_nil(r)
+    assert.are.equal("html.write: cannot write '/nonexistent-dir/x.html': No such file or directory", msg)
+    os.remove(cut)
+  end)
+
+  it("read CSV and JSON lines as the command does: comment lines ('#' first) skipped", function()
+    local export = require "phaseprobe.output.export"
+    local csv = os.tmpname() .. ".csv"
+    files.spit(csv, "# written by a tool\n  # another comment\nseq,wall_ns\n1,5\n2,7\n")
+    local set = assert(export.read_csv(csv))
+    assert.are.equal(2, set:count())
+    assert.are.equal(7, set[2].wall_ns)
+    local rc, out, err = run("report", "--fields", "wall_ns", csv)
+    assert.are.equal(0, rc, err)
+    assert.matches("5 lines: 2 records, 0 damaged, 3 other", out, 1, true)
+    -- after the header, a '#' line is a row like any other
+    files.spit(csv, "seq,wall_ns\n# 1,5\n")
+    set = assert(export.read_csv(csv))
+    assert.are.equal(1, set:count())
+    assert.are.equal("# 1", set[1].seq)
+    os.remove(csv)
+    local jsonl = os.tmpname() .. ".jsonl"
+    files.spit(jsonl, '# written by a tool\n{"seq":1,"wall_ns":5}\n# between\n{"seq":2,"wall_ns":7}\n')
+    set = assert(export.read_jsonl(jsonl))
+    assert.are.equal(2, set:count())
+    assert.are.equal(4, set:columns():get(set:row(2), "@line"))
+    rc, out, err = run("report", "--fields", "wall_ns", jsonl)
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", err)
+    assert.matches("4 lines: 2 records, 0 damaged, 2 other", out, 1, true)
+    os.remove(jsonl)
   end)
 
   it("export every record's own text, a chunk at a time: layouts, views, gaps, chunk edges", function()

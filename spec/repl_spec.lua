@@ -95,7 +95,7 @@ describe("the REPL", function()
       { 's = pp.records.read("examples/data/demo-h200.log")', "^$" },
       { 's:group("shape"):summary("wall_ns")', "^phaseprobe.summaries of wall_ns by shape: 3 groups\n"
         .. "shape +count +min.*\nsmall +360 " },
-      { 's:fits({"nodes", "ptx_bytes"}, {"ptx_ns"})', "^phaseprobe.fits: 1 against 2\n1,350 points each\ny +x +least squares"
+      { 's:fits({"nodes", "ptx_bytes"}, {"ptx_ns"})', "^phaseprobe.fits: 1 field against 2 quantities\n1,350 points each\ny +x +least squares"
         .. ".*\nptx_ns +nodes +[%d.]+ [mu]?s %+ [%d.]+ ns x nodes" },
       { 's:fits({"nodes"}, {"ptx_ns"}).ptx_ns.nodes', "^phaseprobe.fit of ptx_ns against nodes" },
       { 's:values("nodes")', "^phaseprobe.values of nodes %(1,350%): 48, 48, .*%.%.%. %(1,330 more%)" },
@@ -118,7 +118,7 @@ describe("the REPL", function()
       { 's:where("knob")', "'knob' is no condition: give F=V, F!=V, F<N, F<=N, F" },
       -- CSV and JSON lines read as such
       { "pp.records.read(" .. ("%q"):format(csv) .. ")", "^phaseprobe.records: 1,350 records.*"
-        .. "phaseprobe.parse_report: [^\n]*%(CSV%): 1350 rows: 1350 records\n$" },
+        .. "phaseprobe.parse_report: [^\n]*%(CSV%): 1,350 rows: 1,350 records\n$" },
       { "pp.records.read(" .. ("%q"):format(jsonl) .. "):count()", "^1350\n" },
     }
     local lines = {}

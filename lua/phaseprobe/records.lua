@@ -59,9 +59,9 @@ local function export_report(path, format, n)
   local rep = { format = format, file = path, total = n, parsed = n, rejected = 0, other = 0,
     errors = {}, files = { counts } }
   return report.printable(rep, function(t)
-    return string.format("\nphaseprobe.parse_report: %s (%s): %d row%s: %d record%s", t.file,
-      t.format == "csv" and "CSV" or "JSON lines", t.total, t.total == 1 and "" or "s",
-      t.parsed, t.parsed == 1 and "" or "s")
+    return string.format("\nphaseprobe.parse_report: %s (%s): %s: %s", t.file,
+      t.format == "csv" and "CSV" or "JSON lines", report.count(t.total, "row"),
+      report.count(t.parsed, "record"))
   end, "phaseprobe.parse_report")
 end
 
@@ -73,6 +73,7 @@ end
 function M.read(path, opts)
   if type(path) == "string" and path ~= "-" then
     local files = require "phaseprobe.output.files"
+    files.check_path(path, "phaseprobe.records.read", "input", 2)
     local format = files.format_of(path)
     if format == "csv" or format == "jsonl" then
       local o = {}
@@ -271,7 +272,7 @@ local function check_field(self, name, what)
   if self:count() > 0 and not self:has(name) then
     local fs = self:fields()
     error(string.format("phaseprobe.records:%s: no field '%s' in this record set "
-      .. "(%d records; fields: %s)", what, name, self:count(),
+      .. "(%s; fields: %s)", what, name, report.count(self:count(), "record"),
       #fs > 0 and table.concat(fs, ", ") or "none"), 3)
   end
 end
@@ -291,7 +292,7 @@ function Set:prefixes()
   return report.printable(self._cols:prefixes(self._sel), function(t)
     local parts = {}
     for i, p in ipairs(t) do parts[i] = p.prefix .. " (" .. report.num(p.n) .. ")" end
-    return table.concat(report.wrap(string.format("phaseprobe.prefixes (%d): %s", #t,
+    return table.concat(report.wrap(string.format("phaseprobe.prefixes (%s): %s", report.num(#t),
       table.concat(parts, ", ")), report.width, ""), "\n")
   end, "phaseprobe.prefixes")
 end
@@ -395,6 +396,39 @@ function Set:where(spec, value)
   return derive(self, sel)
 end
 
+--- The records of `set` whose field equals v: with v a string, as the
+-- condition "field=v" compares (exactly: a number by its digits, a u64
+-- past 2^63-1 included, or a value whose text is v); else set:where(field, v).
+function M.equal(set, field, v)
+  if type(v) == "string" then
+    if v == "" or v:find("[%s=]") then return set:where { [field] = v } end
+    return set:where(field .. "=" .. v)
+  end
+  return set:where(field, v)
+end
+
+--- One set of the records of sets over the same store, each record once,
+-- in the store's order.
+function M.union(sets)
+  local first = sets[1]
+  if not first then error("phaseprobe.records.union: no sets", 2) end
+  local rows, seen = {}, {}
+  for i, s in ipairs(sets) do
+    if not M.is_set(s) or s._cols ~= first._cols then
+      error("phaseprobe.records.union: element " .. i .. " is no set over the first one's store", 2)
+    end
+    for j = 1, s:count() do
+      local r = s:row(j)
+      if not seen[r] then
+        seen[r] = true
+        rows[#rows + 1] = r
+      end
+    end
+  end
+  table.sort(rows)
+  return derive(first, first._cols:select(rows))
+end
+
 --- Records whose numeric field lies in [lo, hi] (either bound may be nil),
 -- compared exactly: an integer bound with a u64 or a float value.
 function Set:range(name, lo, hi)
@@ -477,7 +511,8 @@ function Groups:summary(field)
   return report.printable(out, function(t)
     local items = {}
     for i, g in ipairs(t) do items[i] = { name = key_text(g), summary = g.summary } end
-    return string.format("phaseprobe.summaries of %s by %s: %d groups\n", field, by, #t)
+    return string.format("phaseprobe.summaries of %s by %s: %s\n", field, by,
+      report.count(#t, "group"))
       .. report.summaries(items, { fmt = summary_fmt(field), title = by })
   end, "phaseprobe.group_summaries")
 end
@@ -499,7 +534,8 @@ GroupsMT.__tostring = function(self)
     cols[#cols + 1] = { key = "p90", title = "p90 wall", fmt = report.ns }
     cols[#cols + 1] = { key = "sum", title = "total wall", fmt = report.ns }
   end
-  return string.format("phaseprobe.groups by %s: %d groups\n", self.field or "?", #self)
+  return string.format("phaseprobe.groups by %s: %s\n", self.field or "?",
+    report.count(#self, "group"))
     .. report.table(rows, cols)
 end
 
@@ -600,7 +636,7 @@ local function fits_table(rows)
     { key = function(r) return r.fit.ok and r.fit.ts and r.fit.ts.quality end, title = "quality",
       fmt = function(v) return v and report.q(v) or "-" end },
   } do cols[#cols + 1] = c end
-  return (n and (report.num(n) .. " points each\n") or "") .. report.table(rows, cols)
+  return (n and (report.count(n, "point") .. " each\n") or "") .. report.table(rows, cols)
 end
 
 --- Fits of every y field against every x field, reading each column once:
@@ -629,7 +665,8 @@ function Set:fits(xs, ys)
         if t[y] and t[y][x] then rows[#rows + 1] = { y = y, x = x, fit = t[y][x] } end
       end
     end
-    return string.format("phaseprobe.fits: %d against %d\n", #ys, #xs) .. fits_table(rows)
+    return string.format("phaseprobe.fits: %s against %s\n", report.count(#ys, "field"),
+      report.count(#xs, "quantity", "quantities")) .. fits_table(rows)
   end, "phaseprobe.fits")
 end
 
@@ -681,7 +718,8 @@ function Set:view(fields, limit)
   end
   local text = report.table(rows, cols)
   if self:count() > limit then
-    text = text .. string.format("\n(%d of %d records)", limit, self:count())
+    text = text .. string.format("\n(%s of %s)", report.num(limit),
+      report.count(self:count(), "record"))
   end
   return text
 end
@@ -691,8 +729,8 @@ SetMT.__tostring = function(self)
   local pre = {}
   for _, p in ipairs(self:prefixes()) do pre[#pre + 1] = p.prefix .. ": " .. report.num(p.n) end
   local fields = self:fields()
-  local head = string.format("phaseprobe.records: %s record%s, %d field%s (%s)", report.num(n),
-    n == 1 and "" or "s", #fields, #fields == 1 and "" or "s",
+  local head = string.format("phaseprobe.records: %s, %s (%s)", report.count(n, "record"),
+    report.count(#fields, "field"),
     #pre > 0 and table.concat(pre, ", ") or "no prefix")
   if n == 0 then return head end
   local items, strings = {}, {}
@@ -702,8 +740,10 @@ SetMT.__tostring = function(self)
       items[#items + 1] = { name = f, summary = self._cols:summary(f, self._sel),
                             _ns = f:match("_ns$") ~= nil }
     elseif k == "string" then
-      strings[#strings + 1] = string.format("%s (%d distinct)", f,
-        self._cols:distinct(f, self._sel, 1000))
+      -- (distinct counts up to 1,000)
+      local d = self._cols:distinct(f, self._sel, 1001)
+      strings[#strings + 1] = string.format("%s (%s distinct)", f,
+        d > 1000 and "over 1,000" or report.num(d))
     end
   end
   local table_text = report.summaries(items, { fmt = function(v, row)

@@ -112,7 +112,7 @@ function M.support(set, q, opts)
   end
   if held >= need then return { ok = true, distinct = distinct } end
   return { ok = false, distinct = distinct, need = need, why = string.format(
-    "%s of %s values held: %s%s", num(held), num(distinct), table.concat(parts, ", "),
+    "%s of %s held: %s%s", num(held), report.count(distinct, "value"), table.concat(parts, ", "),
     distinct > #parts and ", ..." or "") }
 end
 
@@ -207,9 +207,10 @@ function M.decide(y, s, fits, quantities, opts)
   if testable == 0 then
     if #quantities == 0 then return inconclusive("no counted quantities") end
     return inconclusive(string.format(
-      "no quantity has the support to decide (need %s values each on %s of the records or %s "
-      .. "records; most values: %s with %s)", num(opt(opts, "min_distinct")),
-      pct(opt(opts, "min_share")), num(opt(opts, "min_records")), most.q, num(most.d)))
+      "no quantity has the support to decide (need %s each on %s of the records or %s; "
+      .. "most values: %s with %s)", report.count(opt(opts, "min_distinct"), "value"),
+      pct(opt(opts, "min_share")), report.count(opt(opts, "min_records"), "record"), most.q,
+      num(most.d)))
   end
   if small == testable then
     res.verdict = "fixed per dispatch"

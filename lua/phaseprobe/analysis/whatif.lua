@@ -211,11 +211,17 @@ end
 --- Splits a set by a knob field into (base, variant): the variant is the
 -- records with field = value; the base those lacking the field or with
 -- field = base_value (default: "none" or "base", the two names a run
--- without the knob goes by).
+-- without the knob goes by). A value given as text matches as the command
+-- line's F=V does (records.condition): exactly, a number by its digits
+-- (a u64 past 2^63-1 included), so "5" finds the records with 5.
 function M.split(set, field, value, base_value)
-  local variant = set:where(field, value)
-  local base = set:where { [field] = base_value and { false, base_value } or { false, "none", "base" } }
-  return base, variant
+  local records = require "phaseprobe.records"
+  local variant = records.equal(set, field, value)
+  local parts = { set:where { [field] = false } }
+  for _, b in ipairs(base_value ~= nil and { base_value } or { "none", "base" }) do
+    parts[#parts + 1] = records.equal(set, field, b)
+  end
+  return records.union(parts), variant
 end
 
 --- Projects base under the scenario and sets the measured variant beside

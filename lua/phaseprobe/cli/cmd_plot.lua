@@ -53,18 +53,14 @@ function C.run(args, ctx)
         :format(opts.phase, table.concat(names, ", ")))
     end
   end
-  -- --by names a count, --group a tag or any field: each error lists what
-  -- the records hold
-  if opts.by and not set:has(opts.by) then
-    ctx.usage(("--by %s: no record has a field '%s' (counts: %s)"):format(opts.by, opts.by,
-      table.concat(L.counts, ", ")))
-  end
-  if opts.group and not set:has(opts.group) then
-    ctx.usage(("--group %s: no field '%s' in the records (%s)"):format(opts.group, opts.group,
-      report.field_choices(set)))
-  end
-  local fits = label and html.analysis_fits(set, opts.by) or nil
-  local desc = html.describe(set, { group = opts.group, by = opts.by, fits = fits })
+  -- --by names a number to plot against, --group any tag or field: each
+  -- error lists those the records hold
+  if opts.by then cli.need_field(set, "--by " .. opts.by, opts.by, "number") end
+  if opts.group then cli.need_field(set, "--group " .. opts.group, opts.group) end
+  -- only the plot asked for is drawn (and fitted), each step with its
+  -- progress line
+  local desc = html.describe(set, { group = opts.group, by = opts.by, plots = { label },
+    progress = ctx.progress })
   -- what the page warns about (mixed variants, phases past their wall):
   -- on stderr, and in the plot itself
   local f = desc.findings or {}

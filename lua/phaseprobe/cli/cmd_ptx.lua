@@ -54,7 +54,8 @@ local function read_input(path, cap)
     end
     n = n + #chunk
     if n > cap then
-      msg = ("%s: larger than %d bytes (the PTX scanner's limit on one input)"):format(name, cap)
+      msg = ("%s: larger than %s (the PTX scanner's limit on one input)"):format(name,
+        report.count(cap, "byte"))
       break
     end
     parts[#parts + 1] = chunk
@@ -65,6 +66,13 @@ local function read_input(path, cap)
 end
 
 local num = function(v) return report.num(v) end
+
+-- A count's text and its noun: "1 byte", "12 bytes", "? bytes" (text:
+-- what the count prints as, when it is not num(v)).
+local function counted(v, word, text)
+  text = text or num(v)
+  return text .. " " .. (text == "1" and word or word .. "s")
+end
 
 -- ---- numbers PTX cannot hold ---------------------------------------------------
 -- A partial scan names each number PTX cannot hold (an alignment that is
@@ -333,16 +341,17 @@ local function func_text(kind, e, marks)
     out[#out + 1] = "  parameters: none"
   else
     local bytes = param_bytes(e.params)
-    out[#out + 1] = ("  parameters: %s, %s bytes"):format(num(#e.params),
-      (m.param_bytes or bytes < 0) and INVALID or num(bytes))
+    out[#out + 1] = ("  parameters: %s, %s"):format(num(#e.params),
+      counted(bytes, "byte", (m.param_bytes or bytes < 0) and INVALID or nil))
     out[#out + 1] = report.table(param_rows(e.params, marks), PARAM_COLS, { indent = "    " })
   end
   say(out, "registers: " .. registers(e.registers or {}, m.reg_classes))
   say(out, ("instructions %s: barriers (bar, barrier) %s, atomics %s (on global %s)"):format(
     num(e.instructions), num(e.bar_sync), num(e.atomics), num(e.atomics_global)))
   say(out, ("grid syncs %s, barrier markers %s"):format(num(e.grid_syncs), num(e.barrier_markers)))
-  say(out, ("shared %s bytes, local %s bytes"):format(shown(marks, e, "shared_bytes", e.shared_bytes),
-    shown(marks, e, "local_bytes", e.local_bytes)))
+  say(out, ("shared %s, local %s"):format(
+    counted(e.shared_bytes, "byte", shown(marks, e, "shared_bytes", e.shared_bytes)),
+    counted(e.local_bytes, "byte", shown(marks, e, "local_bytes", e.local_bytes))))
   if e.vars and #e.vars > 0 then
     out[#out + 1] = "  variables:"
     out[#out + 1] = report.table(var_rows(e.vars, marks), VAR_COLS, { indent = "    " })
@@ -360,8 +369,8 @@ function C.text(r, name, text)
   head[#head + 1] = r.target and ("target " .. r.target) or "no .target"
   head[#head + 1] = r.address_size and (shown(marks, r, "address_size", r.address_size)
     .. "-bit addresses") or "no .address_size"
-  out[#out + 1] = ("%s: %s bytes, %s lines%s"):format(table.concat(head, ", "), num(r.bytes),
-    num(r.lines), r.digest and (", digest " .. r.digest) or "")
+  out[#out + 1] = ("%s: %s, %s%s"):format(table.concat(head, ", "), counted(r.bytes, "byte"),
+    counted(r.lines, "line"), r.digest and (", digest " .. r.digest) or "")
   local counted = {}
   local mk = {}
   for m in pairs(r.markers or {}) do mk[#mk + 1] = m end
@@ -402,7 +411,7 @@ function C.text(r, name, text)
       out[#out + 1] = ("  %s:%d:%d: %s"):format(name, e.line, e.col, e.what)
     end
     if (r.errors_dropped or 0) > 0 then
-      out[#out + 1] = ("  ... and %s more errors"):format(num(r.errors_dropped))
+      out[#out + 1] = ("  ... and %s more"):format(counted(r.errors_dropped, "error"))
     end
   end
   return table.concat(out, "\n")

@@ -97,7 +97,9 @@ function C.run(args, ctx)
     if base:count() == 0 then
       local values = {}
       for _, g in ipairs(set:group(k)) do
-        if not g.missing and g.key ~= v then values[#values + 1] = tostring(g.key) end
+        if not g.missing and report.key_text(g, k) ~= v then
+          values[#values + 1] = report.key_text(g, k)
+        end
       end
       ctx.usage(string.format("%sno base records (without %s, or %s=%s); say which records are "
         .. "the base with --base VALUE (%s here: %s)", opts.base and ("--base " .. opts.base .. ": ")
@@ -114,8 +116,8 @@ function C.run(args, ctx)
     ctx.fail(tostring(r))
   end
   if opts.variant then
-    ctx.write(string.format("base: %s records; variant %s=%s: %s records\n",
-      report.num(base:count()), k, tostring(v), report.num(variant:count())))
+    ctx.write(string.format("base: %s; variant %s=%s: %s\n",
+      report.count(base:count(), "record"), k, tostring(v), report.count(variant:count(), "record")))
   end
   ctx.write(report.whatif(r), "\n")
   return 0

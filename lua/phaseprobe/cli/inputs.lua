@@ -27,6 +27,7 @@ local records = require "phaseprobe.records"
 local csv = require "phaseprobe.output.csv"
 local json = require "phaseprobe.output.json"
 local files = require "phaseprobe.output.files"
+local report = require "phaseprobe.output.report"
 
 local M = {}
 
@@ -174,7 +175,8 @@ local function csv_feed(next_line, name, opts, bad, max_line, form)
     end
     if #row ~= #header then
       bad[#bad + 1] = { line = row.line,
-        what = string.format("%d cells, the header has %d", #row, #header) }
+        what = string.format("%s, the header has %s", report.count(#row, "cell"),
+          report.num(#header)) }
       return ""
     end
     local parts = { prefix }
@@ -213,7 +215,8 @@ local function jsonl_feed(next_line, opts, bad)
     local line = next_line()
     if line == nil then return nil end
     lineno = lineno + 1
-    if not line:find("%S") then return "" end
+    -- a blank line, or a comment ('#' first: no JSON object starts so)
+    if not line:find("%S") or line:match("^%s*#") then return "" end
     local what
     local obj, keys, raw = json.fields(line)
     if not obj then
@@ -263,11 +266,21 @@ local function file_size(f)
   return nil
 end
 
+-- The prefixes of the record lines in a log's first chunk, whatever
+-- --prefix says: { {prefix=, n=} } (for the message when --prefix leaves
+-- no records).
+local function prefixes_in(text)
+  local ok, cols = pcall(pp.parse.string, text, {})
+  if not ok or not cols then return {} end
+  return cols:prefixes()
+end
+
 -- Feeds one input to the parser (form.format: which format it holds; for
 -- CSV, form.header: its field names). Returns the damaged rows that the
 -- parser did not see ({line=, what=}, for CSV and JSON lines) and, for a
 -- log, what its first lines look like ("log", "csv", "jsonl":
--- files.format_of_text, loosely).
+-- files.format_of_text, loosely); form.prefixes: under --prefix, the
+-- prefixes of the record lines in a log's first chunk (prefixes_in).
 local function read_one(ctx, p, path, opts, form)
   local name = path == "-" and "(stdin)" or path
   local f, oerr
@@ -286,6 +299,7 @@ local function read_one(ctx, p, path, opts, form)
   form.format = format
   -- what a log's text looks like, for a message when it holds no records
   local looks = format == "log" and first and files.format_of_text(first, true) or nil
+  if format == "log" and first and opts.prefix then form.prefixes = prefixes_in(first) end
   local size = path ~= "-" and file_size(f) or nil
   if format == "log" and size then
     -- a regular file: the C reader, with its progress callback
@@ -383,7 +397,6 @@ end
 -- one line ("run.log: 8 damaged record lines (lines 5, 9, ...)"), or nil.
 function M.say_damaged(ctx, rep)
   if rep.rejected == 0 then return nil end
-  local report = require "phaseprobe.output.report"
   local function say(text)
     ctx.err:write(table.concat(report.wrap(text, report.width, ""), "\n    "), "\n")
   end
@@ -403,8 +416,8 @@ function M.say_damaged(ctx, rep)
       for _, e in ipairs(rep.errors or {}) do
         if e.file == s.file and #lines < M.SHOW then lines[#lines + 1] = tostring(e.line) end
       end
-      per[#per + 1] = string.format("%s: %d damaged record line%s (line%s %s%s)", s.file,
-        s.rejected, s.rejected == 1 and "" or "s", #lines == 1 and "" or "s",
+      per[#per + 1] = string.format("%s: %s (line%s %s%s)", s.file,
+        report.count(s.rejected, "damaged record line"), #lines == 1 and "" or "s",
         table.concat(lines, ", "), s.rejected > #lines and ", ..." or "")
     end
   end
@@ -486,16 +499,36 @@ function M.read(ctx, files_, ropts)
           .. "ends in .jsonl or .ndjson"
       end
     end
-    cli.input_error(string.format("%s: no record lines (%d line%s: %d damaged, %d other)%s",
-      where, rep.total, rep.total == 1 and "" or "s", rep.rejected, rep.other,
-      #hints > 0 and ("; " .. table.concat(hints, "; ")) or ""))
+    local text = string.format("%s: no record lines (%s: %s damaged, %s other)%s", where,
+      report.count(rep.total, "line"), report.num(rep.rejected), report.num(rep.other),
+      #hints > 0 and ("; " .. table.concat(hints, "; ")) or "")
+    -- under --prefix, the prefixes the input's record lines do have: the
+    -- option's value is then what was wrong (a usage error)
+    local held, any = {}, false
+    for _, f in ipairs(files_) do
+      local name = f == "-" and "(stdin)" or f
+      local list = {}
+      for _, pr in ipairs(forms[name].prefixes or {}) do list[#list + 1] = pr.prefix end
+      if #list > 0 then
+        any = true
+        held[#held + 1] = table.concat(list, ", ") .. (#files_ > 1 and (" in " .. name) or "")
+      end
+    end
+    if any then
+      local given = {}
+      for i, pr in ipairs(opts.prefix) do given[i] = "--prefix " .. pr end
+      cli.usage_error(string.format("%s; %s: no line starts with %s (the record lines start "
+        .. "with %s)", text, table.concat(given, ", "), #opts.prefix == 1 and "it" or "any of them",
+        table.concat(held, "; ")))
+    end
+    cli.input_error(text)
   end
   local set = records.wrap(cols)
   for _, w in ipairs(opts.where or {}) do
     set = M.where(set, w)
     if set:count() == 0 and not ropts.allow_empty then
-      cli.input_error(string.format("no records left after --where %s (%d records read)",
-        w, rep.parsed))
+      cli.input_error(string.format("no records left after --where %s (%s read)",
+        w, report.count(rep.parsed, "record")))
     end
   end
   return set, rep

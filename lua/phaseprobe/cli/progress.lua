@@ -1,9 +1,10 @@
 --- phaseprobe.cli.progress: the progress line of a long step of a command
--- (reading a log, writing a trace, an export or a page), on standard error.
+-- (reading a log, analysing it, writing a trace, an export or a page), on standard error.
 --
 --   local p = progress.new(ctx, "reading run.log", { total = bytes, unit = "B" })
 --   p:update(done [, extra [, label]])   -- cheap: looks at the clock rarely
 --   p:done()                             -- clears the line
+--   p:active()                           -- whether the line is shown at all
 --
 -- The line shows only when standard error is a terminal (never in a file
 -- or a pipe: a log of a command's output holds no carriage returns), and
@@ -11,8 +12,10 @@
 -- person is then watching: a later step shows from its first update).
 -- It is redrawn at most five times a second with what is done, the rate
 -- and, when the total is known, the share and an estimate of the time
--- left. PHASEPROBE_PROGRESS=1 shows it whatever standard error is, =0
--- never.
+-- left, within the terminal's width (COLUMNS, else 100 columns as far as
+-- it goes without cutting: the item's label goes first, then the front of
+-- a path). PHASEPROBE_PROGRESS=1 shows it whatever
+-- standard error is, =0 never.
 --
 -- update may be called once per record or once per chunk: it reads the
 -- clock on its first call, then after as many calls as came in about 20 ms
@@ -60,8 +63,16 @@ local function count_text(v)
   return (out:gsub("^,", ""))
 end
 
+-- A unit's word for one of it: "record", "summary" (a word that is no
+-- plural is kept).
+local function singular(unit)
+  if unit:match("ies$") then return (unit:gsub("ies$", "y")) end
+  if unit:match("[^s]s$") then return (unit:gsub("s$", "")) end
+  return unit
+end
+
 --- An amount of `unit` as the line shows it: "12.3 MB", "512 B",
--- "2,048 records", "1.20 M records", "7 plots".
+-- "2,048 records", "1 record", "1.20 M records", "7 plots".
 function M.amount(v, unit)
   if unit == "B" then
     if v < 1000 then return count_text(v) .. " B" end
@@ -71,6 +82,7 @@ function M.amount(v, unit)
   local text
   if v < 10000 then
     text = count_text(v)
+    if text == "1" and unit then unit = singular(unit) end
   else
     local x, p = si(v)
     text = x .. " " .. p
@@ -128,13 +140,47 @@ function Progress:line(done, extra, label, el)
   return table.concat(parts)
 end
 
+--- The columns a line may take: one less than the terminal's width when
+-- COLUMNS says it (so that the cursor stays on the line "\r" returns to),
+-- and true; else 100, the width of everything the commands print, and
+-- false (the terminal may be wider: the line is then only shortened, not
+-- cut).
+function M.width()
+  local cols = math.tointeger(tonumber(os.getenv("COLUMNS") or ""))
+  if cols and cols >= 20 then return cols - 1, true end
+  return 100, false
+end
+
+local function len(s) return utf8.len(s) or #s end
+
+-- The line within w columns: without the item's label if need be, then
+-- with a path the step names shortened from its front ("reading
+-- …/logs/run.log": a file's name is its end), so that the figures, rate and
+-- estimate stay; cut only when the width is known (cut).
+local function fitted(self, done, extra, label, el, w, cut)
+  local text = self:line(done, extra, label, el)
+  if label and len(text) > w then text = self:line(done, extra, nil, el) end
+  local over = len(text) - w
+  local verb, object = self.what:match("^(%S+ )(%S*/%S*)$")
+  if over > 0 and object and len(object) > 1 then
+    local what = self.what
+    local from = math.min(over + 2, len(object))
+    self.what = verb .. "…" .. object:sub(utf8.offset(object, from))
+    text = self:line(done, extra, nil, el)
+    self.what = what
+  end
+  if cut and len(text) > w then text = text:sub(1, utf8.offset(text, w + 1) - 1) end
+  return text
+end
+
 function Progress:draw(done, extra, label, t)
   t = t or now_s()
   if t - self.t0 < 1 and t - self.started < 1 then return end
   if t - self.last < 0.2 then return end
   -- a line without a rate yet (nothing done) is soon followed by one with it
   if done > 0 then self.last = t end
-  self.err:write("\r", self:line(done, extra, label, t - self.t0), "\27[K")
+  local w, known = M.width()
+  self.err:write("\r", fitted(self, done, extra, label, t - self.t0, w, known), "\27[K")
   self.shown = true
 end
 
@@ -155,6 +201,12 @@ function Progress:update(done, extra, label)
   self.looked, self.looked_calls = t, calls
   self.next_look = calls + self.stride
   self:draw(done, extra, label, t)
+end
+
+--- Whether the line is shown (standard error is a terminal): work may
+-- then be cut in pieces so that the line moves.
+function Progress:active()
+  return self.on
 end
 
 --- The step is over: the line is cleared.

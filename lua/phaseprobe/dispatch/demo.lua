@@ -108,6 +108,7 @@ M.parse_kv = parse_kv
 --- the run's device, date and checks. Any other line that is not a record
 --- with a wall_ns refuses the log, naming file and line.
 function M.load_log(path)
+  require("phaseprobe.output.files").check_path(path, "demo.load_log", "log", 2)
   local f, err = io.open(path, "r")
   if not f then return nil, err end
   local log = { meta = {}, checks = nil, path = path }
@@ -226,10 +227,12 @@ local function rpad(s, n) return s .. string.rep(" ", n - #s) end
 local function lpad(s, n) return string.rep(" ", n - #s) .. s end
 
 local function report_shape(out, name, s, per_round)
-  say(out, fmt("shape %s: %s nodes, %s PTX, %s grid blocks, fixpoint %s, %s buffers; %s dispatches%s",
-    name, thousands(s.nodes), kb(s.ptx_bytes), thousands(s.grid_blocks), thousands(s.fixpoint),
-    thousands(s.buffers), thousands(s.count), per_round and fmt(", %s per round", thousands(per_round))
-    or ""))
+  local count = report.count
+  say(out, fmt("shape %s: %s, %s PTX, %s, fixpoint %s, %s; %s%s", name,
+    count(math.floor(s.nodes + 0.5), "node"), kb(s.ptx_bytes),
+    count(math.floor(s.grid_blocks + 0.5), "grid block"), thousands(s.fixpoint),
+    count(math.floor(s.buffers + 0.5), "buffer"), count(s.count, "dispatch"),
+    per_round and fmt(", %s per round", thousands(per_round)) or ""))
   out("  phase               median   share of wall (totals)")
   local wall_total = s.total.wall_ns > 0 and s.total.wall_ns or 1
   local function row(label, v, share)
@@ -248,12 +251,13 @@ local function report_shape(out, name, s, per_round)
     ns(s.med.enqueue_ns), ns(s.med.wait_ns), ns(s.med.device_window_ns), ns(s.med.kernel_ns),
     ns(s.med.starvation_ns)), "  ")
   if s.med.launch_latency_ns then
-    say(out, fmt("device timeline (CUPTI, probe clock): %s kernels; idle in the window: launch "
-      .. "latency %s, host gap %s", thousands(s.med.kernels), ns(s.med.launch_latency_ns),
+    say(out, fmt("device timeline (CUPTI, probe clock): %s; idle in the window: launch "
+      .. "latency %s, host gap %s", report.count(math.floor(s.med.kernels + 0.5), "kernel"),
+      ns(s.med.launch_latency_ns),
       ns(s.med.host_gap_ns)), "  ")
   end
   if per_round then
-    say(out, fmt("per round of %s dispatches: wall %s", thousands(per_round),
+    say(out, fmt("per round of %s: wall %s", report.count(per_round, "dispatch"),
       ns(per_round * s.med.wall_ns)), "  ")
   end
 end
@@ -493,8 +497,9 @@ function M.run(o)
     local inputs = P.inputs(prog, sh.n, sh.seed)
     local want
     if verify then
-      progress(err, fmt("phaseprobe demo: %s: CPU evaluation of %d nodes x %d elements x %d iterations",
-        sh.name, prog.nodes, sh.n, sh.fixpoint))
+      progress(err, fmt("phaseprobe demo: %s: CPU evaluation of %s x %s x %s", sh.name,
+        report.count(prog.nodes, "node"), report.count(sh.n, "element"),
+        report.count(sh.fixpoint, "iteration")))
       want = prog:evaluate(inputs, sh.n, sh.fixpoint)
     end
     for _, knobs in ipairs(knob_sets) do
@@ -521,15 +526,18 @@ function M.run(o)
           if res.arrivals == res.ceiling and res.markers == prog.barriers then
             checks.audit_ok = checks.audit_ok + 1
           elseif #checks.failures < 5 then
-            checks.failures[#checks.failures + 1] = fmt("%s seq %d: %s arrivals, ceiling %d markers x %d blocks",
-              sh.name, res.seq, tostring(res.arrivals), res.markers or -1, res.grid)
+            checks.failures[#checks.failures + 1] = fmt("%s seq %d: %s, ceiling %s x %s",
+              sh.name, res.seq, report.count(res.arrivals, "arrival"),
+              res.markers and report.count(res.markers, "marker") or "? markers",
+              report.count(res.grid, "block"))
           end
         end
         done = done + 1
         local now = pp.now()
         if err and (now - last_progress > 100000000 or done == total) then
           last_progress = now
-          progress(err, fmt("phaseprobe demo: %s/%s %d/%d dispatches", sh.name, d:knob_label(), done, total))
+          progress(err, fmt("phaseprobe demo: %s/%s %s of %s", sh.name, d:knob_label(),
+            thousands(done), report.count(total, "dispatch")))
         end
       end
     end
@@ -681,9 +689,10 @@ function M.live(dev, o, out, err)
   else
     pp.sink("none")
   end
-  say(out, fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds; kernel times: %s",
-    tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0,
-    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds,
+  say(out, fmt("phaseprobe demo on %s (%s, sm_%d%d, %s): %s x %s x %s; kernel times: %s",
+    tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0,
+    report.count(dev.sm_count or 0, "SM"), report.count(#(o.shapes or M.SHAPES), "shape"),
+    report.count(#(o.knob_sets or M.KNOB_SETS), "knob set"), report.count(rounds, "round"),
     source == "cupti" and "CUPTI's timeline" or "the event pairs"))
   local list, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
     shapes = o.shapes, knob_sets = o.knob_sets, why_unverified = o.why_unverified }
@@ -728,7 +737,8 @@ function M.main(args, out, err, fail)
     local data = o.data or default_data()
     out("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows"
       .. (o.verbose and "" or " (--verbose: why)"))
-    if o.verbose then out("  why: " .. tostring(why)) end
+    -- (within 100 columns: a long reason goes on under its first words)
+    if o.verbose then say(out, "why: " .. tostring(why), "  ") end
     return M.replay(data, out, fail)
   end
   local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)

@@ -212,7 +212,10 @@ function M.read_csv(path, opts)
   if not text then return nil, err end
   -- (the empty match gmatch yields at the very end is a blank line: skipped)
   local rows = M.rows(text:gmatch("([^\n]*)\n?"))
+  -- comment lines ('#' first) before the header are skipped, as the
+  -- command's reader skips them
   local header = rows() or {}
+  while not header.what and (header[1] or ""):match("^%s*#") do header = rows() or {} end
   if header.what then return nil, ("%s:%d: %s"):format(path, header.line, header.what) end
   local cols, seen = {}, {}
   for i, name in ipairs(header) do
@@ -225,7 +228,9 @@ function M.read_csv(path, opts)
   for row in rows do
     if row.what then return nil, ("%s:%d: %s"):format(path, row.line, row.what) end
     if #row ~= #cols then
-      return nil, ("%s:%d: %d fields, the header has %d"):format(path, row.line, #row, #cols)
+      local report = require "phaseprobe.output.report"
+      return nil, ("%s:%d: %s, the header has %s"):format(path, row.line,
+        report.count(#row, "field"), report.num(#cols))
     end
     local pairs_ = {}
     for i, cell in ipairs(row) do pairs_[#pairs_ + 1] = cell_pair(cols[i], cell, row.quoted[i]) end

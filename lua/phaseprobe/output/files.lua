@@ -1,5 +1,6 @@
 -- phaseprobe.output.files: the files the exporters write and read.
 --
+--   files.check_path(path, what, role [, level])   the one rule for a path from Lua
 --   files.open_out(path, what [, stream]) -> writer {write(s), close()} |
 --                                         nil, message   ("-": stdout or stream)
 --   files.slurp(path, what [, max_bytes]) -> text | nil, message
@@ -26,15 +27,29 @@ function M.reason(err, path)
   return err
 end
 
+--- The one rule for a path given from Lua: a string that is not empty and
+-- holds no NUL byte (a file name cannot: the C library would cut it there
+-- and open another file). Misuse raises, naming the caller (`what`) and the
+-- argument (`role`: "output", "input"): "export.csv: the output path
+-- \"x\\0y\" holds a NUL byte (a file name cannot)". level: as error's,
+-- counted from check_path's caller (default 2: its caller).
+function M.check_path(path, what, role, level)
+  level = (level or 2) + 1
+  if type(path) ~= "string" or path == "" then
+    error(("%s: expected %s path (a string)%s, got %s"):format(what,
+      role == "output" and "an output" or ("a" .. (role:match("^[aeiou]") and "n " or " ") .. role),
+      role == "output" and ', or "-" for stdout' or "",
+      type(path) == "string" and "an empty string" or type(path)), level)
+  end
+  if path:find("\0", 1, true) then
+    error(("%s: the %s path %q holds a NUL byte (a file name cannot)"):format(what, role, path), level)
+  end
+end
+
 -- Opens `path` for writing ("-" is stdout). Returns a writer object with
 -- write(s) and close() -> true | nil, message.
 function M.open_out(path, what, stream)
-  if type(path) ~= "string" or path == "" then
-    error(what .. ": expected an output path (a string, or \"-\" for stdout)", 3)
-  end
-  if path:find("\0", 1, true) then
-    error(("%s: the output path %q holds a NUL byte (a file name cannot)"):format(what, path), 3)
-  end
+  M.check_path(path, what, "output", 2)
   local f, err
   if path == "-" then
     f = stream or io.stdout
@@ -150,6 +165,9 @@ end
 -- the first bytes when the caller has read them, else those of the file
 -- (a regular file only; "-", standard input, needs head).
 function M.format_of(path, head)
+  if type(path) == "string" and path:find("\0", 1, true) then
+    M.check_path(path, "files.format_of", "input", 2)
+  end
   if type(path) == "string" and path ~= "-" then
     local lower = path:lower()
     if lower:match("%.csv$") then return "csv" end
@@ -161,11 +179,10 @@ function M.format_of(path, head)
 end
 
 -- A whole file, read in chunks up to max_bytes: text, or nil and a message
--- (unreadable, a directory, larger than the cap).
+-- (unreadable, a directory, larger than the cap). The path: check_path's
+-- rule.
 function M.slurp(path, what, max_bytes)
-  if type(path) ~= "string" then
-    error(what .. ": expected a file path", 3)
-  end
+  M.check_path(path, what, "input", 2)
   local cap = math.tointeger(max_bytes) or M.MAX_BYTES
   if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 3) end
   local f, err = io.open(path, "rb")
@@ -179,7 +196,8 @@ function M.slurp(path, what, max_bytes)
     end
     n = n + #chunk
     if n > cap then
-      msg = ("%s: '%s' is larger than %d bytes (the option max_bytes raises the limit)"):format(what, path, cap)
+      msg = ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
+        path, require("phaseprobe.output.report").count(cap, "byte"))
       break
     end
     parts[#parts + 1] = chunk

@@ -467,7 +467,9 @@ function M.read_jsonl(path, opts)
   local rows, lines, lineno = {}, {}, 0
   for line in (text .. "\n"):gmatch("(.-)\r?\n") do
     lineno = lineno + 1
-    if line:find("%S") then
+    -- (a comment line, '#' first, is no JSON: skipped, as the command's
+    -- reader skips it)
+    if line:find("%S") and not line:match("^%s*#") then
       local obj, keys, raw = M.fields(line)
       if not obj then return nil, ("%s:%d: %s"):format(path, lineno, keys) end
       local row = {}

@@ -162,7 +162,22 @@ function M.num(v)
   end
   return M.plain(v)
 end
-M.count = M.num
+
+-- The plural of an English noun: "records", "dispatches", "entries".
+local function plural_of(word)
+  if word:match("[sxz]$") or word:match("[cs]h$") then return word .. "es" end
+  if word:match("[^aeiou]y$") then return (word:gsub("y$", "ies")) end
+  return word .. "s"
+end
+
+--- A count and what it counts, as a person writes them: "1 record",
+-- "2,048 records", "1 dispatch", "3 dispatches" (plural: the word for
+-- many, when it is not word .. "s" or the other English rules). Without
+-- a word, report.num.
+function M.count(v, word, plural)
+  if word == nil then return M.num(v) end
+  return M.num(v) .. " " .. (v == 1 and word or plural or plural_of(word))
+end
 
 --- "a + b x q" as a person writes it: "22.4 us + 136 ns x nodes",
 -- "-766 ns + 7.16 us x fixpoint", "2.94 us - 1.20 ns x nodes".
@@ -401,8 +416,7 @@ function M.summaries(items, opts)
   for _, c in ipairs(M.summary_columns(fmt, { same_count = n ~= nil })) do cols[#cols + 1] = c end
   for _, c in ipairs(opts.extra or {}) do cols[#cols + 1] = c end
   local text = M.table(rows, cols, opts)
-  if n then text = string.format("%s%s record%s each\n", opts.indent or "", M.num(n),
-    n == 1 and "" or "s") .. text end
+  if n then text = string.format("%s%s each\n", opts.indent or "", M.count(n, "record")) .. text end
   return text
 end
 
@@ -422,6 +436,37 @@ function M.field_choices(set)
   return #parts > 0 and table.concat(parts, "; ") or "no fields"
 end
 
+--- The numeric fields of a record set, for the error of an option that
+-- takes one: "quantities: nodes, ptx_bytes; other fields: seq, wall_ns".
+function M.number_choices(set)
+  local cols = set:columns()
+  local quantities, is_q, others = {}, {}, {}
+  for _, q in ipairs(set:layout().quantities) do
+    if set:has(q) then
+      quantities[#quantities + 1] = q
+      is_q[q] = true
+    end
+  end
+  for _, f in ipairs(set:fields()) do
+    if cols:kind(f) ~= "string" and not is_q[f] then others[#others + 1] = f end
+  end
+  local parts = {}
+  if #quantities > 0 then parts[#parts + 1] = "quantities: " .. table.concat(quantities, ", ") end
+  if #others > 0 then
+    parts[#parts + 1] = (#quantities > 0 and "other fields: " or "fields: ") .. table.concat(others, ", ")
+  end
+  return #parts > 0 and table.concat(parts, "; ") or "no numeric fields"
+end
+
+--- The key of a group of set:group(f) as its records' lines write it
+-- (a u64 past 2^63-1 by its digits, not as a float); "(none)" for the
+-- records that lack f.
+function M.key_text(g, f)
+  if g.missing then return "(none)" end
+  if math.type(g.key) == "float" then return g.set[1]:_text(f) end
+  return tostring(g.key)
+end
+
 --- The values field f takes in a record set, as text (at most `limit`,
 -- default 20, then "..."; a u64 past 2^63-1 by its digits).
 function M.field_values(set, f, limit)
@@ -430,13 +475,7 @@ function M.field_values(set, f, limit)
   if not set:has(f) then return "none" end
   for _, g in ipairs(set:group(f)) do
     if #out == limit then out[#out + 1] = "..."; break end
-    if g.missing then
-      out[#out + 1] = "(none)"
-    elseif math.type(g.key) == "float" then
-      out[#out + 1] = g.set[1]:_text(f)
-    else
-      out[#out + 1] = tostring(g.key)
-    end
+    out[#out + 1] = M.key_text(g, f)
   end
   return table.concat(out, ", ")
 end
@@ -470,16 +509,16 @@ end
 --- A line fit (set:fit, fit.line) of y against x, both methods.
 function M.fit_text(x, y)
   return function(f)
-    local out = { string.format("phaseprobe.fit of %s against %s: %s points, %s distinct %s",
-      y or "y", x or "x", M.num(f.n or 0), M.num(f.distinct_x or 0), x or "x") }
+    local out = { string.format("phaseprobe.fit of %s against %s: %s, %s distinct %s",
+      y or "y", x or "x", M.count(f.n or 0, "point"), M.num(f.distinct_x or 0), x or "x") }
     if f.ok and f.ls and f.ts then
       local fmt = (y or ""):match("_ns$") and M.equation or function(a, b, q)
         return string.format("%s %s %s x %s", M.num(a), b < 0 and "-" or "+", M.num(math.abs(b)), q)
       end
       out[#out + 1] = string.format("  least squares  %s  (R2 %s)", fmt(f.ls.intercept, f.ls.slope,
         x or "x"), M.q(f.ls.r2))
-      out[#out + 1] = string.format("  Theil-Sen      %s  (quality %s, %s pairs%s)",
-        fmt(f.ts.intercept, f.ts.slope, x or "x"), M.q(f.ts.quality), M.num(f.ts.pairs or 0),
+      out[#out + 1] = string.format("  Theil-Sen      %s  (quality %s, %s%s)",
+        fmt(f.ts.intercept, f.ts.slope, x or "x"), M.q(f.ts.quality), M.count(f.ts.pairs or 0, "pair"),
         f.ts.sampled and ", sampled" or "")
     else
       out[#out + 1] = "  no fit (fewer than 2 distinct x)"
@@ -567,7 +606,7 @@ function M.scaling(s)
     for _, u in ipairs(s.untested) do parts[#parts + 1] = u.name .. " (" .. u.why .. ")" end
     local d = require("phaseprobe.analysis.fit").defaults
     head = head .. "\n" .. table.concat(M.wrap(string.format("not used for verdicts (a quantity needs "
-      .. "%s values, each held by %s of the records or %s of them): %s", M.num(d.min_distinct),
+      .. "%s, each held by %s of the records or %s of them): %s", M.count(d.min_distinct, "value"),
       M.pct(d.min_share), M.num(d.min_records), table.concat(parts, "; ")), M.width, ""), "\n")
   end
   local cols = with_n(rows, { key = "name", title = "phase" }, {
@@ -607,7 +646,7 @@ function M.fits(v)
     { key = "ts_q", title = "quality", fmt = M.q, align = "right" },
     { key = "effect", title = "effect", fmt = M.pct, align = "right" },
   })
-  return (same and rows[1] and (M.num(rows[1].n) .. " records each\n") or "") .. M.table(rows, cols)
+  return (same and rows[1] and (M.count(rows[1].n, "record") .. " each\n") or "") .. M.table(rows, cols)
 end
 
 --- Starvation, residue and probe overhead (analyze.starvation).
@@ -642,11 +681,11 @@ function M.overrun(o)
   if not o or o.n == 0 then return nil end
   local w = o.worst
   local where = w.file and string.format(" (%s:%s)", tostring(w.file), tostring(w.line)) or ""
-  local text = string.format("note: named phases exceed wall_ns on %s of %s records (%s), by up "
+  local text = string.format("note: named phases exceed wall_ns on %s of %s (%s), by up "
     .. "to %s (median %s); worst: seq=%s%s, named %s, wall %s. unattributed_ns is 0 on them "
     .. "(saturated), so the residue reads low and phase shares of wall can pass 100%%: the wall "
     .. "was supplied by the caller (the reference's emit) or time was charged outside the "
-    .. "dispatch.", M.num(o.n), M.num(o.of), M.pct(o.n / o.of), M.ns(o.max_over),
+    .. "dispatch.", M.num(o.n), M.count(o.of, "record"), M.pct(o.n / o.of), M.ns(o.max_over),
     M.ns(o.median_over), tostring(w.seq or "?"), where,
     M.raw and w.named_text or M.ns(w.named), M.raw and w.wall_text or M.ns(w.wall))
   return table.concat(M.wrap(text, M.width, ""), "\n")
@@ -668,6 +707,12 @@ function M.variants(found)
     for _, l in ipairs(M.wrap(text, M.width, "")) do out[#out + 1] = l end
   end
   return table.concat(out, "\n")
+end
+
+-- A number of dispatches that may be a fraction (per encode): "2.50
+-- dispatches", "1 dispatch".
+local function dispatches(d)
+  return M.plain(d) .. (d == 1 and " dispatch" or " dispatches")
 end
 
 -- The tables of a comparison with column heads ha, hb.
@@ -741,16 +786,16 @@ function M.compare(r)
   -- (a tag's value, a file's name), or A and B, said here
   for _, g in ipairs { { ha, la, r.a }, { hb, lb, r.b } } do
     local named = g[2]:sub(-#g[1]) == g[1] and g[2] or (g[1] .. " = " .. g[2])
-    say(string.format("%s: %s dispatches, mean wall %s", named, M.num(g[3].n), M.ns(g[3].mean)))
+    say(string.format("%s: %s, mean wall %s", named, M.count(g[3].n, "dispatch"), M.ns(g[3].mean)))
   end
   say(string.format("difference per dispatch (%s - %s): %s", hb, ha, M.dns(r.diff)))
   for _, t in ipairs(tables) do out[#out + 1] = t end
   local pe = r.per_encode
   if pe then
     say(string.format(
-      "per encode (by %s): %s %s dispatches, %s; %s %s dispatches, %s; difference %s"
+      "per encode (by %s): %s %s, %s; %s %s, %s; difference %s"
         .. " = %s from more dispatches + %s from costlier dispatches",
-      pe.field, ha, M.plain(pe.a_dispatches), M.ns(pe.a), hb, M.plain(pe.b_dispatches), M.ns(pe.b),
+      pe.field, ha, dispatches(pe.a_dispatches), M.ns(pe.a), hb, dispatches(pe.b_dispatches), M.ns(pe.b),
       M.dns(pe.diff), M.dns(pe.more_dispatches), M.dns(pe.costlier_dispatches)))
   end
   return lines(out)
@@ -763,8 +808,9 @@ function M.whatif(r)
   for i, s in ipairs(r.steps) do
     local what = s.what
     if s.price then
-      what = string.format("%s (miss %s over %s dispatches, hit %s over %s)", what,
-        M.ns(s.price.miss_cost), M.num(s.price.n_miss), M.ns(s.price.hit_cost), M.num(s.price.n_hit))
+      what = string.format("%s (miss %s over %s, hit %s over %s)", what,
+        M.ns(s.price.miss_cost), M.count(s.price.n_miss, "dispatch"), M.ns(s.price.hit_cost),
+        M.num(s.price.n_hit))
     end
     steps[i] = { what = what, wall = -s.saved_wall, enq = s.saved_enqueue and -s.saved_enqueue }
   end
@@ -788,8 +834,8 @@ function M.whatif(r)
   local pe = r.per_encode
   if pe then
     local d = pe.dispatches
-    add(string.format("wall per encode (%s -> %s dispatches)",
-      d and M.plain(d) or "?", M.num(pe.projected_dispatches)),
+    add(string.format("wall per encode (%s -> %s)",
+      d and M.plain(d) or "?", M.count(pe.projected_dispatches, "dispatch")),
       pe.measured and pe.measured.wall, pe.projected.wall,
       d and v.wall and d * v.wall, nil)
     if pe.projected.enqueue then
@@ -798,7 +844,7 @@ function M.whatif(r)
     end
   end
   local cols = {
-    { key = "name", title = M.num(r.n) .. " dispatches" },
+    { key = "name", title = M.count(r.n, "dispatch") },
     { key = "measured", title = "measured", fmt = M.ns },
     { key = "projected", title = "projected", fmt = M.ns },
     { key = "change", title = "change", fmt = M.pct },
@@ -877,12 +923,14 @@ end
 --- A parse report (pp.parse.*): the counts, then each error as file:line:column: what.
 function M.parse(rep, opts)
   opts = opts or {}
-  local out = { string.format("%s lines: %s records, %s damaged, %s other",
-    M.num(rep.total), M.num(rep.parsed), M.num(rep.rejected), M.num(rep.other)) }
+  local out = { string.format("%s: %s, %s damaged, %s other", M.count(rep.total, "line"),
+    M.count(rep.parsed, "record"), M.num(rep.rejected), M.num(rep.other)) }
   local limit = opts.limit or 20
   for i, e in ipairs(rep.errors or {}) do
     if i > limit then
-      out[#out + 1] = string.format("... and %s more rejected lines", M.num(rep.rejected - limit))
+      local more = rep.rejected - limit
+      out[#out + 1] = string.format("... and %s more rejected line%s", M.num(more),
+        more == 1 and "" or "s")
       break
     end
     out[#out + 1] = string.format("%s:%d:%d: %s", e.file, e.line, e.column, e.what)

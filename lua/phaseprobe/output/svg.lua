@@ -179,15 +179,34 @@ function M.wrap_label(s, w, size, bold)
   return lines
 end
 
--- s cut with an ellipsis to at most w px.
-local function fit_text(s, w, size)
-  s = tostring(s)
-  if M.text_width(s, size) <= w then return s end
-  local n = math.max(1, math.floor(w / (size * 0.6)) - 1)
-  local cut = s:sub(1, utf8.offset(s, n + 1) and (utf8.offset(s, n + 1) - 1) or #s)
-  return cut .. "…"
+-- Legend items laid out in rows within w px: each item {label=} gets
+-- lines (its label wrapped to w - mark px, never cut), x (from 0) and y
+-- (from the first row's line, px); items of one line share a row while
+-- they fit, an item of several lines has rows of its own. Returns the
+-- height the legend takes. mark: the room before a label (its swatch),
+-- gap: after it, min: an item's least width, line: px per line, row: px
+-- from one row to the next.
+function M.legend_layout(items, w, o)
+  local mark, gap, min_w = o.mark, o.gap or 18, o.min or 0
+  local line, row = o.line or 16, o.row or 20
+  local x, y, used = 0, 0, false
+  for _, it in ipairs(items) do
+    it.lines = M.wrap_label(it.label, w - mark, 12)
+    local iw = math.max(mark + M.text_width(it.lines[1] or "", 12) + gap, min_w)
+    if #it.lines > 1 or (used and x + iw > w) then
+      if used then y, x = y + row, 0 end
+    end
+    it.x, it.y = x, y
+    if #it.lines > 1 then
+      -- a row of its own: the next item starts under its last line
+      y = y + line * (#it.lines - 1) + row
+      x, used = 0, false
+    else
+      x, used = x + iw, true
+    end
+  end
+  return y + (used and row or 0)
 end
-M.fit_text = fit_text
 
 ------------------------------------------------------------------------------
 -- scatter
@@ -287,17 +306,12 @@ function M.scatter(o)
   if nout > 0 then
     items[#items + 1] = { kind = "outlier", label = "outlier above the break, one dispatch" }
   end
-  local rows, lx, row = {}, 0, 1
-  for _, it in ipairs(items) do
-    it.label = fit_text(it.label, pw - 30, 12)
-    local w = 26 + M.text_width(it.label, 12) + 18
-    if lx > 0 and lx + w > pw then row, lx = row + 1, 0 end
-    it.x, it.row = ml + lx, row
-    lx = lx + w
-  end
+  -- (a long label, a tag's value or a file's path, is wrapped, never cut)
+  local legend_h = M.legend_layout(items, pw, { mark = 22, gap = 22 })
+  for _, it in ipairs(items) do it.x = ml + it.x end
   local legend_top = axis_y + 58
   local notes = o.note and M.wrap(o.note, pw, 12) or {}
-  local H = legend_top + (#items > 0 and row * 20 or 0) + #notes * 16 + 10
+  local H = legend_top + legend_h + #notes * 16 + 10
 
   local out = open_svg(W, H, o.title)
   local clip = next_id("clip")
@@ -385,7 +399,7 @@ function M.scatter(o)
 
   -- legend and note
   for _, it in ipairs(items) do
-    local ly = legend_top + (it.row - 1) * 20
+    local ly = legend_top + it.y
     if it.kind == "dot" then
       out[#out + 1] = ('<circle cx="%s" cy="%s" r="5" fill="%s" fill-opacity="0.75" stroke="%s"/>'):format(
         num(it.x + 6), num(ly), it.color, it.color)
@@ -396,9 +410,11 @@ function M.scatter(o)
       out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" stroke-width="2" '
         .. 'stroke-dasharray="7 4"/>'):format(num(it.x), num(ly), num(it.x + 16), num(ly))
     end
-    out[#out + 1] = text(it.x + 22, ly + 4, it.label, 'font-size="12"')
+    for k, l in ipairs(it.lines) do
+      out[#out + 1] = text(it.x + 22, ly + 4 + (k - 1) * 16, l, 'font-size="12"')
+    end
   end
-  local ny = legend_top + (#items > 0 and row * 20 or 0)
+  local ny = legend_top + legend_h
   for _, l in ipairs(notes) do
     out[#out + 1] = text(ml, ny, l, 'font-size="12" fill="#555"')
     ny = ny + 16
@@ -472,17 +488,14 @@ function M.stacked_bars(o)
     plot_h = plot_h + heights[i] + bar_gap
   end
   -- legend rows below the axis
-  local legend, lx, lrow = {}, 16, 0
+  -- (wrapped, never cut)
+  local legend = {}
   for i, s in ipairs(series) do
-    local label = fit_text(s.name .. (s.note and (" (" .. s.note .. ")") or ""), W - 60, 12)
-    local w = 34 + M.text_width(label, 12)
-    if lx + w > W - 8 and lx > 16 then
-      lx, lrow = 16, lrow + 1
-    end
-    legend[i] = { x = lx, row = lrow, label = label }
-    lx = lx + math.max(w, 110)
+    legend[i] = { label = s.name .. (s.note and (" (" .. s.note .. ")") or "") }
   end
-  local H = mt + plot_h + 48 + (lrow + 1) * 22 + 16
+  local legend_h = M.legend_layout(legend, W - 24, { mark = 20, gap = 14, min = 110, row = 22 })
+  for _, item in ipairs(legend) do item.x = 16 + item.x end
+  local H = mt + plot_h + 48 + legend_h + 16
   local u = M.unit_for(o.unit, total_max)
   local ticks, _, hi = M.ticks(0, total_max > 0 and total_max / u.scale or 1, 6)
   local ngaps = 0
@@ -569,10 +582,12 @@ function M.stacked_bars(o)
   local ly0 = ay + 58
   for si, s in ipairs(series) do
     local item = legend[si]
-    local ly = ly0 + item.row * 22
+    local ly = ly0 + item.y
     out[#out + 1] = ('<rect x="%s" y="%s" width="14" height="14" fill="%s" stroke="#555" stroke-width="0.5"/>')
         :format(num(item.x), num(ly - 11), s._pattern and ("url(#" .. s._pattern .. ")") or s._color)
-    out[#out + 1] = text(item.x + 20, ly + 1, item.label, 'font-size="12"')
+    for k, l in ipairs(item.lines) do
+      out[#out + 1] = text(item.x + 20, ly + 1 + (k - 1) * 16, l, 'font-size="12"')
+    end
   end
   out[#out + 1] = "</svg>"
   return table.concat(out, "\n")

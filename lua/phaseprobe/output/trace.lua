@@ -44,6 +44,7 @@ local record = require "phaseprobe.record"
 local records_mod = require "phaseprobe.records"
 local files = require "phaseprobe.output.files"
 local json = require "phaseprobe.output.json"
+local report = require "phaseprobe.output.report"
 local cjson = require("cjson").new() -- own instance: no global settings touched
 
 local M = {}
@@ -696,9 +697,9 @@ local function run_events(run, pid, tids, emit, opts, progress)
     name = run.name,
     records = plan.n,
     drawn_in_full = plan.detailed,
-    selection = plan.all and "every dispatch" or string.format("the first %d, the last %d and the "
-      .. "%d slowest of the others (by wall_ns); every dispatch is in the counter tracks",
-      plan.first, plan.last, plan.slowest),
+    selection = plan.all and "every dispatch" or string.format("the first %s, the last %s and the "
+      .. "%s slowest of the others (by wall_ns); every dispatch is in the counter tracks",
+      report.num(plan.first), report.num(plan.last), report.num(plan.slowest)),
     timestamps = plan.absolute and "absolute" or "end_to_end",
     time_base_ns = plan.absolute and plan.base or nil,
     note = plan.absolute and ABSOLUTE or plan.too_wide and TOO_WIDE or END_TO_END,
