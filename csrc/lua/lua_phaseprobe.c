@@ -958,6 +958,8 @@ PP_EXPORT int luaopen_phaseprobe(lua_State *L) {
   lua_setfield(L, -2, "parse");
   pp_lua_open_numeric(L);
   lua_setfield(L, -2, "numeric");
+  pp_lua_open_text(L);
+  lua_setfield(L, -2, "text");
   pp_lua_open_cupti(L); /* pp.cuda.cupti_* */
 
   lua_pushliteral(L, PP_VERSION);

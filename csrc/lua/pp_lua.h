@@ -31,6 +31,7 @@ int pp_lua_open_ptx(lua_State *L);   /* pp.ptx     (lua_ptx.c)    */
 int pp_lua_open_cuda(lua_State *L);  /* pp.cuda    (lua_cuda.c)   */
 int pp_lua_open_parse(lua_State *L); /* pp.parse   (lua_parse.c)  */
 int pp_lua_open_numeric(lua_State *L); /* pp.numeric (lua_stats.c) */
+int pp_lua_open_text(lua_State *L);    /* pp.text    (lua_text.c)   */
 /* Registers the column store's classes (lua_cols.c); pp_lua_open_parse
  * calls it. */
 void pp_lua_open_cols(lua_State *L);

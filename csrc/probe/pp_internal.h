@@ -239,6 +239,8 @@ void pp_record_fill_timeline(pp_record *r, const pp_device_timeline *t,
 /* Writes r's line (no newline, no NUL) at out, which has PP_LINE_BYTES of
  * room; returns its length. */
 size_t pp_record_format(const pp_record *r, char *out);
+/* v in decimal at p (at most 20 bytes, no NUL); returns the end. */
+char *pp_put_u64(char *p, uint64_t v);
 /* The same line from its parts: a schema, its nfields values in line order
  * and ntags bytes of tag text (" key=value ..."). */
 size_t pp_line_format(const pp_schema *s, const uint64_t *values,

@@ -183,7 +183,7 @@ static const char digit_pairs[] =
     "7475767778798081828384858687888990919293949596979899";
 
 /* v in decimal at p, two digits per division; returns the end. */
-static char *put_u64(char *p, uint64_t v) {
+char *pp_put_u64(char *p, uint64_t v) {
   char tmp[20];
   char *t = tmp + sizeof tmp;
   while (v >= 100) {
@@ -223,7 +223,7 @@ size_t pp_line_format(const pp_schema *s, const uint64_t *values,
       memcpy(p, name, n);
       p += n;
     } else {
-      p = put_u64(p, values[i]);
+      p = pp_put_u64(p, values[i]);
     }
   }
   memcpy(p, tags, ntags);

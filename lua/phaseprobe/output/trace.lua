@@ -239,7 +239,10 @@ end
 
 -- ---- events ---------------------------------------------------------------------
 
-local format = string.format
+-- The events' templates take integers (%d, %03d) and text (%s) only:
+-- pp.text.format builds them in C, without the C library's printf, which
+-- was most of the time of a trace with every dispatch drawn.
+local format = require("phaseprobe").text.format
 
 -- The value text of an arg: integers exact (past 2^63-1 as strings),
 -- floats as exported, strings escaped.
