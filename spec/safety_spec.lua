@@ -26,6 +26,15 @@ function report(k, ...)
   io.write(k, "\t", (table.concat(t, " | "):gsub("\n", "\\n")), "\n")
   io.flush()
 end
+-- A FIFO fed with PTX-like text without end (by `yes`, which ends when the
+-- reader closes it): an input whose size no one knows.
+function endless()
+  local path = os.tmpname()
+  os.remove(path)
+  assert(os.execute("mkfifo " .. path))
+  os.execute("(yes '.reg .b32 r;' > " .. path .. " 2>/dev/null &)")
+  return path
+end
 function try(k, f, ...)
   local r = table.pack(pcall(f, ...))
   if r[1] then report(k, "ok", table.unpack(r, 2, r.n))
@@ -520,9 +529,9 @@ describe("every command fails when standard output cannot be written (#12 defect
 end)
 
 describe("reading is bounded (#12 defect 16)", function()
-  it("a per-input cap of at least 8 GiB by default", function()
+  it("a per-input cap of at least 8 GiB by default for logs, 1 GiB for PTX", function()
     assert.is_true(pp.parse.max_bytes >= 8 * 2^30)
-    assert.is_true(pp.ptx.max_bytes >= 8 * 2^30)
+    assert.are.equal(1 << 30, pp.ptx.max_bytes)
   end)
 
   it("pp.parse.file on /dev/zero stops at the cap with nil, message, in bounded memory", function()
@@ -559,13 +568,15 @@ describe("reading is bounded (#12 defect 16)", function()
     assert.matches("longer than " .. pp.parse.max_line, rep.errors[1].what)
   end)
 
-  it("pp.ptx.scan_file on /dev/zero or a directory returns nil, message", function()
+  it("pp.ptx.scan_file on endless text or a directory returns nil, message", function()
     local r = clean(sub([[
-      report("zero", pp.ptx.scan_file("/dev/zero", { max_bytes = 1 << 20 }))
+      local fifo = endless()
+      report("endless", pp.ptx.scan_file(fifo, { max_bytes = 1 << 20 }))
+      os.remove(fifo)
       report("dir", pp.ptx.scan_file("/tmp"))
       report("missing", pp.ptx.scan_file("/nonexistent.ptx"))
     ]], { timeout = 60 }))
-    assert.matches("^nil | pp%.ptx%.scan_file: .*/dev/zero.*1048576 bytes.*max_bytes", r.zero)
+    assert.matches("^nil | pp%.ptx%.scan_file: .* is larger than 1048576 bytes.*max_bytes", r.endless)
     assert.matches("^nil | pp%.ptx%.scan_file: .*/tmp.*directory", r.dir)
     assert.matches("^nil | pp%.ptx%.scan_file: .*No such file", r.missing)
   end)
@@ -620,10 +631,12 @@ describe("CUDA launch descriptions read through __index (#12 sweep)", function()
     end
     local r = clean(sub([[
       local ctx = assert(pp.cuda.context(0))
-      report("zero", ctx:load_file("/dev/zero", { max_bytes = 1 << 20 }))
+      local fifo = endless()
+      report("endless", ctx:load_file(fifo, { max_bytes = 1 << 20 }))
+      os.remove(fifo)
       report("dir", ctx:load_file("/tmp"))
     ]], { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
-    assert.matches("^nil | ctx:load_file: '/dev/zero' is larger than 1048576 bytes", r.zero)
+    assert.matches("^nil | ctx:load_file: '.*' is larger than 1048576 bytes", r.endless)
     assert.matches("^nil | ctx:load_file: cannot read '/tmp': Is a directory", r.dir)
   end)
 end)
@@ -639,6 +652,117 @@ describe("other readers are bounded too (#12 sweep)", function()
     ]])
     assert.matches("^nil | export%.read_csv: '/dev/zero' is larger than 1048576 bytes", r.csv)
     assert.matches("^nil | export%.read_jsonl: cannot read '/tmp': Is a directory", r.jsonl)
+  end)
+end)
+
+describe("every reader's memory stays bounded at its default caps (#12)", function()
+  -- Each reader runs in its own interpreter on /dev/zero with no option, and
+  -- that interpreter's peak resident set (VmHWM) is read at its exit. Outside
+  -- the sanitizers and valgrind (which reserve address space of their own) the
+  -- child's address space is capped at 4 GiB, so a regression fails the case
+  -- instead of taking the machine's memory.
+  local LIMIT_KB = 200 * 1024
+  local guard = (os.getenv("PHASEPROBE_SANITIZED") or os.getenv("PHASEPROBE_VALGRIND")) and ""
+    or "ulimit -v 4194304; "
+  local HOOK = [[
+local function hwm()
+  local f = io.open("/proc/self/status")
+  local s = f:read("a")
+  f:close()
+  io.stderr:write("\nVmHWM_kB=", s:match("VmHWM:%s*(%d+)"), "\n")
+end
+local exit = os.exit
+os.exit = function(...) hwm() return exit(...) end
+]]
+  -- Runs `lua5.4 -e HOOK ARGS < stdin`: its peak in kB, its output.
+  local function peak(args, stdin, env)
+    local cmd = ("%s%stimeout 120 lua5.4 -e %s %s < %s"):format(guard, env or "", q(HOOK), args,
+      stdin or "/dev/null")
+    local _, out = shell.run(cmd)
+    assert.falsy(out:find("AddressSanitizer", 1, true), out)
+    assert.falsy(out:find("runtime error", 1, true), out)
+    return tonumber(out:match("VmHWM_kB=(%d+)")), out
+  end
+  local function api(code, stdin)
+    return peak("-e " .. q(PRELUDE .. code .. "\nos.exit(0)"), stdin)
+  end
+  local function bounded(kb, out)
+    assert.is_number(kb, out)
+    assert.is_true(kb < LIMIT_KB, ("peak %d kB:\n%s"):format(kb, out))
+  end
+
+  it("pp.parse.file and standard input", function()
+    local kb, out = api [[report("file", pp.parse.file("/dev/zero"))]]
+    bounded(kb, out)
+    assert.matches("file\tnil | /dev/zero: input larger than 8589934592 bytes", out)
+    kb, out = api([[report("stdin", pp.parse.file("-"))]], "/dev/zero")
+    bounded(kb, out)
+    assert.matches("stdin\tnil | %(stdin%): input larger than 8589934592 bytes", out)
+  end)
+
+  it("pp.ptx.scan_file reads up to the first NUL byte, where the scanner and the driver stop", function()
+    local kb, out = api [[
+      local r = pp.ptx.scan_file("/dev/zero")
+      report("scan", r.partial, r.truncated, r.bytes, r.errors[1].what, r.errors[1].offset)
+    ]]
+    bounded(kb, out)
+    assert.matches("scan\ttrue | true | 1 | NUL byte | 0\n", out)
+  end)
+
+  it("export.read_csv and export.read_jsonl read a line at a time, at most 1 MiB of one", function()
+    for _, fn in ipairs { "read_csv", "read_jsonl" } do
+      local kb, out = api(([[
+        local export = require "phaseprobe.output.export"
+        report("read", export.%s("/dev/zero"))
+      ]]):format(fn))
+      bounded(kb, out)
+      assert.matches("read\tnil | export%." .. fn .. ": /dev/zero:1: a line longer than 1048576 bytes", out)
+    end
+  end)
+
+  it("ctx:load_file reads a text image up to its first NUL byte", function()
+    local cuda_sub = require "helpers.cuda_sub"
+    if not cuda_sub.fake_ready() then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local kb, out = peak("-e " .. q(PRELUDE .. [[
+      local ctx = assert(pp.cuda.context(0))
+      try("load", ctx.load_file, ctx, "/dev/zero")
+      os.exit(0)]]), nil, "PHASEPROBE_LIBCUDA=" .. cuda_sub.fake .. " ")
+    bounded(kb, out)
+    assert.matches("load\t", out)
+  end)
+
+  it("a regular file over the cap is refused by its size, unread", function()
+    local big = os.tmpname()
+    assert(os.execute("truncate -s 16G " .. q(big)))
+    local kb, out = api(([[
+      local big = %q
+      local export = require "phaseprobe.output.export"
+      report("scan", pp.ptx.scan_file(big))
+      report("csv", export.read_csv(big))
+      report("jsonl", export.read_jsonl(big))
+      report("small", pp.ptx.scan_file(big, { max_bytes = 1000 }))
+    ]]):format(big))
+    os.remove(big)
+    bounded(kb, out)
+    assert.matches("scan\tnil | pp%.ptx%.scan_file: '[^']+' is larger than 1073741824 bytes", out)
+    assert.matches("csv\tnil | export%.read_csv: '[^']+' is larger than 8589934592 bytes", out)
+    assert.matches("jsonl\tnil | export%.read_jsonl: '[^']+' is larger than 8589934592 bytes", out)
+    assert.matches("small\tnil | pp%.ptx%.scan_file: '[^']+' is larger than 1000 bytes", out)
+  end)
+
+  it("phaseprobe ptx and phaseprobe report", function()
+    local kb, out = peak("bin/phaseprobe ptx /dev/zero")
+    bounded(kb, out)
+    assert.matches("/dev/zero:1:1: NUL byte", out)
+    kb, out = peak("bin/phaseprobe ptx -", "/dev/zero")
+    bounded(kb, out)
+    assert.matches("%(stdin%):1:1: NUL byte", out)
+    kb, out = peak("bin/phaseprobe report /dev/zero")
+    bounded(kb, out)
+    assert.matches("input larger than 8589934592 bytes", out)
   end)
 end)
 
