@@ -766,6 +766,23 @@ os.exit = function(...) hwm() return exit(...) end
   end)
 end)
 
+describe("the printable result tables print any table (#12 sweep: the API fuzzer)", function()
+  it("their __tostring on an empty table, a foreign one, nested empty tables", function()
+    local r = clean(sub [[
+      local mt = getmetatable(pp.stats())
+      report("empty", mt.__tostring({}))
+      report("clock", tostring(setmetatable({}, getmetatable(pp.clock()))))
+      report("nested", tostring(setmetatable({ a = {}, b = { {}, {} }, [true] = 1 }, mt)))
+      try("number", mt.__tostring, 1)
+    ]])
+    assert.are.equal("phaseprobe", r.empty)
+    assert.are.equal("phaseprobe.clock", r.clock)
+    assert.are.equal("phaseprobe.stats\\n  a  (empty)\\n  b\\n    [1] (empty)\\n    [2] (empty)\\n"
+      .. "  ... and 1 more entries", r.nested)
+    assert.matches("error: .*table expected, got number", r.number)
+  end)
+end)
+
 describe("records print any value without calling into it (#12 sweep)", function()
   it("floats print plainly; booleans and tables never become values, __tostring is not called", function()
     local set = pp.records.from_list({ { a = 1, f = 1.5, g = 3.0 } }, { prefix = "p" })
