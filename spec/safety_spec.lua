@@ -385,6 +385,21 @@ describe("metamethods called directly check their argument (#12 defect 7)", func
   end)
 end)
 
+describe("a class's __eq answers false for a foreign value, never raises (#12 sweep: the API fuzzer)", function()
+  it("schemas compared with files, tables and numbers, either side, and by hand", function()
+    local s = pp.schema()
+    assert.is_true(s == pp.schema())
+    assert.is_false(s == io.stdout)
+    assert.is_false(io.stdout == s)
+    assert.is_false(s == pp.parse.new())
+    local eq = getmetatable(s).__eq
+    assert.is_false(eq(s, {}))
+    assert.is_false(eq(1, s))
+    assert.is_false(eq())
+    assert.is_true(eq(s, pp.schema()))
+  end)
+end)
+
 describe("a record's field list cannot be written through it (#12 defect 8)", function()
   it("r._fields is read-only; tostring(r) is unaffected by attempts", function()
     local r = clean(sub [[

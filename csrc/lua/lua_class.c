@@ -21,6 +21,23 @@ static int class_index(lua_State *L) {
   return 1;
 }
 
+/* __eq of a class. Lua calls __eq for any two userdata when either has
+ * one, so the other may be anything (io.stdout == obj): a value of another
+ * class is simply not equal, and the class's eq sees two of its own.
+ * Upvalues: 1 the class name, 2 its eq. */
+static int class_eq(lua_State *L) {
+  const char *name = lua_tostring(L, lua_upvalueindex(1));
+  if (!luaL_testudata(L, 1, name) || !luaL_testudata(L, 2, name)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
 static void set_fn(lua_State *L, const char *event, lua_CFunction f) {
   if (!f)
     return;
@@ -48,12 +65,17 @@ static void fill(lua_State *L, const pp_lua_class *c) {
               {"__close", c->close},
               {"__tostring", c->tostring},
               {"__len", c->len},
-              {"__eq", c->eq},
               {"__call", c->call},
               {"__newindex", c->newindex},
               {"__pairs", c->pairs}};
   for (size_t i = 0; i < sizeof meta / sizeof *meta; i++)
     set_fn(L, meta[i].event, meta[i].f);
+  if (c->eq) {
+    lua_pushstring(L, c->name);
+    lua_pushcfunction(L, c->eq);
+    lua_pushcclosure(L, class_eq, 2);
+    lua_setfield(L, -2, "__eq");
+  }
 }
 
 void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {

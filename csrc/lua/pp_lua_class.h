@@ -28,7 +28,8 @@ typedef struct pp_lua_class {
   lua_CFunction close;     /* __close; NULL: none                          */
   lua_CFunction tostring;  /* __tostring; NULL: Lua's "<name>: 0x..."      */
   lua_CFunction len;       /* __len; NULL: none                            */
-  lua_CFunction eq;        /* __eq; NULL: none                             */
+  lua_CFunction eq;        /* __eq of two objects of the class (a foreign
+                              value is unequal, eq never sees it); NULL: none */
   lua_CFunction call;      /* __call; NULL: none                           */
   lua_CFunction newindex;  /* __newindex; NULL: none                       */
   lua_CFunction pairs;     /* __pairs; NULL: none                          */
