@@ -265,8 +265,9 @@ local GroupsMT = getmetatable(sample_set:group("a"))
 add_class("records.set", SetMT)
 add_class("records.groups", GroupsMT)
 
+-- (debug.getmetatable: getmetatable gives a class's read-only view)
 local function class_of(v)
-  local mt = getmetatable(v)
+  local mt = debug.getmetatable(v)
   if mt == nil then return nil end
   return mt_class[mt]
 end

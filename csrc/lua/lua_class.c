@@ -45,6 +45,31 @@ static void set_fn(lua_State *L, const char *event, lua_CFunction f) {
   lua_setfield(L, -2, event);
 }
 
+/* __newindex of a class's public view of its metatable. Upvalue 1: the
+ * class name. */
+static int view_newindex(lua_State *L) {
+  return luaL_error(L, "the metatable of %s is read-only",
+                    lua_tostring(L, lua_upvalueindex(1)));
+}
+
+/* Sets __metatable of the metatable on top of the stack to a read-only
+ * view of it (getmetatable(obj) gives the view: its fields read through,
+ * a write raises), so no user code can take a __gc or a __close away from
+ * the module's objects. */
+static void protect(lua_State *L, const char *name) {
+  lua_createtable(L, 0, 0); /* the view */
+  lua_createtable(L, 0, 3); /* its metatable */
+  lua_pushvalue(L, -3);
+  lua_setfield(L, -2, "__index");
+  lua_pushstring(L, name);
+  lua_pushcclosure(L, view_newindex, 1);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, -2, "__metatable");
+}
+
 /* Fills the metatable on top of the stack from c. */
 static void fill(lua_State *L, const pp_lua_class *c) {
   if (c->methods) {
@@ -76,6 +101,7 @@ static void fill(lua_State *L, const pp_lua_class *c) {
     lua_pushcclosure(L, class_eq, 2);
     lua_setfield(L, -2, "__eq");
   }
+  protect(L, c->name);
 }
 
 void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {
