@@ -677,6 +677,26 @@ describe("CUDA launch descriptions read through __index (#12 sweep)", function()
   end)
 end)
 
+describe("a device buffer prints its address once (#12 sweep)", function()
+  it("tostring(buf) says 0x and the hex digits of buf.ptr", function()
+    local sub_cuda = require "helpers.cuda_sub"
+    if not sub_cuda.fake_ready() then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local r = clean(sub([[
+      local b = assert(pp.cuda.context(0)):alloc(64)
+      report("text", tostring(b))
+      report("want", ("phaseprobe.cuda.buffer (64 bytes at 0x%x)"):format(b.ptr))
+      b:free()
+      report("freed", tostring(b))
+    ]], { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    assert.matches("^phaseprobe%.cuda%.buffer %(64 bytes at 0x%x+%)$", r.text)
+    assert.are.equal(r.want, r.text)
+    assert.are.equal("phaseprobe.cuda.buffer (freed)", r.freed)
+  end)
+end)
+
 describe("other readers are bounded too (#12 sweep)", function()
   it("export.read_csv and read_jsonl stop at max_bytes with nil, message", function()
     local export = require "phaseprobe.output.export"
