@@ -251,12 +251,17 @@ tsan:
 	$(MAKE) clean
 
 # The non-GPU suite with the interpreter under valgrind memcheck: any error,
-# or any definitely lost block, fails.
-valgrind: test-build
-	valgrind --quiet --error-exitcode=99 --leak-check=full \
+# or any definitely lost block, fails. The Lua interpreters the specs start
+# run under valgrind too (PHASEPROBE_LUA, spec/helpers/shell.lua), with the
+# same options: an error there fails the child with exit code 99, and so
+# the spec. Not under valgrind: bin/phaseprobe started as a command, the C
+# helpers (build/*_helper, multi_state: ThreadSanitizer's, make tsan) and the
+# children that measure memory (their figure would be valgrind's own).
+VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full \
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite \
-	  --suppressions=spec/helpers/valgrind.supp \
-	  $(BUSTED) --exclude-tags=gpu,novalgrind spec
+	  --suppressions=$(CURDIR)/spec/helpers/valgrind.supp
+valgrind: test-build
+	PHASEPROBE_LUA="$(VALGRIND) $(LUA)" $(VALGRIND) $(BUSTED) --exclude-tags=gpu,novalgrind spec
 
 bench: $(MODULE) $(BENCH_BINS)
 	@for b in bench/*.lua; do case $$b in */rounds.lua|*/gen_log.lua) continue;; esac; \
