@@ -677,6 +677,25 @@ describe("CUDA launch descriptions read through __index (#12 sweep)", function()
     assert.matches("^nil | ctx:load_file: '.*' is larger than 1048576 bytes", r.endless)
     assert.matches("^nil | ctx:load_file: cannot read '/tmp': Is a directory", r.dir)
   end)
+
+  it("ctx:load_file reads PTX text up to its first NUL byte, a cubin or fatbin whole", function()
+    if not ready then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local text, elf = os.tmpname(), os.tmpname()
+    files.spit(text, PTX .. "\0after the NUL\0")
+    files.spit(elf, "\127ELF" .. PTX .. "\0after the NUL\0")
+    local r = clean(sub(([[
+      local ctx = assert(pp.cuda.context(0))
+      report("text", assert(ctx:load_file(%q)).ptx_bytes)
+      report("elf", assert(ctx:load_file(%q)).ptx_bytes)
+    ]]):format(text, elf), { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    os.remove(text)
+    os.remove(elf)
+    assert.are.equal(tostring(#PTX), r.text)
+    assert.are.equal(tostring(4 + #PTX + 15), r.elf)
+  end)
 end)
 
 describe("a device buffer prints its address once (#12 sweep)", function()
