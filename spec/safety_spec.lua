@@ -678,6 +678,30 @@ describe("CUDA launch descriptions read through __index (#12 sweep)", function()
     assert.matches("^nil | ctx:load_file: cannot read '/tmp': Is a directory", r.dir)
   end)
 
+  it("a launch loop tried again after a failure reuses its events (the Lua API fuzzer, seed 23: a leak)", function()
+    if not ready then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local r = clean(sub(([[
+      local ctx = assert(pp.cuda.context(0))
+      local f = ctx:load(%q):func("noargs")
+      for _, ending in ipairs { "collect", "discard" } do
+        local w = ctx.stream:window()
+        -- more shared memory than the device has: the launch fails, after the events were taken
+        try("fails", w.launch_loop, w, { fn = f, grid = 1, block = 1, shared = 1 << 20 })
+        try("again", w.launch_loop, w, { fn = f, grid = 1, block = 1 })
+        w:close()
+        w[ending](w)
+        report(ending, ctx.events_idle == ctx.events_created, ctx.events_created)
+      end
+    ]]):format(PTX), { env = { PHASEPROBE_LIBCUDA = sub_cuda.fake } }))
+    assert.matches("^error: .*CUDA_ERROR_INVALID_VALUE", r.fails)
+    assert.matches("^ok", r.again)
+    assert.matches("^true | ", r.collect)
+    assert.matches("^true | ", r.discard)
+  end)
+
   it("ctx:load_file reads PTX text up to its first NUL byte, a cubin or fatbin whole", function()
     if not ready then
       pending("needs the CUDA headers and build/libfakecuda.so")
