@@ -859,7 +859,7 @@ H["record.u"] = function() return from_pool(REC) or {}, field() end
 H["record.sat_add"] = function() return R(1000), pick { R(1000), math.maxinteger } end
 
 -- Calls that spin, sleep, launch or read by design are kept short; paths
--- that would read without end get a small max_bytes.
+-- that would be read to a large cap get a small max_bytes.
 local function tame(e, a, n)
   local name = e.name
   local function clamp(i, hi)
@@ -877,7 +877,9 @@ local function tame(e, a, n)
       if type(raw(v, "spin_us")) == "number" and not (raw(v, "spin_us") <= 1) then v.spin_us = 1 end
     elseif v == "/dev/zero" and name:match(":file$") then
       a[i] = "/dev/null" -- the parser's own cap may be the default
-    elseif v == "/dev/zero" then
+    elseif v == "/dev/zero" and (name == "pp.parse.file" or name:match("^records%.read")) then
+      -- (the line parsers read /dev/zero to their cap, 8 GiB by default;
+      -- every other reader stops within its first MiB at its default cap)
       local o = a[i + 1]
       if type(o) ~= "table" or getmetatable(o) ~= nil then
         o = {}

@@ -104,6 +104,8 @@ while :; do
   first=0
   seed=$((seed + 1))
 done
-nv=$(tr '\n' ' ' < "$never" 2>/dev/null | sed 's/ $//')
 echo "== lua_api_fuzz: $runs runs (seeds $2..$((seed - 1))), $total API calls in $(( $(date +%s) - start )) s, no sanitizer report"
-echo "== every run reached at least $reached entry points; never returned normally in any run: ${nv:-none}; raise by design: ${by_design:-none}"
+if [ $runs -gt 0 ]; then
+  nv=$(tr '\n' ' ' < "$never" | sed 's/ $//')
+  echo "== every run reached at least $reached entry points; never returned normally in any run: ${nv:-none}; raise by design: ${by_design:-none}"
+fi
