@@ -754,6 +754,32 @@ describe("other readers are bounded too (#12 sweep)", function()
     assert.matches("^nil | export%.read_csv: '/dev/zero' is larger than 1048576 bytes", r.csv)
     assert.matches("^nil | export%.read_jsonl: cannot read '/tmp': Is a directory", r.jsonl)
   end)
+
+  it("export.read_csv and read_jsonl close the file when they refuse it, not at a collection", function()
+    local bad_csv, bad_jsonl = os.tmpname(), os.tmpname()
+    files.spit(bad_csv, "a,a\n1,2\n")
+    files.spit(bad_jsonl, "{\"a\": 1}\nnot json\n")
+    local r = clean(sub(([[
+      local export = require "phaseprobe.output.export"
+      -- (the shell os.execute starts is a child of this process)
+      local function fds()
+        local p = io.popen("ls /proc/$PPID/fd | wc -l")
+        local n = tonumber(p:read("a"))
+        p:close()
+        return n
+      end
+      collectgarbage("stop")
+      local before = fds()
+      for _ = 1, 50 do
+        assert(not export.read_csv(%q))
+        assert(not export.read_jsonl(%q))
+      end
+      report("fds", fds() - before)
+    ]]):format(bad_csv, bad_jsonl)))
+    os.remove(bad_csv)
+    os.remove(bad_jsonl)
+    assert.are.equal("0", r.fds)
+  end)
 end)
 
 describe("every reader's memory stays bounded at its default caps (#12)", function()

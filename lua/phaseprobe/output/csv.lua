@@ -165,6 +165,7 @@ function M.read_csv(path, opts)
   opts = opts or {}
   local next_line, state = files.lines(path, "export.read_csv", opts.max_bytes)
   if not next_line then return nil, state end
+  local _ <close> = state
   local rows = M.rows(next_line)
   local header = rows() or {}
   if state.err then return nil, state.err end

@@ -65,7 +65,9 @@ end
 -- also when unterminated), then nil: at the end, or when reading failed,
 -- the total passed max_bytes or a line passed MAX_LINE bytes, and then
 -- state.err holds the message ("what: path:LINE: ..." for a line).
--- state.line is the number of the line last given.
+-- state.line is the number of the line last given. The file is closed at
+-- the end, or when state is closed (local s <close> = state), whichever
+-- comes first.
 function M.lines(path, what, max_bytes)
   if type(path) ~= "string" then
     error(what .. ": expected a file path", 3)
@@ -89,7 +91,10 @@ function M.lines(path, what, max_bytes)
     end
     f:seek("set", first and #first or 0)
   end
-  local state = { line = 0 }
+  local state = setmetatable({ line = 0 }, { __close = function()
+    if f then f:close() end
+    f = nil
+  end })
   local buf, pos, total = first or "", 1, first and #first or 0
   if total > cap then
     f:close()

@@ -251,6 +251,7 @@ function M.read_jsonl(path, opts)
   opts = opts or {}
   local next_line, state = files.lines(path, "export.read_jsonl", opts.max_bytes)
   if not next_line then return nil, state end
+  local _ <close> = state
   local rows, lines = {}, {}
   for line in next_line do
     local lineno = state.line
