@@ -156,23 +156,15 @@ $(BUILD)/lua_host: spec/helpers/lua_host.c | $(BUILD)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) $< -o $@ $(LDFLAGS) -L$(LUA_LIBDIR) -llua5.4 -Wl,-rpath,$(LUA_LIBDIR) $(LDLIBS)
 
-# Threads that each choose a schema: dispatches open under their own.
-$(BUILD)/schema_threads: spec/helpers/schema_threads.c $(STATIC) csrc/include/phaseprobe.h
+# C programs the specs run against libphaseprobe.a: threads that each choose
+# a schema (dispatches open under their own); the nesting rule through the C
+# API (scopes_spec); the record through the C API, the reference's calls and
+# the emit mask (reference_spec); our probe driven by the script the
+# reference's driver reads (reference_spec).
+C_HELPERS := $(BUILD)/schema_threads $(BUILD)/scopes_helper $(BUILD)/record_helper $(BUILD)/script_probe
+$(C_HELPERS): $(BUILD)/%: spec/helpers/%.c spec/helpers/check_cases.h $(STATIC) csrc/include/phaseprobe.h
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-
-# The nesting rule through the C API (scopes_spec).
-$(BUILD)/scopes_helper: spec/helpers/scopes_helper.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-
-# The record through the C API: the reference's calls, the emit mask
-# (reference_spec).
-$(BUILD)/record_helper: spec/helpers/record_helper.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
-
-# Our probe driven by the script the reference's driver reads (reference_spec).
-$(BUILD)/script_probe: spec/helpers/script_probe.c $(STATIC) csrc/include/phaseprobe.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDLIBS)
 
 # N threads, each with its own lua_State, running one script (multi-GPU specs).
 $(BUILD)/multi_state: spec/helpers/multi_state.c | $(BUILD)
@@ -380,13 +372,17 @@ demo-fixture: $(MODULE)
 	$(LUA) spec/fixtures/make_demo_fixture.lua >/dev/null
 # CUPTI headers: optional, and used only with the CUDA headers. The toolkit
 # keeps them in extras/CUPTI/include (some layouts put them in include/).
-# Without them the module builds and pp.cuda.cupti_available() says why.
+# Without them the module builds and pp.cuda.cupti_available() says why;
+# CUPTI=no builds so where the headers are (CI checks that build).
+CUPTI ?= auto
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+ifneq ($(CUPTI),no)
   ifneq ($(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h),)
     CPPFLAGS += -DPP_HAVE_CUPTI_H -idirafter $(CUDA_HOME)/extras/CUPTI/include
   else ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
     CPPFLAGS += -DPP_HAVE_CUPTI_H
   endif
+endif
 endif
 
 # ---- CUDA layer: a fault-injecting fake driver for the non-GPU specs --------
@@ -417,14 +413,14 @@ truth: $(MODULE)
 	$(LUA) tools/truth.lua
 
 # ---- CUPTI source: a scripted fake libcupti and the program that drives
-# csrc/cuda/cupti.c against it (spec/truth_spec.lua). Built without the sanitizer
+# csrc/cuda/cupti*.c against it (spec/truth_spec.lua). Built without the sanitizer
 # flags (it is loaded into sanitized processes, not checked itself).
 ifneq ($(filter -DPP_HAVE_CUPTI_H,$(CPPFLAGS)),)
 FAKECUPTI := $(BUILD)/libfakecupti.so
 $(FAKECUPTI): spec/helpers/fakecupti.c | $(BUILD)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) -O2 -g -fPIC -shared -o $@ $<
-$(BUILD)/cupti_helper: spec/helpers/cupti_helper.c $(STATIC) $(HDRS)
+$(BUILD)/cupti_helper: spec/helpers/cupti_helper.c spec/helpers/check_cases.h $(STATIC) $(HDRS)
 	@$(say) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PP_CFLAGS) -fvisibility=default $< -o $@ $(STATIC) $(LDFLAGS) $(LDLIBS)
 test-build: $(FAKECUPTI) $(BUILD)/cupti_helper

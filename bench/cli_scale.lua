@@ -1,12 +1,14 @@
 -- The command at the scale of real logs: `phaseprobe report`, `trace`
--- (bounded by default), `trace --all` and `html` on a generated
+-- (bounded by default), `trace --all`, `html` and `export` (CSV and JSON
+-- lines) on a generated
 -- reference-format log of a million records (bench/gen_log.lua, written
 -- under /tmp and removed after), each a separate process, in alternating
 -- rounds; `report` is the baseline of the same run. Prints min/median/max
 -- seconds, the ratio to report, records a second, the CPU seconds (user +
 -- system, median; less moved than wall time by other work on the machine)
 -- and the peak resident memory (/usr/bin/time), the output's size, then the
--- goals of issue 16 (judged on wall time).
+-- goals of issue 16 (judged on wall time, and only at the million records
+-- they are set for).
 --
 --   lua5.4 bench/cli_scale.lua              (make bench runs it)
 --   PP_BENCH_N=100000 PP_BENCH_ROUNDS=1 lua5.4 bench/cli_scale.lua
@@ -68,6 +70,10 @@ local variants = {
   { name = "trace --all", args = "trace --all " .. q(log) .. " -o " .. q(dir .. "/all.json"),
     out = dir .. "/all.json" },
   { name = "html", args = "html " .. q(log) .. " -o " .. q(dir .. "/r.html"), out = dir .. "/r.html" },
+  { name = "export --csv", args = "export --csv " .. q(log) .. " -o " .. q(dir .. "/e.csv"),
+    out = dir .. "/e.csv" },
+  { name = "export --jsonl", args = "export --jsonl " .. q(log) .. " -o " .. q(dir .. "/e.jsonl"),
+    out = dir .. "/e.jsonl" },
 }
 for _, v in ipairs(variants) do
   v.rss, v.cpu, v.size = {}, {}, nil
@@ -94,9 +100,16 @@ for _, v in ipairs(variants) do
 end
 local r, t, a, h = variants[1], variants[2], variants[3], variants[4]
 local function verdict(ok) return ok and "met" or "NOT MET" end
-print(("goals (issue 16, 1,000,000 records): report <= 5 s: %s; trace <= 20 s and < 200 MB: %s; "
-  .. "trace --all >= 50,000 records/s: %s; html <= 10 s: %s"):format(
-  verdict(r.median / 1e9 <= 5), verdict(t.median / 1e9 <= 20 and t.peak / 1024 < 200),
-  verdict(N / (a.median / 1e9) >= 50000), verdict(h.median / 1e9 <= 10)))
-if N ~= 1000000 then print("(the goals are for 1,000,000 records; this run had " .. N .. ")") end
+-- The goals are set for a million records: a smaller run has the same
+-- fixed costs over fewer records, so its times say nothing about them.
+local GOAL_N = 1000000
+if N == GOAL_N then
+  print(("goals (issue 16, 1,000,000 records): report <= 5 s: %s; trace <= 20 s and < 200 MB: %s; "
+    .. "trace --all >= 50,000 records/s: %s; html <= 10 s: %s"):format(
+    verdict(r.median / 1e9 <= 5), verdict(t.median / 1e9 <= 20 and t.peak / 1024 < 200),
+    verdict(N / (a.median / 1e9) >= 50000), verdict(h.median / 1e9 <= 10)))
+else
+  print(("goals not judged: they are set for %d records, this run had %d (PP_BENCH_N)"):format(
+    GOAL_N, N))
+end
 os.execute("rm -rf " .. q(dir))

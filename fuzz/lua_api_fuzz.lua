@@ -747,6 +747,10 @@ H["phaseprobe.columns:lincomb"] = function(c)
 end
 H["phaseprobe.columns:where"] = function(c) return field(), pick { 1, 3, "x", "y", nil, 1.5 }, sel_of(c) end
 H["phaseprobe.columns:range"] = function(c) return field(), number(), number(), sel_of(c) end
+H["phaseprobe.columns:compare"] = function(c)
+  return field(), pick { "=", "!=", "<", "<=", ">", ">=", "~" },
+    pick { "1", "-1", "18446744073709551615", "1e400", "0.5", "x", "", "9" .. string.rep("9", 400) }, sel_of(c)
+end
 H["phaseprobe.columns:select"] = function() return chance(0.3) and nil or opts { small_int(), small_int(), 1 } end
 H["phaseprobe.columns:group"] = function(c) return field(), sel_of(c) end
 H["phaseprobe.columns:distinct"] = function(c) return field(), sel_of(c), chance(0.3) and number() or nil end
@@ -812,7 +816,10 @@ H["records.from_store"] = function() return parse_opts() end
 H["records.from_list"] = function() return records_list(), chance(0.3) and { prefix = "lst" } or nil end
 H["records.wrap"] = function() return from_pool("phaseprobe.columns") or sample_cols, from_pool("phaseprobe.selection") end
 H["records.is_set"] = function() return set_value() end
-H["records.set:where"] = function() return field(), pick { 1, "x", false, { 1, 3 } } end
+H["records.set:where"] = function()
+  if chance(0.3) then return pick { "seq>1", "n!=x", "seq<=18446744073709551616", "x", "a=", "=1" } end
+  return field(), pick { 1, "x", false, { 1, 3 } }
+end
 H["records.set:range"] = function() return field(), number(), number() end
 H["records.set:filter"] = function() return callback() end
 H["records.set:head"] = function() return pick { 0, 1, 3, 1000, -1, 0 / 0 } end

@@ -88,6 +88,22 @@ describe("records whose named phases exceed wall", function()
     assert.matches("unattributed_ns is 0 on them", out)
   end)
 
+  it("are counted and explained by fit and by the HTML page too", function()
+    local path = tmpfile(data())
+    local rc, out, err = run("fit", path)
+    local set = set_of(data())
+    local page = require("phaseprobe.output.html").report(set, {})
+    os.remove(path)
+    assert.are.equal(0, rc, err)
+    assert.matches("named phases exceed wall_ns on 4 of 200 records %(2%.0%%%)", out)
+    assert.matches("unattributed_ns is 0 on them", out)
+    -- the page says it near its top, in one paragraph
+    local note = page:match('<p class="warning">(note: named phases exceed wall_ns[^<]*)</p>')
+    assert.truthy(note, "no overrun note in the page")
+    assert.matches("on 4 of 200 records %(2%.0%%%)", note)
+    assert.is_true(page:find(note, 1, true) < page:find("<h2>", 1, true))
+  end)
+
   it("are not mentioned when there are none", function()
     local r, lines = noise(3), {}
     for i = 1, 50 do lines[i] = line(i, {}, r) end
@@ -186,6 +202,31 @@ describe("a log mixing variants", function()
       assert.matches("%-%-where knob=base", text)
     end
     assert.is_nil(out3:find("warning: knob", 1, true))
+  end)
+
+  it("is warned about by plot, on stderr and in the SVG, and by the HTML page", function()
+    local path = tmpfile(lines_of())
+    local svg_path = os.tmpname()
+    local rc, out, err = run("plot", "--phase", "ptx_ns", "--by", "nodes", path, "-o", svg_path)
+    local rc2, _, err2 = run("plot", "--phase", "ptx_ns", "--where", "knob=base", path, "-o", svg_path .. "2")
+    local text = require("helpers.files").slurp(svg_path)
+    os.remove(svg_path)
+    os.remove(svg_path .. "2")
+    local page = require("phaseprobe.output.html").report(set_of(lines_of()), {})
+    os.remove(path)
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", out)
+    assert.are.equal(0, rc2, err2)
+    assert.matches("warning: knob splits the records into groups whose phases behave", err)
+    assert.matches("%-%-where knob=base", err)
+    assert.is_nil(err2:find("warning", 1, true))
+    -- in the SVG: wrapped lines of text, the --where among them
+    local words = {}
+    for t in text:gmatch('<text[^>]*fill="#9b1c1c"[^>]*>([^<]*)</text>') do words[#words + 1] = t end
+    local said = table.concat(words, " ")
+    assert.matches("knob splits the records", said)
+    assert.matches("%-%-where knob=base", said)
+    assert.truthy(page:find('<p class="warning">warning: knob splits', 1, true))
   end)
 
   it("is found in the demo's H200 log", function()

@@ -4,10 +4,7 @@ local records = require "phaseprobe.records"
 local analyze = require "phaseprobe.analysis.analyze"
 local compare = require "phaseprobe.analysis.compare"
 local whatif = require "phaseprobe.analysis.whatif"
-
-local function near(a, b, tol)
-  assert.is_true(math.abs(a - b) <= (tol or 1e-9), string.format("%.12g vs %.12g", a, b))
-end
+local near = require("helpers.numbers").near
 
 -- Two shapes. Per dispatch: prose (encode 1) and cjk (encode 2); the
 -- fields are in our line order.
@@ -238,7 +235,155 @@ describe("whatif", function()
     assert.has_error(function() whatif.project(cjk, { remove = { "ptx", "ptx_digest" } }) end,
       "phaseprobe.analysis.whatif: the scenario touches both ptx_ns and its nested region sub_ptx_digest_ns; they overlap")
     assert.has_error(function() whatif.project(cjk, { remove = { "frobnicate" } }) end,
-      "phaseprobe.analysis.whatif: no phase or nested region 'frobnicate' (known: prepare, ptx, lease, ptx_digest)")
+      "phaseprobe.analysis.whatif: no phase or nested region 'frobnicate' (valid: prepare, ptx, lease, ptx_digest)")
     assert.has_error(function() whatif.project(cjk, { scale = { ptx = -1 } }) end)
+  end)
+end)
+
+describe("the progress of the analysis steps (opts.progress)", function()
+  local gen = dofile("bench/gen_log.lua")
+  local function generated(n)
+    local path = os.tmpname()
+    gen.write(path, n, { extra = true })
+    local set = records.read(path)
+    os.remove(path)
+    return set
+  end
+  local big = generated(3000)
+
+  -- A progress factory that records each step: what, total, unit, the
+  -- updates (done, label) and how often it was closed. shown: what its
+  -- objects' active() says.
+  local function recorder(shown)
+    local steps = {}
+    local function factory(what, o)
+      local s = { what = what, total = o.total, unit = o.unit, updates = {}, closed = 0 }
+      steps[#steps + 1] = s
+      return {
+        update = function(_, done, _, label) s.updates[#s.updates + 1] = { done = done, label = label } end,
+        done = function() s.closed = s.closed + 1 end,
+        active = function() return shown end,
+      }
+    end
+    return factory, steps
+  end
+
+  -- every step: a total, updates that never fall and stay within it, the
+  -- last at the total, closed once; returns the steps by what
+  local function checked(steps)
+    local by = {}
+    for _, s in ipairs(steps) do
+      assert.is_true(math.type(s.total) == "integer" and s.total >= 0, s.what)
+      assert.is_string(s.unit, s.what)
+      assert.are.equal(1, s.closed, s.what)
+      local prev = 0
+      for _, u in ipairs(s.updates) do
+        assert.is_true(u.done >= prev and u.done <= s.total, s.what .. ": " .. u.done)
+        prev = u.done
+      end
+      assert.are.equal(s.total, s.updates[#s.updates].done, s.what)
+      by[s.what] = s
+    end
+    return by
+  end
+
+  -- The verdicts as plain data (what the text reports print from).
+  local function verdicts(s)
+    local out = {}
+    for _, list in ipairs { s.phases, s.nested } do
+      for _, v in ipairs(list) do
+        out[#out + 1] = { v.name, v.kind, v.parent, v.verdict, v.reason, v.quantity, v.fixed_ns,
+          v.ns_per_unit, v.quality }
+      end
+    end
+    for _, u in ipairs(s.untested) do out[#out + 1] = { u.name, u.why } end
+    return out
+  end
+
+  it("phases, scaling, starvation and variants each say every field they go through", function()
+    local factory, steps = recorder(false)
+    local o = { progress = factory }
+    local ph = analyze.phases(big, nil, o)
+    local s = analyze.scaling(big, o)
+    local st = analyze.starvation(big, o)
+    analyze.variants(big, o)
+    local by = checked(steps)
+    local L = big:layout()
+    assert.are.equal(#ph, by["summarising the phases"].total)
+    assert.are.equal("fields", by["summarising the phases"].unit)
+    assert.are.equal(#L.phases + #L.nested, by["fitting the phases"].total)
+    assert.are.equal(9, by["pricing the starvation"].total)
+    assert.are.equal(1, by["looking for variants"].total) -- the shape tag
+    -- each field named as it begins
+    local labels = {}
+    for _, u in ipairs(by["summarising the phases"].updates) do labels[#labels + 1] = u.label end
+    assert.are.same({ "wall_ns", "prepare_ns", "ptx_ns" }, { labels[1], labels[2], labels[3] })
+    labels = {}
+    for _, u in ipairs(by["fitting the phases"].updates) do labels[u.label or ""] = true end
+    assert.truthy(labels["the support of nodes"])
+    assert.truthy(labels["readback_ns"])
+    -- the same answers without it
+    assert.are.same(verdicts(analyze.scaling(big)), verdicts(s))
+    assert.are.same(analyze.starvation(big).starvation.summary, st.starvation.summary)
+    assert.are.same(analyze.phases(big)[3].summary, ph[3].summary)
+  end)
+
+  it("fits a few fields at a time while the progress shows, with the same verdicts", function()
+    local work = analyze.FIT_BATCH_WORK
+    analyze.FIT_BATCH_WORK = 1000
+    local factory, steps = recorder(true)
+    local ok, s = pcall(analyze.scaling, big, { progress = factory })
+    analyze.FIT_BATCH_WORK = work
+    assert(ok, s)
+    local by = checked(steps)
+    -- the pieces named as they begin: prepare_ns to stage_ns, ...
+    local pieces = {}
+    for _, u in ipairs(by["fitting the phases"].updates) do
+      if u.label and u.label:find(" to ", 1, true) then pieces[#pieces + 1] = u.label end
+    end
+    assert.are.same({ "prepare_ns to stage_ns", "resolve_ns to release_ns",
+      "readback_ns to sub_ptx_vsa_ns" }, pieces)
+    assert.are.same(verdicts(analyze.scaling(big)), verdicts(s))
+    -- pieces only while a person watches, and only for large work
+    assert.are.equal(1, #analyze.fit_batches(1e6, 7, { "a", "b", "c", "d", "e" }, false))
+    assert.are.equal(1, #analyze.fit_batches(10, 7, { "a", "b", "c", "d", "e" }, true))
+    assert.are.equal(2, #analyze.fit_batches(1e6, 7, { "a", "b", "c", "d", "e" }, true))
+    assert.are.same({}, analyze.fit_batches(1e6, 7, {}, true))
+  end)
+
+  it("overrun goes through the records when some exceed their wall", function()
+    local lines = {}
+    for i = 1, 70000 do
+      lines[i] = string.format("r seq=%d wall_ns=%d prepare_ns=%d named_host_ns=%d", i, 1000,
+        i % 7 == 0 and 1500 or 500, i % 7 == 0 and 1500 or 500)
+    end
+    local set = records.from_string(table.concat(lines, "\n"))
+    local factory, steps = recorder(false)
+    local o = analyze.overrun(set, nil, { progress = factory })
+    local by = checked(steps)
+    local st = by["finding the records over their wall"]
+    assert.are.equal(70000, st.total)
+    assert.are.equal("records", st.unit)
+    assert.is_true(#st.updates >= 2)
+    assert.are.equal(10000, o.n)
+    assert.are.same(analyze.overrun(set), o)
+  end)
+
+  it("compare and the HTML page say their steps too", function()
+    local factory, steps = recorder(false)
+    local r = compare.by(big, "shape", "small", "large", { progress = factory })
+    local by = checked(steps)
+    assert.truthy(by["comparing shape=small with shape=large"])
+    assert.are.same(compare.by(big, "shape", "small", "large").rows, r.rows)
+    factory, steps = recorder(false)
+    local html = require "phaseprobe.output.html"
+    local d = html.describe(big, { progress = factory })
+    by = checked(steps)
+    local L = big:layout()
+    assert.are.equal(3 * (#L.counts + #L.phases + #L.nested + 6), by["summarising the groups"].total)
+    assert.are.equal(#L.phases + #L.nested, by["drawing the plots"].total)
+    assert.are.equal(#L.phases + #L.nested, by["fitting the phases"].total)
+    assert.truthy(by["looking for variants"])
+    assert.are.same(html.describe(big).groups, d.groups)
   end)
 end)

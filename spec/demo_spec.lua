@@ -56,8 +56,12 @@ describe("phaseprobe.dispatch.demo", function()
   it("reports a recorded log, stating where and when it was recorded", function()
     local lines, out = collect()
     assert.equal(0, demo.main({ "--replay", FIXTURE }, out, false))
+    -- (lines within 100 columns: a long one goes on under its first words)
+    for _, l in ipairs(lines) do assert.is_true(utf8.len(l) <= 100, l) end
+    local joined = table.concat(lines, "\n"):gsub("\n  (%S)", " %1")
     assert.matches("^recorded on cpu test double %(not a GPU%) %(cpu%-double, sm 9%.0, 4 SMs%) on "
-      .. "%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d UTC, %d+ rounds; log spec/fixtures/demo%-cpu%-double%.log$", lines[1])
+      .. "%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d UTC, %d+ rounds log spec/fixtures/demo%-cpu%-double%.log\n",
+      joined)
     assert.truthy(find_line(lines, "NOTE: this log was not recorded on a GPU", true))
     for _, shape in ipairs{ "small", "mid", "large" } do
       assert.truthy(find_line(lines, "^shape " .. shape .. ": "), shape)
@@ -66,7 +70,7 @@ describe("phaseprobe.dispatch.demo", function()
     assert.truthy(find_line(lines, "^  %-> ptx phase: "))
     assert.truthy(find_line(lines, "checks (as recorded):", true))
     assert.truthy(find_line(lines, "outputs: not checked", true))
-    assert.truthy(find_line(lines, "^  named_host_ns %+ unattributed_ns == wall_ns in (%d+)/%1 records$"))
+    assert.truthy(find_line(lines, "^  named_host_ns %+ unattributed_ns == wall_ns in ([%d,]+) of %1 records$"))
   end)
 
   it("without a GPU says so in one line, then reports the recorded log", function()
@@ -79,24 +83,58 @@ describe("phaseprobe.dispatch.demo", function()
     assert.are.equal("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows "
       .. "(--verbose: why)", lines[1])
     assert.is_true(#lines[1] <= 100)
-    assert.matches("^recorded on .*; log spec/fixtures/demo%-cpu%-double%.log$", lines[2])
+    assert.matches("^recorded on ", lines[2])
+    assert.truthy(find_line(lines, "^  log spec/fixtures/demo%-cpu%-double%.log$"))
     local vlines, vout = collect()
     assert.equal(0, demo.main({ "--data", FIXTURE, "--verbose" }, vout, false))
-    assert.matches("^  why: .*libcuda", vlines[2])
+    -- the reason pp.cuda gives: no driver (libcuda), or a module built
+    -- without the toolkit's headers (a machine with no CUDA toolkit)
+    -- (a long one goes on under its first words, each line within 100 columns)
+    local _, why = D.cuda_device(0)
+    local said = { vlines[2] }
+    for i = 3, #vlines do
+      if not vlines[i]:match("^    %S") then break end
+      said[#said + 1] = vlines[i]:sub(5)
+    end
+    for _, l in ipairs(vlines) do assert.is_true(utf8.len(l) <= 100, l) end
+    assert.are.equal("  why: " .. tostring(why):gsub("%s+", " "), table.concat(said, " "))
+    assert.is_truthy(said[1]:find("libcuda", 1, true)
+      or said[1]:find("without the CUDA toolkit headers", 1, true), said[1])
+    -- a reason of any length is said whole, within the width
+    local cuda = D.cuda_device
+    D.cuda_device = function() return nil, ("a reason that goes on and on "):rep(12) .. "(the end)" end
+    local llines, lout = collect()
+    local ok, code = pcall(demo.main, { "--data", FIXTURE, "--verbose" }, lout, false)
+    D.cuda_device = cuda
+    assert.is_true(ok, code)
+    for _, l in ipairs(llines) do assert.is_true(utf8.len(l) <= 100, l) end
+    assert.matches("^  why: a reason that goes on", llines[2])
+    local at = 3
+    while llines[at] and not llines[at]:match("^recorded on ") do at = at + 1 end
+    assert.is_true(at > 4, "the reason on several lines")
+    assert.matches("^    .*%(the end%)$", llines[at - 1])
   end)
 
-  it("fails in one line when the recorded log is missing", function()
+  it("fails in one line on its error stream when the recorded log is missing", function()
     local lines, out = collect()
-    assert.equal(1, demo.main({ "--replay", "spec/fixtures/no-such.log" }, out, false))
-    assert.equal(1, #lines)
-    assert.matches("cannot read the recorded log: spec/fixtures/no%-such%.log", lines[1])
+    local errs, fail = collect()
+    assert.equal(1, demo.main({ "--replay", "spec/fixtures/no-such.log" }, out, false, fail))
+    assert.equal(0, #lines)
+    assert.equal(1, #errs)
+    assert.matches("cannot read the recorded log: spec/fixtures/no%-such%.log", errs[1])
   end)
 
-  it("refuses unknown arguments", function()
+  it("refuses unknown arguments on its error stream, and the command says so on stderr", function()
     local lines, out = collect()
-    assert.equal(2, demo.main({ "--frobnicate" }, out, false))
-    assert.equal("phaseprobe demo: unknown argument '--frobnicate' (see --help)", lines[1])
-    assert.equal(2, demo.main({ "--rounds", "zero" }, out, false))
+    local errs, fail = collect()
+    assert.equal(2, demo.main({ "--frobnicate" }, out, false, fail))
+    assert.equal(0, #lines)
+    assert.equal("phaseprobe demo: unknown argument '--frobnicate' (see --help)", errs[1])
+    assert.equal(2, demo.main({ "--rounds", "zero" }, out, false, fail))
+    local rc, stdout, stderr = require("helpers.command").run("demo", "--bogus")
+    assert.equal(2, rc)
+    assert.equal("", stdout)
+    assert.matches("^phaseprobe demo: unknown argument '%-%-bogus'", stderr)
   end)
 
   it("loads record lines, tags and the run's header and checks", function()
@@ -209,7 +247,7 @@ describe("phaseprobe.dispatch.demo", function()
       assert.truthy(text:find("phaseprobe demo: wide/base 15/30 dispatches", 1, true) or
         text:find("phaseprobe demo: wide/", 1, true))
       assert.truthy(find_line(lines, "outputs: not checked (the CPU test double runs no kernels)", true))
-      assert.truthy(find_line(lines, "^  arrival audit equals markers x blocks in 18/18 barrier dispatches$"))
+      assert.truthy(find_line(lines, "^  arrival audit equals markers x blocks in 18 of 18 barrier dispatches$"))
     end)
 
     it("checks outputs against the CPU evaluation and fails when they differ", function()
@@ -219,7 +257,7 @@ describe("phaseprobe.dispatch.demo", function()
                          per_round = 1, seed = 1 } }
       local code = demo.live(cpu_device.new(), { rounds = 1, shapes = shapes, knob_sets = { {} } }, out, false)
       assert.equal(1, code)
-      assert.truthy(find_line(lines, "^  outputs match the CPU evaluation in 0/1 dispatches"))
+      assert.truthy(find_line(lines, "^  outputs match the CPU evaluation in 0 of 1 dispatches"))
       assert.truthy(find_line(lines, "^  FAILED: tiny/base seq 1: buffer '"))
     end)
   end)

@@ -181,6 +181,23 @@ describe("export.trace", function()
     assert.truthy(slurp(path):find('"probe_ns":"18446744073709551615"', 1, true))
   end)
 
+  it("writes a phase's and a region's u64 past 2^63-1 exactly in their args, and says durations saturate", function()
+    local set = records_mod.from_string(
+      "d seq=1 wall_ns=5 prepare_ns=18446744073709551614 ptx_ns=3 sub_ptx_digest_ns=18446744073709551615 "
+      .. "named_host_ns=18446744073709551615 unattributed_ns=0\n"
+      .. "d seq=2 wall_ns=9 prepare_ns=2 ptx_ns=3 sub_ptx_digest_ns=1 named_host_ns=5 unattributed_ns=4\n")
+    local text = export.trace_text({ { name = "u64", set = set } })
+    assert.truthy(text:find('{"args":{"prepare_ns":"18446744073709551614"},"cat":"phase"', 1, true), text)
+    assert.truthy(text:find('{"args":{"sub_ptx_digest_ns":"18446744073709551615","note":', 1, true), text)
+    -- the slice saturates at 2^63-1 ns, and no time runs past it (or wraps below 0)
+    assert.truthy(text:find('"dur":9223372036854775.807,"name":"prepare"', 1, true))
+    assert.is_nil(text:find('"ts":-', 1, true))
+    assert.is_nil(text:find('"ns":9223372036854775808', 1, true))
+    local doc = cjson.decode(text)
+    assert.matches("past 2%^63%-1 ns saturates", doc.metadata.phaseprobe.units)
+    assert.matches("keep the record's exact value", doc.metadata.phaseprobe.units)
+  end)
+
   it("starts dispatches at start_ns relative to the run's first", function()
     local rep = trace_of(records)
     local base = records[1].start_ns
@@ -541,7 +558,7 @@ describe("the export and trace commands", function()
   it("exit 1 on bad input, naming file and line", function()
     spit(tmp("bad.csv"), "seq,n\n1,2\n2,3,4\n")
     assert.are.equal(1, cmd_trace.run { "--strict", tmp("bad.csv"), "-o", tmp("never.json") })
-    assert.matches("bad%.csv:3:1: 3 cells, the header has 2", table.concat(said))
+    assert.matches("bad%.csv:3: 3 cells, the header has 2", table.concat(said))
     said = {}
     assert.are.equal(0, cmd_trace.run { tmp("bad.csv"), "-o", tmp("once.json") })
     assert.matches("bad%.csv: 1 damaged record line %(line 3%): left out", table.concat(said))

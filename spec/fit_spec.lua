@@ -2,10 +2,8 @@
 -- constructed data with known answers.
 local fit = require "phaseprobe.analysis.fit"
 local records = require "phaseprobe.records"
-
-local function near(a, b, tol)
-  assert.is_true(math.abs(a - b) <= (tol or 1e-9), string.format("%.12g vs %.12g", a, b))
-end
+local numbers = require "helpers.numbers"
+local near = numbers.near
 
 describe("fit.line", function()
   it("samples a large input without seeing one phase of a repeating pattern only", function()
@@ -29,21 +27,8 @@ describe("fit.line", function()
   it("recovers slope and intercept of an exact line by both methods", function()
     local xs, ys = {}, {}
     for x = 1, 10 do xs[x], ys[x] = x, 500 + 3 * x end
-    local f = fit.line(xs, ys)
-    assert.is_true(f.ok)
-    assert.are.equal(10, f.n)
-    assert.are.equal(10, f.distinct_x)
-    near(f.ls.slope, 3)
-    near(f.ls.intercept, 500)
-    near(f.ls.r2, 1)
-    assert.are.equal(3, f.ts.slope)
-    assert.are.equal(500, f.ts.intercept)
-    assert.are.equal(1, f.ts.quality)
-    assert.are.equal(45, f.ts.pairs)
-    assert.is_false(f.ts.sampled)
-    assert.are.equal(1, f.xmin)
-    assert.are.equal(10, f.xmax)
-    assert.are.equal(516.5, f.ymedian)
+    numbers.exact_line(fit.line(xs, ys), { n = 10, slope = 3, intercept = 500, pairs = 45,
+      xmin = 1, xmax = 10, ymedian = 516.5 })
   end)
 
   it("keeps Theil-Sen on the line when one point is far off, while least squares moves", function()

@@ -1,6 +1,7 @@
 -- pp.numeric: the Lua binding of the one statistics implementation
 -- (csrc/stats/numeric.c), over plain sequences of numbers.
 local pp = require "phaseprobe"
+local numbers = require "helpers.numbers"
 
 local function near(a, b) return math.abs(a - b) <= 1e-9 * math.max(1, math.abs(a), math.abs(b)) end
 
@@ -61,6 +62,74 @@ describe("pp.numeric", function()
     assert.are.equal(2, f.ts.slope)
   end)
 
+  it("interpolates between infinities as the line through them does (#13)", function()
+    local inf, nan = math.huge, 0 / 0
+    local function is_nan(x) return x ~= x end
+    local function summary_any_order(xs)
+      local s = pp.numeric.summary(xs)
+      local r = {}
+      for i = #xs, 1, -1 do r[#r + 1] = xs[i] end
+      local t = pp.numeric.summary(r)
+      for _, k in ipairs { "median", "p90", "p99", "mean" } do
+        assert.is_true(s[k] == t[k] or (is_nan(s[k]) and is_nan(t[k])), k)
+      end
+      return s
+    end
+    -- one endpoint infinite: every point strictly between is that infinity
+    local s = summary_any_order { -inf, 1 }
+    assert.are.same({ -inf, -inf, -inf, -inf }, { s.median, s.p90, s.p99, s.mean })
+    s = summary_any_order { 1, inf }
+    assert.are.same({ inf, inf, inf, inf }, { s.median, s.p90, s.p99, s.mean })
+    s = summary_any_order { 1, 2, inf }
+    assert.are.same({ 2, inf, inf }, { s.median, s.p90, s.p99 })
+    s = summary_any_order { -inf, 5, 6, 7, 8, 9, 10, 11, 12, 13 }
+    assert.are.equal(8.5, s.median)
+    -- equal infinite endpoints: that infinity
+    s = summary_any_order { -inf, -inf }
+    assert.are.same({ -inf, -inf, -inf }, { s.median, s.p90, s.mean })
+    s = summary_any_order { inf, inf, inf, 0 }
+    assert.are.same({ inf, inf, inf }, { s.median, s.p90, s.mean })
+    -- -inf to +inf: no value between is more right than another
+    s = summary_any_order { -inf, inf }
+    assert.is_true(is_nan(s.median) and is_nan(s.p90) and is_nan(s.mean))
+    assert.are.same({ 2, -inf, inf }, { s.count, s.min, s.max })
+    -- at a rank that falls on a value, that value, whatever lies beside it
+    s = summary_any_order { -inf, 0, inf }
+    assert.are.same({ 0, inf }, { s.median, s.p90 })
+    assert.is_true(is_nan(s.mean))
+  end)
+
+  it("keeps medians and means of finite values finite where their differences or sums overflow", function()
+    local big = 1.7976931348623157e308
+    local s = pp.numeric.summary { -big, big }
+    assert.are.equal(0, s.median)
+    assert.are.equal(0, s.mean)
+    s = pp.numeric.summary { big, big }
+    assert.are.same({ big, big, big }, { s.median, s.mean, s.p90 })
+    assert.are.equal(math.huge, s.sum) -- the sum itself is past every double
+    s = pp.numeric.summary { big, big / 2 }
+    assert.is_true(near(s.mean, 0.75 * big) and near(s.median, 0.75 * big))
+    s = pp.numeric.summary { -big, big, big }
+    assert.are.equal(big, s.median)
+    assert.is_true(near(s.mean, big / 3))
+    assert.is_true(near(s.p90, big))
+  end)
+
+  it("claims no fit over an infinite value that it cannot know", function()
+    local inf = math.huge
+    local function is_nan(x) return x ~= x end
+    local f = pp.numeric.fit({ 1, 2, 3, 4 }, { 1, 2, 3, inf })
+    assert.is_true(is_nan(f.ls.slope) and is_nan(f.ls.intercept) and is_nan(f.ls.r2), "ls")
+    assert.is_true(is_nan(f.ts.r2), "ts r2")
+    -- Theil-Sen's median of slopes still sees through one infinite outlier
+    f = pp.numeric.fit({ 1, 2, 3, 4, 5 }, { 1, 2, 3, 4, -inf })
+    assert.are.same({ 1, 0 }, { f.ts.slope, f.ts.intercept })
+    assert.is_true(is_nan(f.ls.slope) and is_nan(f.ls.r2) and is_nan(f.ts.r2))
+    f = pp.numeric.fit({ 1, 2, inf }, { 1, 2, 3 })
+    assert.is_true(is_nan(f.ls.slope) and is_nan(f.ls.r2), "an infinite x")
+    assert.are.equal(true, f.ok)
+  end)
+
   it("summarises nothing as count 0 and no other field", function()
     local s = pp.numeric.summary({})
     assert.are.equal(0, s.count)
@@ -68,18 +137,8 @@ describe("pp.numeric", function()
   end)
 
   it("fits a line: least squares beside Theil-Sen", function()
-    local f = pp.numeric.fit({ 1, 2, 3, 4 }, { 12, 14, 16, 18 })
-    assert.is_true(f.ok)
-    assert.are.equal(4, f.n)
-    assert.are.equal(4, f.distinct_x)
-    assert.is_true(near(f.ls.slope, 2) and near(f.ls.intercept, 10) and near(f.ls.r2, 1))
-    assert.is_true(near(f.ts.slope, 2) and near(f.ts.intercept, 10))
-    assert.are.equal(1, f.ts.quality)
-    assert.are.equal(6, f.ts.pairs)
-    assert.is_false(f.ts.sampled)
-    assert.are.equal(1, f.xmin)
-    assert.are.equal(4, f.xmax)
-    assert.are.equal(15, f.ymedian)
+    numbers.exact_line(pp.numeric.fit({ 1, 2, 3, 4 }, { 12, 14, 16, 18 }),
+      { n = 4, slope = 2, intercept = 10, pairs = 6, xmin = 1, xmax = 4, ymedian = 15 })
   end)
 
   it("lets one outlier move least squares but not Theil-Sen", function()

@@ -12,6 +12,7 @@ local CLEAN_ENV = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "
 local LUAROCKS = CLEAN_ENV .. "luarocks --lua-version=5.4 "
 
 local shell = require "helpers.shell"
+local files = require "helpers.files"
 local sh, lines_of = shell.run, shell.lines
 
 local function rockspec()
@@ -96,10 +97,13 @@ describe("the source rock #nosan #novalgrind", function()
     assert.is_true(ok, out)
     local got = lines_of("cd " .. tree .. " && find . -type f ! -path './lib/luarocks/*' | sed 's|^\\./||'")
     assert.are.same(expected_in_tree(), got)
-    -- the command, from another directory, with the tree's paths
+    -- the command is installed as it is (no wrapper that loads
+    -- luarocks.loader at every start) and finds its tree's modules itself:
+    -- from another directory, with no LUA_PATH set
+    assert.are.equal(files.slurp("bin/phaseprobe"), files.slurp(tree .. "/bin/phaseprobe"))
     os.execute("mkdir -p " .. root .. "/elsewhere")
-    ok, out = sh("cd " .. root .. "/elsewhere && eval \"$(" .. LUAROCKS .. "--tree=" .. tree .. " path)\""
-      .. " && PHASEPROBE_LIBCUDA=/nonexistent/libcuda.so.1 " .. tree .. "/bin/phaseprobe demo")
+    ok, out = sh("cd " .. root .. "/elsewhere && env -u LUA_PATH -u LUA_CPATH -u LUA_PATH_5_4 -u LUA_CPATH_5_4"
+      .. " PHASEPROBE_LIBCUDA=/nonexistent/libcuda.so.1 " .. tree .. "/bin/phaseprobe demo")
     assert.is_true(ok, out)
     assert.truthy(out:find("log " .. tree .. "/share/lua/5.4/phaseprobe/data/demo-h200.log", 1, true), out)
     assert.truthy(out:find("shape large:", 1, true), out)

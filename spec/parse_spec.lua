@@ -15,6 +15,13 @@ local function parse(s, opts)
   return cols, rep
 end
 
+-- parse, asserting that n records were parsed.
+local function parsed(n, s, opts)
+  local cols, rep = parse(s, opts)
+  assert.are.equal(n, rep.parsed)
+  return cols, rep
+end
+
 local tmpfile = require("helpers.files").tmpfile
 
 -- Each listed rejection (by its number in rep.errors) says what it should.
@@ -101,9 +108,8 @@ describe("pp.parse on the mixed fixture log", function()
   end)
 
   it("keeps unknown fields of known prefixes", function()
-    local cols, rep = parse("vyre-cuda-dispatch-phase " .. fixture_lines()[4]:match("^%S+ (.*)$")
+    local cols = parsed(1, "vyre-cuda-dispatch-phase " .. fixture_lines()[4]:match("^%S+ (.*)$")
       .. " extra_field=7 note=hello")
-    assert.are.equal(1, rep.parsed)
     assert.are.equal(7, cols:get(1, "extra_field"))
     assert.are.equal("hello", cols:get(1, "note"))
   end)
@@ -111,8 +117,7 @@ end)
 
 describe("pp.parse values", function()
   it("types values: unsigned and negative integers, decimals, strings", function()
-    local cols, rep = parse("p a=12 b=-7 c=2.5 d=1e3 e=event f=3abc g=-x h=007")
-    assert.are.equal(1, rep.parsed)
+    local cols = parsed(1, "p a=12 b=-7 c=2.5 d=1e3 e=event f=3abc g=-x h=007")
     assert.are.equal(12, cols:get(1, "a"))
     assert.are.equal("integer", math.type(cols:get(1, "b")))
     assert.are.equal(-7, cols:get(1, "b"))
@@ -129,8 +134,7 @@ describe("pp.parse values", function()
   end)
 
   it("holds u64 values whole: above 2^63-1 Lua sees the nearest float, the line the digits", function()
-    local cols, rep = parse("p wall_ns=18446744073709551615\np wall_ns=5")
-    assert.are.equal(2, rep.parsed)
+    local cols = parsed(2, "p wall_ns=18446744073709551615\np wall_ns=5")
     assert.are.equal(2 ^ 64, cols:get(1, "wall_ns"))
     assert.are.equal("float", math.type(cols:get(1, "wall_ns")))
     assert.are.equal("integer", math.type(cols:get(2, "wall_ns")))
@@ -179,15 +183,13 @@ end)
 
 describe("pp.parse line rules", function()
   it("strips a CR before the newline and skips leading blanks; tabs separate", function()
-    local cols, rep = parse("p a=1\r\n  \tp\ta=2  b=x\t\r\n")
-    assert.are.equal(2, rep.parsed)
+    local cols = parsed(2, "p a=1\r\n  \tp\ta=2  b=x\t\r\n")
     assert.are.same({ 1, 2 }, cols:values("a"))
     assert.are.equal("x", cols:get(2, "b"))
   end)
 
   it("parses an unterminated last line and says so", function()
-    local cols, rep = parse("p a=1\np a=2")
-    assert.are.equal(2, rep.parsed)
+    local cols, rep = parsed(2, "p a=1\np a=2")
     assert.is_true(rep.unterminated)
     assert.are.equal(2, cols:count())
   end)

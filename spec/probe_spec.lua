@@ -516,9 +516,8 @@ end)
 
 describe("threads", function()
   it("keeps each C thread's accumulator separate: every record is exactly its thread's", function()
-    local ok, out = shell.run("build/threads_helper 8 20000 2>/dev/null")
-    assert.truthy(out:find("^ok threads=8 records=160000 stored=100000 dropped=60000 emitted=160000 bad=0"), out)
-    assert.is_true(ok)
+    shell.prints("build/threads_helper 8 20000 2>/dev/null",
+      "^ok threads=8 records=160000 stored=100000 dropped=60000 emitted=160000 bad=0")
   end)
 end)
 

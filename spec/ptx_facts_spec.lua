@@ -168,6 +168,135 @@ describe("pp.ptx grid syncs", function()
     assert.are.equal(1, kept.grid_syncs)
   end)
 
+  it("finds the barriers that spin on an atomic in nvcc's release and debug (-G) code", function()
+    local src = oracle.read(FIXTURES .. "atomic_poll.cu")
+    for _, name in ipairs { "poll_add", "poll_or", "poll_cas", "lone_add", "add_then_peek", "take_work" } do
+      assert.truthy(src:find("void " .. name .. "(", 1, true), name)
+    end
+    for _, f in ipairs({ "atomic_poll.ptx", "atomic_poll-G.ptx" }) do
+      local r = pp.ptx.scan_file(FIXTURES .. f)
+      assert.are.same({}, r.errors, f)
+      local e = by_name(r.entries)
+      for _, name in ipairs { "poll_add", "poll_or", "poll_cas" } do
+        assert.are.equal(1, e[name].grid_syncs, f .. ": " .. name)
+        assert.is_true(e[name].grid_sync, f .. ": " .. name)
+        -- the arrive and the atomic read, inline or called (-G)
+        assert.are.equal(2, e[name].atomics, f .. ": " .. name)
+      end
+      for _, name in ipairs { "lone_add", "add_then_peek", "take_work" } do
+        assert.are.equal(0, e[name].grid_syncs, f .. ": " .. name)
+      end
+      assert.are.equal(1, e.lone_add.atomics, f)
+    end
+  end)
+
+  it("takes an atomic that reads and leaves the value as it is as the loop's read", function()
+    local function poll(read)
+      return {
+        "\tatom.global.add.u32 %r1, [%rd1], 1;",
+        "$P:",
+        read,
+        "\tsetp.lt.u32 %p1, %r2, %r3;",
+        "\t@%p1 bra $P;",
+      }
+    end
+    for _, read in ipairs {
+      "\tatom.global.add.u32 %r2, [%rd1], 0;",
+      "\tatom.add.u32 %r2, [%rd1], 0x0;",
+      "\tatom.global.add.u32 %r2, [%rd1], 0U;",
+      "\tatom.global.or.b32 %r2, [%rd1], 0;",
+      "\tatom.global.xor.b32 %r2, [%rd1], 0;",
+      "\tatom.global.and.b32 %r2, [%rd1], -1;",
+      "\tatom.global.and.b32 %r2, [%rd1], 0xffffffff;",
+      "\tatom.global.and.b64 %rd9, [%rd1], 0xFFFFFFFFFFFFFFFF;",
+      "\tatom.global.cas.b32 %r2, [%rd1], %r4, %r4;",
+      "\tatom.acquire.gpu.global.cas.b32 %r2, [%rd1], -1, -1;",
+    } do
+      assert.are.equal(1, entry(poll(read)).grid_syncs, read)
+    end
+  end)
+
+  it("does not take an atomic that writes, or one alone, for a spin read", function()
+    local function poll(read, arrive)
+      return {
+        arrive or "\tatom.global.add.u32 %r1, [%rd1], 1;",
+        "$Q:",
+        read,
+        "\tsetp.lt.u32 %p1, %r2, %r3;",
+        "\t@%p1 bra $Q;",
+      }
+    end
+    for i, c in ipairs {
+      { "\tatom.global.add.u32 %r2, [%rd1], 1;" },     -- a ticket taken in a loop: work, not a read
+      { "\tatom.global.add.u32 %r2, [%rd1], %r5;" },   -- a value not known to be 0
+      { "\tatom.global.or.b32 %r2, [%rd1], 1;" },      -- sets a bit
+      { "\tatom.global.and.b32 %r2, [%rd1], 0;" },     -- clears it
+      { "\tatom.global.cas.b32 %r2, [%rd1], %r4, %r5;" }, -- swaps in another value
+      { "\tatom.global.exch.b32 %r2, [%rd1], %r4;" },
+      { "\tred.global.add.u32 [%rd1], 0;" },           -- no value comes back
+      { "\tatom.global.add.u32 %r2, [%rd2], 0;" },     -- another address
+      { "\tatom.shared.add.u32 %r2, [%rd1], 0;", "\tatom.shared.add.u32 %r1, [%rd1], 1;" },
+    } do
+      assert.are.equal(0, entry(poll(c[1], c[2])).grid_syncs, "case " .. i .. ": " .. c[1])
+    end
+    -- one atomicAdd and one atomic read, no loop; one atomicAdd alone
+    assert.are.equal(0, entry({ "\tatom.global.add.u32 %r1, [%rd1], 1;",
+      "\tatom.global.add.u32 %r2, [%rd1], 0;", "\tsub.s32 %r3, %r2, %r1;" }).grid_syncs)
+    assert.are.equal(0, entry({ "\tatom.global.add.u32 %r1, [%rd1], 1;" }).grid_syncs)
+    assert.are.equal(0, entry({ "$R:", "\tatom.global.add.u32 %r1, [%rd1], 1;", "\t@%p1 bra $R;" }).grid_syncs)
+  end)
+
+  it("follows nvcc's calls of its atomic functions, the address passed in a parameter (-G)", function()
+    local decls = ".global .align 4 .u32 counter;\n"
+    local function called(fn, values, ret)
+      local lines = { "\t{", "\t.param .b64 param0;", "\tst.param.b64 [param0+0], %rd" .. values.at .. ";" }
+      local args = { "param0" }
+      for i, v in ipairs(values) do
+        lines[#lines + 1] = "\t.param .b32 param" .. i .. ";"
+        lines[#lines + 1] = "\tst.param.b32 [param" .. i .. "+0], " .. v .. ";"
+        args[#args + 1] = "param" .. i
+      end
+      lines[#lines + 1] = "\t.param .b32 retval0;"
+      lines[#lines + 1] = "\tcall.uni " .. (ret == false and "" or "(retval0), ") .. "\n\t" .. fn .. ", \n\t(\n\t"
+        .. table.concat(args, ", \n\t") .. "\n\t);"
+      lines[#lines + 1] = "\tld.param.b32 %r2, [retval0+0];"
+      lines[#lines + 1] = "\t}"
+      return table.concat(lines, "\n")
+    end
+    local function barrier(poll_fn, poll_values, arrive_fn, ret)
+      return {
+        "\tmov.u64 %rd5, counter;",
+        "\tcvta.global.u64 %rd6, %rd5;",
+        called(arrive_fn or "_Z9atomicAddPjj", { 1, at = 6 }),
+        "$L__BB0_2:",
+        "\tmov.u64 %rd7, counter;",
+        "\tcvta.global.u64 %rd8, %rd7;",
+        called(poll_fn, poll_values, ret),
+        "\tsetp.lt.u32 %p3, %r2, %r1;",
+        "\t@%p3 bra $L__BB0_3;",
+        "\tbra.uni $L__BB0_2;",
+        "$L__BB0_3:",
+      }
+    end
+    assert.are.equal(1, entry(barrier("_Z9atomicAddPjj", { 0, at = 8 }), decls).grid_syncs)
+    assert.are.equal(1, entry(barrier("_ZN45_INTERNAL_8a59a8e1_14_atomic_poll_cu_poll_add8atomicOrEPjj",
+      { 0, at = 8 }), decls).grid_syncs)
+    assert.are.equal(1, entry(barrier("__uAtomicCAS", { -1, -1, at = 8 }), decls).grid_syncs)
+    assert.are.equal(1, entry(barrier("__uAtomicAdd", { 0, at = 8 }, "__uAtomicAdd"), decls).grid_syncs)
+    -- not a read: a value added, another address, no result, not an atomic
+    assert.are.equal(0, entry(barrier("_Z9atomicAddPjj", { 1, at = 8 }), decls).grid_syncs)
+    assert.are.equal(0, entry(barrier("_Z9atomicAddPjj", { 0, at = 9 }), decls).grid_syncs)
+    -- the global address and the generic one (cvta) of the counter name the same memory
+    assert.are.equal(1, entry(barrier("_Z9atomicAddPjj", { 0, at = 5 }), decls).grid_syncs)
+    assert.are.equal(0, entry(barrier("_Z9atomicAddPjj", { 0, at = 8 }, nil, false), decls).grid_syncs)
+    assert.are.equal(0, entry(barrier("_Z9atomicExchPjj", { 0, at = 8 }), decls).grid_syncs)
+    assert.are.equal(0, entry(barrier("my_poll", { 0, at = 8 }), decls).grid_syncs)
+    -- and a called atomicAdd alone is no grid sync
+    local lone = entry({ "\tmov.u64 %rd5, counter;", "\tcvta.global.u64 %rd6, %rd5;",
+      called("_Z9atomicAddPjj", { 1, at = 6 }) }, decls)
+    assert.are.same({ 0, 1 }, { lone.grid_syncs, lone.atomics })
+  end)
+
   it("counts one sync per arrive, however many times its loop reads", function()
     local e = entry({
       "\tatom.global.add.u32 %r1, [%rd1], 1;",

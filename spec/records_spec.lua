@@ -124,6 +124,36 @@ describe("record set filters and views", function()
   end)
 end)
 
+describe("records.equal and records.union", function()
+  local U = "18446744073709551615"
+  local text = table.concat({
+    "p seq=1 wall_ns=10 knob=" .. U, "p seq=2 wall_ns=20 knob=18446744073709551614",
+    "p seq=3 wall_ns=30 knob=5", "p seq=4 wall_ns=40", "p seq=5 wall_ns=50 knob=" .. U,
+    "p seq=6 wall_ns=60 tag=base" }, "\n")
+
+  it("matches a value given as text exactly, as --where F=V does, a u64 past 2^63-1 included", function()
+    local set = records.from_string(text)
+    local seqs = function(s) local t = {} for i = 1, s:count() do t[i] = s[i].seq end return t end
+    assert.are.same({ 1, 5 }, seqs(records.equal(set, "knob", U)))
+    assert.are.same({ 2 }, seqs(records.equal(set, "knob", "18446744073709551614")))
+    assert.are.same({ 3 }, seqs(records.equal(set, "knob", "5")))
+    assert.are.same({ 3 }, seqs(records.equal(set, "knob", 5)))
+    assert.are.same({ 6 }, seqs(records.equal(set, "tag", "base")))
+    assert.are.same({}, seqs(records.equal(set, "tag", "no such value")))
+  end)
+
+  it("joins sets over one store, each record once, in the store's order", function()
+    local set = records.from_string(text)
+    local u = records.union { records.equal(set, "knob", "5"), set:where { knob = false },
+      records.equal(set, "knob", U), set:where { knob = false } }
+    local seqs = {}
+    for i = 1, u:count() do seqs[i] = u[i].seq end
+    assert.are.same({ 1, 3, 4, 5, 6 }, seqs)
+    assert.has_error(function() records.union { set, records.from_string(text) } end,
+      "phaseprobe.records.union: element 2 is no set over the first one's store")
+  end)
+end)
+
 describe("record set groups", function()
   it("groups by a tag in order of first appearance, absent values last-seen as their own group", function()
     local g = set():group("shape")

@@ -8,6 +8,11 @@ local probe = require "helpers.probe"
 local fresh, raises = probe.fresh, probe.raises
 local LUA = os.getenv("PHASEPROBE_LUA") or "lua5.4"
 
+-- Some cases leave a dispatch open on purpose (one that raised) and begin
+-- the next: the probe's notice of the drop is for a user, not the test run.
+setup(function() pp.notices("none") end)
+teardown(function() pp.notices("stderr") end)
+
 describe("the reference's calls alone", function()
   before_each(fresh)
 
@@ -103,6 +108,21 @@ describe("cache values given to emit", function()
     raises("unknown field 'ptx_cache_hit'", pp.emit, { ptx_cache_hit = 1 })
     pp.emit()
   end)
+
+  it("an unknown field's error names it and lists the valid fields", function()
+    pp.begin()
+    local valid = "(valid: seq, wall_ns, enqueue_ns, wait_ns, device_window_ns, ptx_cache_hits, "
+      .. "ptx_cache_misses, ptx_cache_disk_hits)"
+    raises("unknown field 'foo' " .. valid, pp.emit, { foo = 1, wall_ns = 1 })
+    raises("unknown field 'foo' " .. valid, pp.emit, { foo = 1 })
+    raises("unknown field '1' " .. valid, pp.emit, { 7 })
+    raises("unknown field 'seq' (it contains a NUL byte) " .. valid, pp.emit, { ["seq\0x"] = 1 })
+    pp.schema { prefix = "mine", phases = { "plan" }, caches = { "pso" } }
+    pp.begin()
+    raises("unknown field 'foo' (valid: seq, wall_ns, enqueue_ns, wait_ns, device_window_ns, "
+      .. "pso_cache_hits, pso_cache_misses, pso_cache_disk_hits)", pp.emit, { foo = 1 })
+    pp.use(pp.default_schema())
+  end)
 end)
 
 describe("from C", function()
@@ -112,8 +132,12 @@ describe("from C", function()
       "named above a caller's wall prints as the reference prints it",
       "seq = UINT64_MAX is a value", "every field UINT64_MAX when given",
       "fields not given are the probe's", "the older form: PP_AUTO marks automatic fields",
+      "the older form: {.seq = n} after a measured dispatch keeps the measured wall",
+      "the older form: {.seq = n} keeps a recorded device window",
+      "the older form: a non-zero value is given, a zero seq is the counter's",
       "explicit cache values override the dispatch's events", "a cache not given keeps its events",
       "a tag that another thread's schema made a field",
+      "a start that is not a mark is counted and charges nothing",
       "the environment is read at load, and again by pp_enable_from_env",
       "pp_clock_select refuses while this thread has a dispatch or a scope open",
     })
@@ -143,7 +167,9 @@ end)
 -- values, zero dispatches, saturation. Its source stays outside the
 -- repository: it is read from $PHASEPROBE_REFERENCE, or from
 -- ../shared/reference/ beside the checkout; without it, or without rustc,
--- the spec is pending and says why.
+-- the spec is pending and says why, unless the environment says it must
+-- run: PHASEPROBE_REFERENCE_REQUIRED=1, or PHASEPROBE_REFERENCE naming a
+-- file that is not there. Then it fails.
 local REF_DIR = "build/reference"
 local U64_MAX = "18446744073709551615"
 
@@ -167,20 +193,37 @@ local function find_rustc()
   return nil
 end
 
--- Builds build/reference/driver from the reference; nil, why when it cannot.
+local DEFAULT_SOURCE = "../shared/reference/dispatch_phase_probe.rs"
+
+-- Where the reference's source is, by the environment (getenv), and
+-- whether the spec must run: the path, or nil, why, must (true when a
+-- missing source or rustc fails the spec rather than leaving it pending).
+local function reference_source(getenv, is_readable)
+  local named = getenv("PHASEPROBE_REFERENCE")
+  local must = getenv("PHASEPROBE_REFERENCE_REQUIRED") == "1" or (named ~= nil and named ~= "")
+  local src = (named ~= nil and named ~= "") and named or DEFAULT_SOURCE
+  if is_readable(src) then return src, nil, must end
+  if named ~= nil and named ~= "" then
+    return nil, "PHASEPROBE_REFERENCE names " .. src .. ", which cannot be read", true
+  end
+  return nil, "the reference's source is not here (" .. src .. "): set PHASEPROBE_REFERENCE "
+    .. "to dispatch_phase_probe.rs, or check out beside shared/reference/", must
+end
+
+-- Builds build/reference/driver from the reference; nil, why, must when it
+-- cannot.
 local built
 local function reference_driver()
-  if built ~= nil then return built[1], built[2] end
-  local src = os.getenv("PHASEPROBE_REFERENCE") or "../shared/reference/dispatch_phase_probe.rs"
-  if not readable(src) then
-    built = { nil, "the reference's source is not here (" .. src .. "): set PHASEPROBE_REFERENCE "
-      .. "to dispatch_phase_probe.rs, or check out beside shared/reference/" }
-    return nil, built[2]
+  if built ~= nil then return built[1], built[2], built[3] end
+  local src, why, must = reference_source(os.getenv, readable)
+  if not src then
+    built = { nil, why, must }
+    return nil, why, must
   end
   local rustc = find_rustc()
   if not rustc then
-    built = { nil, "no rustc on PATH or in ~/.cargo/bin to compile the reference" }
-    return nil, built[2]
+    built = { nil, "no rustc on PATH or in ~/.cargo/bin to compile the reference", must }
+    return nil, built[2], must
   end
   os.execute("mkdir -p " .. REF_DIR)
   -- the reference without its first line, which names the crate
@@ -341,35 +384,96 @@ local function lua_lines(s)
   return out
 end
 
+-- The driver, or nil after marking the test pending; raises where the
+-- environment says the spec must run.
+local function need_driver()
+  local driver, why, must = reference_driver()
+  if driver then return driver end
+  if must then
+    error("the reference spec must run here (PHASEPROBE_REFERENCE_REQUIRED=1 or "
+      .. "PHASEPROBE_REFERENCE set), but: " .. why, 0)
+  end
+  pending(why)
+  return nil
+end
+
+describe("whether the reference's own line is checked", function()
+  local function env(t) return function(k) return t[k] end end
+  local function readable_only(path) return function(p) return p == path end end
+
+  it("pends without the source when nothing asks for it", function()
+    local src, why, must = reference_source(env {}, readable_only(nil))
+    assert.is_nil(src)
+    assert.truthy(why:find("not here", 1, true), why)
+    assert.is_false(must)
+    src, why, must = reference_source(env { PHASEPROBE_REFERENCE = "" }, readable_only(nil))
+    assert.is_nil(src)
+    assert.is_false(must)
+  end)
+
+  it("fails where PHASEPROBE_REFERENCE names a file that is not there", function()
+    local src, why, must = reference_source(env { PHASEPROBE_REFERENCE = "/nowhere/probe.rs" },
+      readable_only(DEFAULT_SOURCE))
+    assert.is_nil(src)
+    assert.truthy(why:find("/nowhere/probe.rs", 1, true), why)
+    assert.is_true(must)
+  end)
+
+  it("fails without the source, or without rustc, where PHASEPROBE_REFERENCE_REQUIRED=1", function()
+    local src, _, must = reference_source(env { PHASEPROBE_REFERENCE_REQUIRED = "1" }, readable_only(nil))
+    assert.is_nil(src)
+    assert.is_true(must)
+    -- with the source: it runs, and a missing rustc is then a failure too
+    src, _, must = reference_source(env { PHASEPROBE_REFERENCE_REQUIRED = "1" }, readable_only(DEFAULT_SOURCE))
+    assert.are.equal(DEFAULT_SOURCE, src)
+    assert.is_true(must)
+  end)
+
+  it("runs the named file, or the default beside the checkout", function()
+    assert.are.equal("/x/probe.rs",
+      (reference_source(env { PHASEPROBE_REFERENCE = "/x/probe.rs" }, readable_only("/x/probe.rs"))))
+    local src, _, must = reference_source(env {}, readable_only(DEFAULT_SOURCE))
+    assert.are.same({ DEFAULT_SOURCE, false }, { src, must })
+  end)
+
+  it("fails the whole spec where the environment asks for a source that is not there", function()
+    if os.getenv("PHASEPROBE_REFERENCE_NESTED") then return end
+    local ok, out = sh("env PHASEPROBE_REFERENCE_NESTED=1 PHASEPROBE_REFERENCE=/nowhere/probe.rs "
+      .. LUA .. " spec/run.lua --filter=\"the reference's own line\" spec/reference_spec.lua")
+    assert.is_false(ok, out)
+    assert.truthy(out:find("/nowhere/probe.rs", 1, true), out)
+    assert.truthy(out:find("0 pending", 1, true), out)
+  end)
+end)
+
 describe("the reference's own line", function()
   local env = "env VYRE_CUDA_DISPATCH_PHASE_PROBE=1 "
 
-  it("for the same inputs, from C: byte for byte up to ptx_cache_misses, over the whole u64 range", function()
-    local driver, why = reference_driver()
-    if not driver then return pending(why) end
-    for _, seed in ipairs { 1, 2, 3 } do
-      local s = script(400, seed, true)
+  -- The reference and ours (run(script) -> lines) on a script of n
+  -- dispatches for each seed (big: values over the whole u64 range), line
+  -- for line.
+  local function same_as_reference(seeds, n, big, run)
+    local driver = need_driver()
+    if not driver then return end
+    for _, seed in ipairs(seeds) do
+      local s = script(n, seed, big)
       local ref = run_with(env .. driver, s)
-      assert.are.equal(400, #ref)
-      local ours = run_with("build/script_probe", ours_script(s, ref))
-      same_lines(ref, ours, seed)
+      assert.are.equal(n, #ref)
+      same_lines(ref, run(ours_script(s, ref)), seed)
     end
+  end
+
+  it("for the same inputs, from C: byte for byte up to ptx_cache_misses, over the whole u64 range", function()
+    same_as_reference({ 1, 2, 3 }, 400, true, function(s) return run_with("build/script_probe", s) end)
   end)
 
   it("for the same inputs, from Lua: byte for byte up to ptx_cache_misses", function()
-    local driver, why = reference_driver()
-    if not driver then return pending(why) end
-    for _, seed in ipairs { 4, 5 } do
-      local s = script(300, seed, false)
-      local ref = run_with(env .. driver, s)
-      local ours = lua_lines(ours_script(s, ref))
-      same_lines(ref, ours, seed)
-    end
+    same_as_reference({ 4, 5 }, 300, false, lua_lines)
   end)
 
   it("where the reference's named_host_ns overflows, it wraps; ours saturates (a stated difference)", function()
-    local driver, why = reference_driver()
-    if not driver then return pending(why) end
+    local driver = need_driver()
+    if not driver then return end
     local s = "add prepare 9223372036854775808\nadd ptx 9223372036854775808\nadd stage 5\n"
       .. "emit 1 1000 0 0 - 0 0\n"
     local ref = run_with(env .. driver, s)[1]

@@ -314,6 +314,152 @@ describe("rendered in headless Chromium", function()
   end)
 end)
 
+describe("the numbers of the page", function()
+  local records_mod = require "phaseprobe.records"
+
+  -- 1,500 dispatches of two shapes, one of them 10,000 nodes
+  local function big()
+    local lines = {}
+    for i = 1, 1500 do
+      local nodes = i % 2 == 0 and 10000 or 2500
+      local p = 1000 * nodes // 100 + (i * 7919) % 3000
+      lines[i] = ("d seq=%d nodes=%d wall_ns=%d prepare_ns=%d ptx_ns=%d named_host_ns=%d "
+        .. "unattributed_ns=0 kernel_ns=0 shape=s%d"):format(i, nodes, p + 20000, p, 20000,
+        p + 20000, nodes)
+    end
+    return (records_mod.from_string(table.concat(lines, "\n")))
+  end
+
+  it("are written as the text reports write them: counts separated, times in SI units, µs", function()
+    local page = html.report(big(), {})
+    text.has_all(page, { "<small>(750 dispatches)</small>", "<dd>1,500</dd>", "nodes 10,000", ">10,000<" })
+    -- one grouping (no thin spaces, no "2500"), microseconds as on the axes
+    text.has_none(page, { "\226\128\137", " 2500", ">2500<", " us", "(us)" })
+    -- (what the page says: its text, not its tags' coordinates)
+    local said = page:gsub("<style>.-</style>", ""):gsub("<[^>]*>", " ")
+    for num in said:gmatch("[^%w.,#%-](%d%d%d%d+)[^%w.,%%]") do
+      error("ungrouped number in the page: " .. num)
+    end
+  end)
+
+  it("label groups by the records' text: u64 keys past 2^63-1 keep their digits", function()
+    local set = records_mod.from_string("d seq=1 nodes=18446744073709551614 wall_ns=5 prepare_ns=3\n"
+      .. "d seq=2 nodes=18446744073709551615 wall_ns=6 prepare_ns=3\n")
+    local page = html.report(set, {})
+    text.has_all(page, { "nodes = 18446744073709551614", "nodes = 18446744073709551615" })
+    assert.is_nil(page:find("e+19", 1, true))
+  end)
+
+  it("name an outlier by its seq as its line writes it, past 2^63-1 too", function()
+    local lines = {}
+    for i = 1, 200 do
+      local seq = i == 200 and "18446744073709551615" or tostring(i)
+      lines[i] = ("d seq=%s nodes=%d wall_ns=1000 readback_ns=%d"):format(seq, 10 * (i % 3 + 1),
+        i == 200 and 9000000 or 1000 + i)
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local p = require("phaseprobe.output.points").gather({ { name = "all", set = set } }, "nodes",
+      "readback_ns")
+    assert.are.equal(1, p.outliers)
+    assert.are.equal("18446744073709551615", p.series[1].outliers[1][3])
+    local page = html.report(set, {})
+    assert.truthy(page:find("seq 18446744073709551615", 1, true))
+  end)
+
+  it("wrap a long bar label rather than cut it", function()
+    local lines = {}
+    for i = 1, 40 do
+      lines[i] = ("d seq=%d nodes=10 wall_ns=%d prepare_ns=100 named_host_ns=100 unattributed_ns=%d "
+        .. "knob=%s"):format(i, 100 + i, i, i % 2 == 0 and "base" or "memo_digest+cache_scan+skip_gate")
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local bars = svg.stacked_bars(html.describe(set, { group = "knob" }).bars)
+    assert.is_nil(bars:find("…", 1, true))
+    local said = {}
+    for t in bars:gmatch('<text[^>]*text%-anchor="end" font%-size="13">([^<]*)</text>') do
+      said[#said + 1] = t
+    end
+    assert.truthy(table.concat(said, ""):find("memo_digest+cache_scan+skip_gate", 1, true),
+      table.concat(said, " | "))
+  end)
+
+  -- The texts of an SVG at font-size 12 (the legends), with where they
+  -- start, and the SVG's width.
+  local function legend_texts(doc)
+    local out = {}
+    for x, t in doc:gmatch('<text x="([%d.]+)"[^>]*font%-size="12"[^>]*>([^<]*)</text>') do
+      out[#out + 1] = { x = tonumber(x), text = t }
+    end
+    return out, tonumber(doc:match('<svg[^>]* width="([%d.]+)"'))
+  end
+
+  it("draws only the plots asked for, and fits nothing when none is", function()
+    local lines = {}
+    for i = 1, 60 do
+      lines[i] = ("d seq=%d nodes=%d wall_ns=%d prepare_ns=%d ptx_ns=%d named_host_ns=%d "
+        .. "unattributed_ns=5"):format(i, 10 * (i % 4 + 1), 300 + i, 100 + i, 190, 290 + i)
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local all = html.describe(set)
+    local one = html.describe(set, { plots = { "ptx_ns" } })
+    assert.are.equal(2, #all.scatters)
+    assert.are.equal(1, #one.scatters)
+    assert.are.same(all.scatters[2], one.scatters[1])
+    local steps = {}
+    local none = html.describe(set, { plots = {}, progress = function(what)
+      steps[#steps + 1] = what
+      return { update = function() end, done = function() end }
+    end })
+    assert.are.equal(0, #none.scatters)
+    for _, w in ipairs(steps) do assert.are_not.equal("fitting the phases", w) end
+    assert.are.same(all.groups, none.groups)
+  end)
+
+  it("wrap a long legend label of a scatter or of the bars rather than cut it", function()
+    -- two variants with long names (a tag's value, or a path)
+    local long = string.rep("memo_digest+cache_scan+skip_gate+", 4) .. "end"
+    local lines = {}
+    for i = 1, 40 do
+      lines[i] = ("d seq=%d nodes=%d wall_ns=%d prepare_ns=%d named_host_ns=%d unattributed_ns=5 "
+        .. "knob=%s"):format(i, 10 * (i % 4 + 1), 105 + 3 * i, 100 + 3 * i, 100 + 3 * i,
+        i % 2 == 0 and "base" or long)
+    end
+    local set = records_mod.from_string(table.concat(lines, "\n"))
+    local d = html.describe(set, { group = "knob" })
+    local sc = svg.scatter(d.scatters[1].svg)
+    assert.is_nil(sc:find("…", 1, true))
+    -- (the page's headings of such a group break anywhere rather than run off the page)
+    assert.matches("h1, h3, p.src[^}]*{ overflow%-wrap: anywhere; }", html.render(d))
+    local texts, W = legend_texts(sc)
+    local joined = {}
+    for _, t in ipairs(texts) do
+      joined[#joined + 1] = t.text
+      assert.is_true(t.x + svg.text_width(t.text, 12) <= W, t.text)
+    end
+    assert.truthy(table.concat(joined, ""):find(long, 1, true), table.concat(joined, " | "))
+    -- the next legend item (the fit) on a line of its own, below the wrapped one
+    local y_long, y_fit
+    for y, t in sc:gmatch('<text x="[%d.]+" y="([%d.]+)"[^>]*font%-size="12"[^>]*>([^<]*)</text>') do
+      if t:find("end", 1, true) and t:sub(-3) == "end" then y_long = tonumber(y) end
+      if t:find("fit", 1, true) or t:find("fixed cost", 1, true) then y_fit = tonumber(y) end
+    end
+    assert.truthy(y_long and y_fit and y_fit > y_long, tostring(y_long) .. " " .. tostring(y_fit))
+    -- a bar series with a long note
+    local bars = svg.stacked_bars { title = "t", unit = "ns", series = {
+      { name = "a", color = "#123456" },
+      { name = "b", color = "#654321", note = "a note that goes on " .. string.rep("and on ", 30) .. "(the end)" } },
+      bars = { { label = "one", values = { a = 1, b = 2 } } } }
+    assert.is_nil(bars:find("…", 1, true))
+    texts, W = legend_texts(bars)
+    joined = {}
+    for _, t in ipairs(texts) do
+      joined[#joined + 1] = t.text
+      assert.is_true(t.x + svg.text_width(t.text, 12) <= W, t.text)
+    end
+    assert.truthy(table.concat(joined, " "):find("(the end))", 1, true), table.concat(joined, " | "))
+  end)
+end)
+
 describe("with the analysis module", function()
   it("plots its verdicts and Theil-Sen fits instead of the fallback", function()
     local ok = pcall(require, "phaseprobe.analysis.analyze")

@@ -77,6 +77,71 @@ describe("the REPL", function()
     end
   end)
 
+  it("prints a read's report, group summaries, fits, values and lists readably", function()
+    local csv = os.tmpname() .. ".csv"
+    local jsonl = os.tmpname() .. ".jsonl"
+    local cli = require "phaseprobe.cli"
+    local sink = io.tmpfile()
+    assert.are.equal(0, cli.main({ "export", "--csv", "examples/data/demo-h200.log", "-o", csv }, sink, sink))
+    assert.are.equal(0, cli.main({ "export", "--jsonl", "examples/data/demo-h200.log", "-o", jsonl }, sink, sink))
+    local kinds = {
+      -- a read's two results: the set, then its report on a line of its own
+      { 'pp.records.read("examples/data/demo-h200.log")', "^phaseprobe.records: 1,350 records.*\t\n"
+        .. "phaseprobe.parse_report: 1352 lines: 1350 records, 0 damaged, 2 other\n$" },
+      { 'pp.parse.file("examples/data/demo-h200.log")', "^phaseprobe.columns %(1350 records, %d+ fields%)\t\n"
+        .. "phaseprobe.parse_report: 1352 lines: 1350 records, 0 damaged, 2 other\n$" },
+      { 'pp.parse.file("spec/fixtures/logs/mixed.log")', "phaseprobe.parse_report: 19 lines: 4 records, "
+        .. "8 damaged, 7 other\n  spec/fixtures/logs/mixed.log:5:%d+: missing field ptx_cache_misses" },
+      { 's = pp.records.read("examples/data/demo-h200.log")', "^$" },
+      { 's:group("shape"):summary("wall_ns")', "^phaseprobe.summaries of wall_ns by shape: 3 groups\n"
+        .. "shape +count +min.*\nsmall +360 " },
+      { 's:fits({"nodes", "ptx_bytes"}, {"ptx_ns"})', "^phaseprobe.fits: 1 field against 2 quantities\n1,350 points each\ny +x +least squares"
+        .. ".*\nptx_ns +nodes +[%d.]+ [mu]?s %+ [%d.]+ ns x nodes" },
+      { 's:fits({"nodes"}, {"ptx_ns"}).ptx_ns.nodes', "^phaseprobe.fit of ptx_ns against nodes" },
+      { 's:values("nodes")', "^phaseprobe.values of nodes %(1,350%): 48, 48, .*%.%.%. %(1,330 more%)" },
+      { 's:values("wall_ns", "text")', '^phaseprobe.values of wall_ns %(1,350%): "%d+", ' },
+      { "s:prefixes()", "^phaseprobe.prefixes %(1%): vyre%-cuda%-dispatch%-phase %(1,350%)" },
+      { "s:layout()", "^phaseprobe.layout %(phases found by the reference rule%)\n  phases +prepare_ns, "
+        .. ".*\n  nested +sub_ptx_digest_ns %(in ptx_ns%)" },
+      { 's:group("shape")[1]', "^phaseprobe.group shape=small: 360 records" },
+      { 's:group("knob"):get("base")', "^phaseprobe.group knob=base: 450 records" },
+      { "s:head(3):records()", "^phaseprobe.record list: 3 records\n  vyre%-cuda%-dispatch%-phase seq=1 " },
+      { 's:lincomb({{"device_window_ns", 1}, {"kernel_ns", -1}}, 0)',
+        "^phaseprobe.summary of device_window_ns %- kernel_ns %(at least 0 ns%)" },
+      -- the command line's conditions; unknown fields named, with the fields
+      { 's:where("knob=base"):count()', "^450\n" },
+      { 's:where("shape!=mid"):count()', "^900\n" },
+      { 's:where("nodes>=2500"):count()', "^%d+\n" },
+      { 's:where{nosuch = "x"}', "no field 'nosuch' in this record set %(fields: seq, nodes," },
+      { 's:where("nosuch=base")', "no field 'nosuch' in this record set %(fields: seq, nodes," },
+      -- (the text after a '>' goes to the next chunk: the prompt is '> ')
+      { 's:where("knob")', "'knob' is no condition: give F=V, F!=V, F<N, F<=N, F" },
+      -- CSV and JSON lines read as such
+      { "pp.records.read(" .. ("%q"):format(csv) .. ")", "^phaseprobe.records: 1,350 records.*"
+        .. "phaseprobe.parse_report: [^\n]*%(CSV%): 1,350 rows: 1,350 records\n$" },
+      { "pp.records.read(" .. ("%q"):format(jsonl) .. "):count()", "^1350\n" },
+    }
+    local lines = {}
+    for i, k in ipairs(kinds) do lines[i] = k[1] end
+    local out, chunks = repl(lines)
+    os.remove(csv)
+    os.remove(jsonl)
+    assert.is_nil(out:find("table: 0x", 1, true), out)
+    for i, k in ipairs(kinds) do
+      local text = (chunks[i] or ""):gsub("^[^\n]*\n", "")
+      assert.matches(k[2], text, nil, k[1] .. ":\n" .. text)
+    end
+    assert.are.equal(1, select(2, chunks[1]:gsub("phaseprobe%.parse_report", "")))
+    -- the tables fit 100 columns (an error, its traceback and a damaged
+    -- line's message, file:line:column: what, may not)
+    for l in out:gmatch("[^\n]+") do
+      if not l:find("phaseprobe.records:", 1, true) and not l:find("^  [^ ]+:%d+:%d+: ")
+        and not l:find("^\t") then
+        assert.is_true((utf8.len(l) or #l) <= 100, l)
+      end
+    end
+  end)
+
   it("runs from any directory: tools/repl finds the module and its Lua side", function()
     local out, chunks = repl({ 'print(type(pp.records), type(require("phaseprobe.analysis.analyze")),'
       .. ' type(require("phaseprobe.cli")), package.path:find(' .. ("%q"):format(ROOT .. "/lua/?.lua;")

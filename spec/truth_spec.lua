@@ -7,6 +7,7 @@
 -- (spec/truth_gpu_spec.lua does, on one).
 local pp = require "phaseprobe"
 local shell = require "helpers.shell"
+local probe = require "helpers.probe"
 local cu = pp.cuda
 
 local FAKE = "build/libfakecuda.so"
@@ -23,6 +24,22 @@ local function run(env, code)
   local ok, out = shell.run(env .. " lua5.4 " .. path .. " 2>&1")
   os.remove(path)
   return out, ok
+end
+
+-- run with the fake driver reporting each launch to the fake CUPTI as the
+-- real driver does (FAKECUDA_TRACE: a 20 us kernel starting 7 us after the
+-- call), code given pp, cu, a context whose kernel times come from CUPTI
+-- (ctx), a stream of it (s) and the spin kernel (spin).
+local function run_traced(code)
+  return run("PHASEPROBE_LIBCUDA=" .. FAKE .. " PHASEPROBE_LIBCUPTI=build/libfakecupti.so "
+    .. "FAKECUDA_TRACE=1", [[
+local pp = require "phaseprobe"
+local cu = pp.cuda
+local ctx = assert(cu.context(0))
+assert(ctx:kernel_source("cupti") == "cupti")
+local s = ctx:stream()
+local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
+]] .. code)
 end
 
 -- A real driver on this machine would let CUPTI attach, which the fake
@@ -45,16 +62,12 @@ describe("the CUPTI source without a GPU", function()
   end)
 
   it("cupti_available returns true, or false with a reason", function()
-    local ok, why = cu.cupti_available()
-    assert.is_boolean(ok)
+    local ok, why = probe.answer(20, cu.cupti_available())
     if ok then
-      assert.is_nil(why)
       local info = cu.cupti_info()
       assert.is_true(#info.path > 0)
       assert.is_true(info.version >= 13)
     else
-      assert.is_string(why)
-      assert.is_true(#why > 20, why)
       assert.are.equal(why, cu.cupti_info().why)
     end
   end)
@@ -154,20 +167,22 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
     assert.are.equal(15, n, out)
   end)
 
+  -- What the helper prints when the fake CUPTI refuses its start (mode).
+  local function refused(mode)
+    local _, out = shell.run(HELPER .. " " .. FAKE_CUPTI .. " " .. mode)
+    return out
+  end
+
   it("reports a refused start with CUPTI's error name", function()
     if not need_helper() then return end
-    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " fail_enable 2>&1")
-    local out = p:read("a")
-    p:close()
+    local out = refused("fail_enable")
     assert.are.equal("start=-1 active=0 why=cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL): "
       .. "CUPTI_ERROR_NOT_INITIALIZED (15)\n", out)
   end)
 
   it("says so when another CUPTI client holds the callbacks", function()
     if not need_helper() then return end
-    local p = io.popen(HELPER .. " " .. FAKE_CUPTI .. " fail_subscribe 2>&1")
-    local out = p:read("a")
-    p:close()
+    local out = refused("fail_subscribe")
     assert.matches("^start=%-1 active=0 why=cuptiSubscribe: another CUPTI client", out)
   end)
 end)
@@ -343,17 +358,8 @@ describe("source selection and calibration through the fake driver", function()
 
   it("completes dispatches' records from CUPTI's launches, also at an exit without closing Lua", function()
     if not need_fake_cupti() then return end
-    -- FAKECUDA_TRACE: the fake driver reports each launch to the fake CUPTI
-    -- as the real driver does (a 20 us kernel starting 7 us after the call)
     local log = os.tmpname()
-    local out, ok = run("PHASEPROBE_LIBCUDA=" .. FAKE .. " PHASEPROBE_LIBCUPTI=build/libfakecupti.so "
-      .. "FAKECUDA_TRACE=1", ([[
-      local pp = require "phaseprobe"
-      local cu = pp.cuda
-      local ctx = assert(cu.context(0))
-      assert(ctx:kernel_source("cupti") == "cupti")
-      local s = ctx:stream()
-      local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
+    local out, ok = run_traced(([[
       pp.enable(); assert(pp.sink(%q))
       for i = 1, 30 do
         pp.begin()
@@ -383,14 +389,7 @@ describe("source selection and calibration through the fake driver", function()
       pending("built without the CUPTI headers")
       return
     end
-    local out, ok = run("PHASEPROBE_LIBCUDA=" .. FAKE .. " PHASEPROBE_LIBCUPTI=build/libfakecupti.so "
-      .. "FAKECUDA_TRACE=1", [[
-      local pp = require "phaseprobe"
-      local cu = pp.cuda
-      local ctx = assert(cu.context(0))
-      assert(ctx:kernel_source("cupti") == "cupti")
-      local s = ctx:stream()
-      local spin = ctx:load_file("examples/kernels/spin.ptx"):func("spin")
+    local out, ok = run_traced([[
       for _ = 1, 3 do
         local _, ker, t = s:timed{ fn = spin, grid = 1, block = 32, args = { 1000, 0, 0 }, spin_us = 200 }
         assert(ker == 20000 and t and t.kernels == 1, "timeline: " .. tostring(ker))

@@ -2,10 +2,11 @@
 -- pp_cols_value_of_text), how the column store keeps it exactly whatever the
 -- other values of its column, and that it comes back the same from a record
 -- line, a record set (set:values, set[i], cols:line), a CSV and a JSON-lines
--- export read back. The round trip is property-tested over random columns
+-- export read back, and a trace's args. The round trip is property-tested over random columns
 -- of every mix of kinds (a seeded generator below).
 local records = require "phaseprobe.records"
 local export = require "phaseprobe.output.export"
+local inputs = require "phaseprobe.cli.inputs"
 
 local function set_of(lines)
   return records.from_string(table.concat(lines, "\n") .. "\n")
@@ -45,8 +46,112 @@ local function number_of(t)
   return tonumber(t) + 0.0
 end
 
+-- A decimal number's text as a person may write a condition's constant
+-- ([+-]digits[.digits][e[+-]digits], .5, 5., 007): its sign, its
+-- significant digits and q (the value is 0.digits x 10^q); nil for none.
+local function dec(t)
+  local sign, mant, ex = t:match("^([%+%-]?)([%d%.]+)(.*)$")
+  if not sign then return nil end
+  local ip, fp = mant:match("^(%d*)%.(%d*)$")
+  if not ip then
+    if not mant:match("^%d+$") then return nil end
+    ip, fp = mant, ""
+  end
+  if ip == "" and fp == "" then return nil end
+  local e = 0
+  if ex ~= "" then
+    local x = ex:match("^[eE]([%+%-]?%d+)$")
+    if not x then return nil end
+    e = math.tointeger(tonumber(x))
+  end
+  local digits = ip .. fp
+  local lead = #digits:match("^0*")
+  local sig = digits:sub(lead + 1):gsub("0+$", "")
+  if sig == "" then return { sign = 0 } end
+  return { sign = sign == "-" and -1 or 1, sig = sig, q = #ip - lead + e }
+end
+
+local function dec_cmp(a, b)
+  if a.sign ~= b.sign then return a.sign < b.sign and -1 or 1 end
+  if a.sign == 0 then return 0 end
+  local m
+  if a.q ~= b.q then
+    m = a.q < b.q and -1 or 1
+  elseif a.sig == b.sig then
+    m = 0
+  else
+    m = a.sig < b.sig and -1 or 1 -- (trailing zeros stripped: prefix order is value order)
+  end
+  return a.sign < 0 and -m or m
+end
+
+-- Whether a value written as `text` (nil: absent) meets `op v`: numbers
+-- (by the rule of values) compare as decimals, exactly; = also when the
+-- texts are the same; != is the rest, absent values included.
+local function meets(text, op, v)
+  if text == nil then return op == "!=" end
+  local a = (int_text(text) or float_text(text)) and dec(text)
+  local b = dec(v)
+  local c = a and b and dec_cmp(a, b)
+  if op == "=" then return c == 0 or text == v end
+  if op == "!=" then return not (c == 0 or text == v) end
+  if not c then return false end
+  if op == "<" then return c < 0 elseif op == "<=" then return c <= 0
+  elseif op == ">" then return c > 0 else return c >= 0 end
+end
+
 local function same(a, b)
   return math.type(a) == math.type(b) and type(a) == type(b) and a == b
+end
+
+-- The args of each dispatch slice of a trace, by seq: { [seq] = { [key] =
+-- the value's JSON text } }, read from the text itself (a JSON reader
+-- would turn integers past 2^53 into floats).
+local function args_of(args)
+    local t, pos = {}, 2
+    while pos < #args do
+      local k, after = args:match('^"([^"]*)":()', pos)
+      assert(k, "args: " .. args)
+      local v, nxt
+      if args:sub(after, after) == '"' then
+        v, nxt = args:match('^("[^"]*")()', after)
+      else
+        v, nxt = args:match("^([^,}]+)()", after)
+      end
+      t[k] = v
+      pos = nxt + 1
+    end
+    return t
+end
+
+-- (each dispatch's args, with its phase and nested slices' args under
+-- .slices[name])
+local function trace_args(doc)
+  local out, cur = {}, nil
+  for line in doc:gmatch("[^\n]+") do
+    local args, cat, name = line:match('^,?{"args":(%b{}),"cat":"(%w+)",.-"name":"([^"]*)"')
+    if cat == "host" then
+      cur = args_of(args)
+      cur.slices = {}
+      out[math.tointeger(tonumber(cur.seq))] = cur
+    elseif (cat == "phase" or cat == "nested") and cur then
+      cur.slices[name] = args_of(args)
+    end
+  end
+  return out
+end
+
+-- Whether the JSON text j of a trace arg is the value whose line text is
+-- `text`: a string as a string, an integer by its digits (past 2^63-1 as a
+-- string of them), a float as the same number.
+local function arg_is(j, text, stringy)
+  if stringy then return j == '"' .. text .. '"' end
+  if int_text(text) then
+    local v = math.tointeger(tonumber(text))
+    if v then return j == text end
+    return j == '"' .. text .. '"'
+  end
+  return tonumber(j) == number_of(text)
 end
 
 local function check_cell(r, name, text, stringy, where)
@@ -105,6 +210,52 @@ describe("values", function()
     assert.are.same({ "1.50", "18446744073709551615", "-1", "abc" }, mixed:values("k"))
   end)
 
+  it("are selected by --where exactly over the u64 range and across integers and floats", function()
+    local run = require("helpers.command").run
+    local log = os.tmpname()
+    local f = assert(io.open(log, "w"))
+    f:write("r seq=1 n=0 m=1.5\nr seq=2 n=1 m=2\nr seq=3 n=9223372036854775807 m=-1\n",
+      "r seq=4 n=9223372036854775808 m=9007199254740993\nr seq=5 n=18446744073709551614 m=0.1\n",
+      "r seq=6 n=18446744073709551615 m=9007199254740992\n")
+    f:close()
+    local function seqs(...)
+      local rc, out, err = run("export", "--csv", "--where", ..., log)
+      if rc ~= 0 then return err end
+      local got = {}
+      for l in out:gmatch("\n(%d+),") do got[#got + 1] = tonumber(l) end
+      return table.concat(got, " ")
+    end
+    assert.are.equal("4 5 6", seqs("n>9223372036854775807"))
+    assert.are.equal("5", seqs("n=18446744073709551614"))
+    assert.are.equal("6", seqs("n=18446744073709551615"))
+    assert.are.equal("1 2", seqs("n<9223372036854775807"))
+    assert.are.equal("1 2 3", seqs("n<=9223372036854775807"))
+    assert.are.equal("1 2 3 4 5", seqs("n!=18446744073709551615"))
+    assert.are.equal("6", seqs("n>=18446744073709551615"))
+    assert.are.equal("1 2 3 4 5 6", seqs("n>=-1"))
+    assert.are.equal("2 3 4 5 6", seqs("n>0.5"))
+    -- past every value: nothing, not a wrapped bound
+    assert.matches("no records left after %-%-where n>18446744073709551615", seqs("n>18446744073709551615"))
+    assert.matches("no records left after %-%-where n<0", seqs("n<0"))
+    assert.matches("no records left after %-%-where n>1e30", seqs("n>1e30"))
+    -- integers beside floats: 9007199254740993 is not 9007199254740992
+    assert.are.equal("4", seqs("m=9007199254740993"))
+    assert.are.equal("6", seqs("m=9007199254740992"))
+    assert.are.equal("4", seqs("m>9007199254740992"))
+    assert.are.equal("1 3 5", seqs("m<2"))
+    assert.are.equal("5", seqs("m=0.10"))
+    assert.are.equal("1 2 4 6", seqs("m>=1.5"))
+    -- from Lua the same: conditions as text, ranges with integer bounds
+    local set = records.read(log)
+    assert.are.equal(3, set:where("n>9223372036854775807"):count())
+    assert.are.equal(4, set:range("n", math.maxinteger):count())
+    assert.are.equal(3, set:range("n", nil, math.maxinteger):count())
+    assert.are.equal(3, set:range("n", 2.0 ^ 63):count()) -- a float bound, by its exact value
+    assert.are.equal(0, set:range("n", 2.0 ^ 64):count()) -- no u64 reaches 2^64
+    assert.are.equal(1, set:range("m", 9007199254740993, 9007199254740993):count())
+    os.remove(log)
+  end)
+
   it("come back the same from CSV and JSON lines, over random columns of every mix of kinds", function()
     local seed = 20261201
     local function rand(n)
@@ -132,7 +283,15 @@ describe("values", function()
       numberish = function() return pick({ "007", "+5", "-0", "0x10", "18446744073709551616",
         "-9223372036854775809", "inf", "nan", "1.2.3", ".5", "5.", "00.5", "+1.5", "1e", "--1" }) end,
     }
+    gen.duration = function() return pick({ tostring(rand(1000000)), "0", "9223372036854775807",
+      "9223372036854775808", "18446744073709551615", "10" .. digits(18) }) end
     local kinds = { "small", "big", "neg", "edge", "float", "floattext", "word", "numberish" }
+    -- the constants of conditions at the edges of the ranges
+    local BOUNDS = { "9223372036854775807", "9223372036854775808", "18446744073709551614",
+      "18446744073709551615", "18446744073709551616", "-9223372036854775808",
+      "-9223372036854775809", "0", "-0", "0.5", "1e19", "9007199254740993", "9007199254740992.5",
+      "1.5", "+5", "007", "1.50", "1e-400", "-1", "99999999999999999999999" }
+    local INT_BOUNDS = { math.mininteger, -1, 0, 1, 1000, 9007199254740993, math.maxinteger }
     local tmp = os.tmpname()
     for round = 1, 100 do
       local ncol = rand(6) + 3
@@ -141,6 +300,12 @@ describe("values", function()
         local mix, nk = {}, rand(3) + 1
         for _ = 1, nk do mix[#mix + 1] = pick(kinds) end
         cols[c] = { name = "c" .. c, mix = mix }
+      end
+      -- phases and a nested region, whose slices carry their values too
+      if round % 2 == 0 then
+        for _, name in ipairs { "prepare_ns", "ptx_ns", "sub_ptx_digest_ns" } do
+          cols[#cols + 1] = { name = name, mix = { "duration" }, slice = name:gsub("_ns$", "") }
+        end
       end
       local nrec = rand(12) + 2
       local cells, lines = {}, {}
@@ -177,11 +342,96 @@ describe("values", function()
       end
       check(set, "line")
       for i = 1, nrec do assert.are.equal(lines[i], tostring(set[i])) end
+      -- conditions (set:where and --where) over every column, exactly: the
+      -- constant a value of the column, a boundary or any number's text
+      local conds = {}
+      for _, col in ipairs(cols) do
+        local present = false
+        for i = 1, nrec do if cells[i][col.name] then present = true end end
+        -- (a field no record has is an error, not an empty set)
+        if not present then
+          assert.has_error(function() set:where(col.name .. "=1") end)
+        end
+        for _ = 1, present and 4 or 0 do
+          local op = pick({ "=", "!=", "<", "<=", ">", ">=" })
+          local v
+          local r = rand(3)
+          if r == 0 then
+            v = cells[rand(nrec) + 1][col.name] or "0"
+          elseif r == 1 then
+            v = pick(BOUNDS)
+          else
+            v = gen[pick(kinds)]()
+          end
+          if op ~= "=" and op ~= "!=" and not dec(v) then v = pick(BOUNDS) end
+          conds[#conds + 1] = { col = col.name, op = op, v = v }
+        end
+      end
+      local function check_where(s, how)
+        for _, c in ipairs(conds) do
+          local spec = c.col .. c.op .. c.v
+          local want = {}
+          for i = 1, nrec do
+            if meets(cells[i][c.col], c.op, c.v) then want[#want + 1] = i end
+          end
+          local got = {}
+          for _, r in s:where(spec):each() do got[#got + 1] = math.tointeger(r.seq) end
+          assert.are.same(want, got, ("round %d, %s: where %s"):format(round, how, spec))
+          got = {}
+          for _, r in inputs.where(s, spec):each() do got[#got + 1] = math.tointeger(r.seq) end
+          assert.are.same(want, got, ("round %d, %s: --where %s"):format(round, how, spec))
+        end
+        -- and a range with integer bounds: numbers only (a column that holds
+        -- a string has none), integers by their digits, floats by value
+        local col = pick(cols)
+        if not s:has(col.name) then return end
+        local lo, hi = pick(INT_BOUNDS), pick(INT_BOUNDS)
+        local want = {}
+        for i = 1, nrec do
+          local t = cells[i][col.name]
+          if t and not col.stringy and (int_text(t) or float_text(t)) then
+            local ok
+            if int_text(t) then
+              local d = dec(t)
+              ok = dec_cmp(d, dec(("%d"):format(lo))) >= 0 and dec_cmp(d, dec(("%d"):format(hi))) <= 0
+            else
+              local x = tonumber(t)
+              ok = x >= lo and x <= hi
+            end
+            if ok then want[#want + 1] = i end
+          end
+        end
+        local got = {}
+        for _, r in s:range(col.name, lo, hi):each() do got[#got + 1] = math.tointeger(r.seq) end
+        assert.are.same(want, got, ("round %d, %s: range %s [%d, %d]"):format(round, how, col.name, lo, hi))
+      end
+      check_where(set, "line")
+      -- the trace's args: every field of every record, exactly
+      local args = trace_args(export.trace_text({ { name = "r", set = set } }, { all = true }))
+      for i = 1, nrec do
+        for _, col in ipairs(cols) do
+          local text, j = cells[i][col.name], args[i] and args[i][col.name]
+          local where = ("round %d, trace, record %d, %s"):format(round, i, col.name)
+          if text == nil then
+            assert.is_nil(j, where)
+          else
+            assert.is_true(j ~= nil and arg_is(j, text, col.stringy), ("%s: %s in the trace, %s in "
+              .. "the line"):format(where, tostring(j), text))
+          end
+          -- a phase's slice, or a region's inside it, when it is drawn
+          local sl = col.slice and args[i].slices[col.slice]
+          if sl then
+            assert.is_true(arg_is(sl[col.name], text, false), ("%s: %s in its slice, %s in the "
+              .. "line"):format(where, tostring(sl[col.name]), text))
+          end
+        end
+      end
       for _, fmt in ipairs({ "csv", "jsonl" }) do
         assert(export[fmt](set, tmp))
         local back, err = export["read_" .. fmt](tmp, { prefix = "rec" })
         assert(back, err)
         check(back, fmt)
+        check_where(back, fmt)
         if fmt == "jsonl" then -- (CSV has one column order for all records)
           for i = 1, nrec do assert.are.equal(lines[i], tostring(back[i]), fmt) end
         end

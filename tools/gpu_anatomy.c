@@ -48,26 +48,21 @@
 
 #include "pp_cuda.h"
 
-#define CK(call)                                                               \
+/* Exits with the call, where it stands and the error's name unless the
+ * call returns ok (CK: the driver, CP: CUPTI). */
+#define CHECK_RC(T, ok, name_of, call, text)                                   \
   do {                                                                         \
-    CUresult rc_ = (call);                                                     \
-    if (rc_ != CUDA_SUCCESS) {                                                 \
+    T rc_ = (call);                                                            \
+    if (rc_ != (ok)) {                                                         \
       const char *n_ = "?";                                                    \
-      cuGetErrorName(rc_, &n_);                                                \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, n_);       \
+      name_of(rc_, &n_);                                                       \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, text, n_);        \
       exit(1);                                                                 \
     }                                                                          \
   } while (0)
+#define CK(call) CHECK_RC(CUresult, CUDA_SUCCESS, cuGetErrorName, call, #call)
 #define CP(call)                                                               \
-  do {                                                                         \
-    CUptiResult rc_ = (call);                                                  \
-    if (rc_ != CUPTI_SUCCESS) {                                                \
-      const char *n_ = "?";                                                    \
-      cuptiGetResultString(rc_, &n_);                                          \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, n_);       \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+  CHECK_RC(CUptiResult, CUPTI_SUCCESS, cuptiGetResultString, call, #call)
 
 static uint64_t now_ns(void) {
   struct timespec ts;

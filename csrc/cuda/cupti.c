@@ -1,11 +1,12 @@
 /*
- * cupti.c: CUPTI as the device timeline of a dispatch (see pp_cupti.h).
+ * cupti.c: CUPTI as the device timeline of a dispatch (see pp_cupti.h): the
+ * spans. Loading libcupti is cupti_loader.c; turning collection on and off
+ * (CUPTI's callbacks registered, the flusher thread) is cupti_collect.c.
  *
  * Built with the CUPTI headers (PP_HAVE_CUPTI_H, which the Makefile sets
  * only beside PP_HAVE_CUDA_H); without them every entry point says why
- * CUPTI is absent. Global state: the loaded library, the start count, the
- * span and correlation tables (allocated at the first start) and the flusher
- * thread.
+ * CUPTI is absent. Global state: the span and correlation tables
+ * (allocated at the first start) and their counters.
  *
  * The flow. A window's launch loop runs inside a span. A driver launch
  * callback (CUPTI's callback API, on the launching thread) notes each launch
@@ -23,45 +24,21 @@
  * thread itself when the kernels came first).
  *
  * Locking: `tab_lock` guards the tables and the counters; CUPTI is never
- * called and no record is delivered while it is held. `ctl_lock` guards
- * start/stop and the flusher's life.
+ * called and no record is delivered while it is held. cupti_collect.c's
+ * `ctl_lock` guards start/stop and the flusher's life (taken first where
+ * both are held).
  */
-#define _GNU_SOURCE /* dlinfo */
-#include "pp_internal.h"
-#include "pp_cupti.h"
+#include "cupti_internal.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-
-static void why_put(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void why_put(char *why, size_t len, const char *fmt, ...) {
-  if (!why || !len)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-}
 
 #if defined(PP_HAVE_CUPTI_H) && defined(PP_HAVE_CUDA_H)
 
-#include <cupti.h>
-#include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "pp_cuda.h"
-
-/* Oldest CUPTI API version whose kernel record has start, end and
- * correlationId where CUpti_ActivityKernel10 has them (CUDA 11.0, v13; the
- * prefix has not moved since CUpti_ActivityKernel4). */
-#define PP_CUPTI_MIN_VERSION 13u
 #define CORR_SLOTS (1u << 16)
 #define SPAN_BITS 8
 #define SPAN_SLOTS (1u << SPAN_BITS) /* spans waiting at once              */
@@ -71,172 +48,6 @@ static void why_put(char *why, size_t len, const char *fmt, ...) {
 #define GIVE_UP_NS 2000000000ull     /* a closed span waits at most 2 s,    */
 #define UNCLAIMED_NS 10000000000ull  /* and, complete, 10 s for its dispatch */
 #define FORCE_AFTER_NS 1000000000ull /* then a forced flush after 1 s       */
-
-/* ---- the library ---------------------------------------------------------- */
-/* X(field, "symbol", (parameter list), required); every entry returns
- * CUptiResult. */
-#define PP_CUPTI_ENTRIES(X)                                                    \
-  X(GetVersion, "cuptiGetVersion", (uint32_t *), 1)                            \
-  X(GetResultString, "cuptiGetResultString", (CUptiResult, const char **), 1)  \
-  X(ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks",               \
-    (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc), 1)  \
-  X(ActivityRegisterTimestampCallback,                                         \
-    "cuptiActivityRegisterTimestampCallback", (CUpti_TimestampCallbackFunc), 1) \
-  X(ActivityEnable, "cuptiActivityEnable", (CUpti_ActivityKind), 1)            \
-  X(ActivityDisable, "cuptiActivityDisable", (CUpti_ActivityKind), 1)          \
-  X(ActivityFlushAll, "cuptiActivityFlushAll", (uint32_t), 1)                  \
-  X(ActivityGetNextRecord, "cuptiActivityGetNextRecord",                       \
-    (uint8_t *, size_t, CUpti_Activity **), 1)                                 \
-  X(Subscribe, "cuptiSubscribe",                                               \
-    (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *), 1)                 \
-  X(Unsubscribe, "cuptiUnsubscribe", (CUpti_SubscriberHandle), 1)              \
-  X(EnableCallback, "cuptiEnableCallback",                                     \
-    (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,                   \
-     CUpti_CallbackId), 1)                                                     \
-  X(ActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords",         \
-    (CUcontext, uint32_t, size_t *), 0)                                        \
-  X(GetErrorMessage, "cuptiGetErrorMessage", (CUptiResult, const char **), 0)
-
-#define PP_CUPTI_TYPEDEF_(field, sym, args, req)                               \
-  typedef CUptiResult(CUPTIAPI *pp_cupti_##field##_fn) args;
-PP_CUPTI_ENTRIES(PP_CUPTI_TYPEDEF_)
-#undef PP_CUPTI_TYPEDEF_
-
-typedef struct {
-#define PP_CUPTI_FIELD_(field, sym, args, req) pp_cupti_##field##_fn field;
-  PP_CUPTI_ENTRIES(PP_CUPTI_FIELD_)
-#undef PP_CUPTI_FIELD_
-  uint32_t version;
-  char path[256];
-} pp_cupti_api;
-
-static pp_cupti_api api;
-static int api_ok;
-static char api_why[512];
-static pthread_once_t api_once = PTHREAD_ONCE_INIT;
-
-static void *open_lib(const char *path) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    return NULL;
-  struct link_map *lm = NULL;
-  if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && *lm->l_name)
-    snprintf(api.path, sizeof api.path, "%s", lm->l_name);
-  else
-    snprintf(api.path, sizeof api.path, "%s", path);
-  return h;
-}
-
-/* Tries the places listed in pp_cupti.h; the reason names them all. */
-static void *find_lib(void) {
-  const char *forced = getenv("PHASEPROBE_LIBCUPTI");
-  if (forced && *forced) {
-    void *h = open_lib(forced);
-    if (!h)
-      snprintf(api_why, sizeof api_why,
-               "PHASEPROBE_LIBCUPTI=%s could not be loaded: %s", forced,
-               dlerror());
-    return h;
-  }
-  const char *home = getenv("CUDA_HOME");
-  if (!home || !*home)
-    home = "/usr/local/cuda";
-  static const char *const rel[] = {
-      "extras/CUPTI/lib64/libcupti.so", "extras/CUPTI/lib64/libcupti.so.13",
-      "lib64/libcupti.so", "lib64/libcupti.so.13"};
-  char path[512];
-  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-    snprintf(path, sizeof path, "%s/%s", home, rel[i]);
-    void *h = open_lib(path);
-    if (h)
-      return h;
-  }
-  static const char *const plain[] = {"libcupti.so.13", "libcupti.so"};
-  for (size_t i = 0; i < 2; i++) {
-    void *h = open_lib(plain[i]);
-    if (h)
-      return h;
-  }
-  snprintf(api_why, sizeof api_why,
-           "libcupti not found (tried $PHASEPROBE_LIBCUPTI, "
-           "%s/extras/CUPTI/lib64, %s/lib64, libcupti.so.13, libcupti.so): "
-           "%s; set PHASEPROBE_LIBCUPTI=<path to libcupti.so>",
-           home, home, dlerror());
-  return NULL;
-}
-
-static int resolve_all(void *h) {
-  void *p;
-#define PP_CUPTI_RESOLVE_(field, sym, args, req)                               \
-  p = dlsym(h, sym);                                                           \
-  if (!p && req) {                                                             \
-    snprintf(api_why, sizeof api_why, "%s lacks %s: too old a CUPTI",          \
-             api.path, sym);                                                   \
-    return -1;                                                                 \
-  }                                                                            \
-  api.field = (pp_cupti_##field##_fn)p;
-  PP_CUPTI_ENTRIES(PP_CUPTI_RESOLVE_)
-#undef PP_CUPTI_RESOLVE_
-  return 0;
-}
-
-static void load_once(void) {
-  void *h = find_lib();
-  if (!h)
-    return;
-  if (resolve_all(h) != 0) {
-    dlclose(h);
-    return;
-  }
-  uint32_t v = 0;
-  if (api.GetVersion(&v) != CUPTI_SUCCESS || v < PP_CUPTI_MIN_VERSION) {
-    snprintf(api_why, sizeof api_why,
-             "%s reports CUPTI API version %u; phaseprobe reads kernel "
-             "records of version %u (CUDA 11.0) or newer",
-             api.path, v, PP_CUPTI_MIN_VERSION);
-    dlclose(h);
-    return;
-  }
-  api.version = v;
-  api_ok = 1; /* the library stays loaded for the life of the process */
-}
-
-PP_EXPORT int pp_cupti_load(char *why, size_t whylen) {
-  pthread_once(&api_once, load_once);
-  if (api_ok)
-    return 0;
-  why_put(why, whylen, "%s", api_why);
-  return -1;
-}
-
-PP_EXPORT const char *pp_cupti_path(void) { return api_ok ? api.path : ""; }
-PP_EXPORT uint32_t pp_cupti_version(void) { return api_ok ? api.version : 0; }
-
-/* "call: CUPTI_ERROR_NAME (message)" */
-static void cupti_why(char *why, size_t len, const char *call,
-                      CUptiResult rc) {
-  const char *name = NULL, *msg = NULL;
-  if (api.GetResultString(rc, &name) != CUPTI_SUCCESS || !name)
-    name = "CUPTI_ERROR_UNKNOWN";
-  if (api.GetErrorMessage && api.GetErrorMessage(rc, &msg) != CUPTI_SUCCESS)
-    msg = NULL;
-  if (msg && *msg && strcmp(msg, name) != 0)
-    why_put(why, len, "%s: %s (%d, %s)", call, name, (int)rc, msg);
-  else
-    why_put(why, len, "%s: %s (%d)", call, name, (int)rc);
-}
-
-PP_EXPORT int pp_cupti_available(char *why, size_t whylen) {
-  if (pp_cupti_load(why, whylen) != 0)
-    return 0;
-  char cwhy[384];
-  if (!pp_cuda_load(cwhy, sizeof cwhy)) {
-    why_put(why, whylen, "CUPTI (%s) needs the CUDA driver: %s", api.path,
-            cwhy);
-    return 0;
-  }
-  return 1;
-}
 
 /* ---- tables ------------------------------------------------------------------ */
 typedef struct {
@@ -267,20 +78,9 @@ static span *spans;          /* SPAN_SLOTS                                  */
 static uint64_t span_seq = 1;
 static unsigned span_cursor;
 static uint64_t npending;    /* spans not free                               */
-static pp_cupti_stats stats; /* under tab_lock (starts: ctl_lock)           */
+static pp_cupti_stats stats; /* under tab_lock (starts: cupti_collect.c)    */
 static uint8_t *buf_free[BUF_KEEP];
 static size_t nbuf_free;
-
-static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t ctl_cond = PTHREAD_COND_INITIALIZER; /* flusher wake  */
-static unsigned starts;
-static int registered, subscribed, flusher_on, flusher_stop;
-static pthread_t flusher;
-static CUpti_SubscriberHandle subscriber;
-static int active_flag;
-static unsigned flush_period_ms = 10;
-static int windows_open; /* timeline windows between open and collect */
-#define DEFER_MAX_NS 100000000ull /* a flush waits for no window longer */
 
 static __thread uint64_t tls_span; /* this thread's open span, or 0          */
 
@@ -294,6 +94,24 @@ static span *span_of(uint64_t id) {
 static void span_free(span *s) {
   memset(s, 0, offsetof(span, launch));
   npending--;
+}
+
+int pp_cupti_tables_init(char *why, size_t whylen) {
+  if (corr_tab)
+    return 0;
+  corr_slot *t = calloc(CORR_SLOTS, sizeof *t);
+  span *sp = calloc(SPAN_SLOTS, sizeof *sp);
+  if (!t || !sp) {
+    free(t);
+    free(sp);
+    return pp_fail(why, whylen,
+                   "CUPTI: out of host memory for the span tables");
+  }
+  pthread_mutex_lock(&tab_lock);
+  corr_tab = t;
+  spans = sp;
+  pthread_mutex_unlock(&tab_lock);
+  return 0;
 }
 
 /* ---- the timeline ------------------------------------------------------------ */
@@ -331,10 +149,6 @@ static void timeline_of(const span *s, pp_cupti_timeline *t) {
   t->launch_latency_ns = lat;
   t->host_gap_ns = gap;
   t->split_partial = s->nlaunch > SPAN_LAUNCHES;
-}
-
-static uint64_t since(uint64_t t, uint64_t origin) {
-  return t > origin ? t - origin : 0;
 }
 
 static void device_timeline(const pp_cupti_timeline *t, pp_device_timeline *d) {
@@ -396,6 +210,13 @@ static int settle(span *s, pp_record *out) {
   return deliver;
 }
 
+/* With tab_lock held: gives the span its mode; a complete one settles now.
+ * Returns 1 when a record was copied to *out for delivery. */
+static int set_mode(span *s, int mode, pp_record *out) {
+  s->mode = mode;
+  return span_complete(s) ? settle(s, out) : 0;
+}
+
 /* Gives up on a span whose kernels did not all come (with tab_lock held):
  * it completes with what came, marked incomplete, so its record says it has
  * no kernel time (kernel_src=none). */
@@ -407,8 +228,8 @@ static int give_up(span *s, pp_record *out) {
 }
 
 /* ---- CUPTI's callbacks ---------------------------------------------------------- */
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
-                                      size_t *max_records) {
+void CUPTIAPI pp_cupti_buffer_requested(uint8_t **buffer, size_t *size,
+                                        size_t *max_records) {
   uint8_t *b = NULL;
   pthread_mutex_lock(&tab_lock);
   if (nbuf_free)
@@ -461,17 +282,18 @@ static void deliver_all(pp_record *recs, size_t n) {
     pp_sinks_deliver(&recs[i]);
 }
 
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
-                                      uint8_t *buffer, size_t size,
-                                      size_t valid) {
+void CUPTIAPI pp_cupti_buffer_completed(CUcontext ctx, uint32_t stream,
+                                        uint8_t *buffer, size_t size,
+                                        size_t valid) {
   (void)ctx;
   (void)stream;
   (void)size;
   if (!buffer)
     return;
+  const pp_cupti_api *api = pp_cupti_lib();
   size_t dropped = 0;
-  if (api.ActivityGetNumDroppedRecords &&
-      api.ActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS)
+  if (api->ActivityGetNumDroppedRecords &&
+      api->ActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS)
     dropped = 0;
   enum { CAP = 64 };
   span *done[CAP];
@@ -483,7 +305,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   stats.buffer_bytes += valid;
   stats.dropped += dropped;
   CUpti_Activity *r = NULL;
-  while (valid && api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+  while (valid && api->ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
     stats.records++;
     if (r->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
         r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
@@ -519,8 +341,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 }
 
 /* Launch calls of the thread's open span: correlation id and host time. */
-static void CUPTIAPI on_launch(void *ud, CUpti_CallbackDomain domain,
-                               CUpti_CallbackId cbid, const void *data) {
+void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
+                                 CUpti_CallbackId cbid, const void *data) {
   (void)ud;
   (void)domain;
   (void)cbid;
@@ -543,8 +365,6 @@ static void CUPTIAPI on_launch(void *ud, CUpti_CallbackDomain domain,
   }
   pthread_mutex_unlock(&tab_lock);
 }
-
-static uint64_t CUPTIAPI probe_clock(void) { return pp_now_ns(); }
 
 /* ---- the probe's hooks: a dispatch's record waits for its timeline ---------- */
 /* pp_emit with a span linked to the dispatch: 1 when the span keeps the
@@ -580,11 +400,8 @@ static void orphan_span(uint64_t id) {
   int deliver = 0;
   pthread_mutex_lock(&tab_lock);
   span *s = span_of(id);
-  if (s) {
-    s->mode = PP_CUPTI_RELEASE;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
-  }
+  if (s)
+    deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   pthread_mutex_unlock(&tab_lock);
   if (deliver)
     pp_sinks_deliver(&rec);
@@ -593,7 +410,16 @@ static void orphan_span(uint64_t id) {
 static const pp_device_hooks hooks = {defer_record, orphan_span,
                                       pp_cupti_drain};
 
-/* ---- the flusher ------------------------------------------------------------- */
+const pp_device_hooks *pp_cupti_device_hooks(void) { return &hooks; }
+
+/* ---- the flusher's round -------------------------------------------------------- */
+static void force_flush(void) {
+  pp_cupti_lib()->ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  pthread_mutex_lock(&tab_lock);
+  stats.forced_flushes++;
+  pthread_mutex_unlock(&tab_lock);
+}
+
 /* Flushes while spans wait; gives up on a span closed for GIVE_UP_NS. */
 static void sweep(void) {
   uint64_t now = pp_now_ns();
@@ -605,7 +431,7 @@ static void sweep(void) {
     span *s = &spans[i];
     if (s->state != SPAN_CLOSED)
       continue;
-    uint64_t age = since(now, s->closed_at);
+    uint64_t age = pp_cupti_since(now, s->closed_at);
     if (span_complete(s)) { /* complete, and nobody came for it */
       if ((s->mode == PP_CUPTI_KEEP && age >= GIVE_UP_NS) ||
           (s->mode == PP_CUPTI_TO_DISPATCH && !s->has_record &&
@@ -629,235 +455,23 @@ static void sweep(void) {
   pthread_mutex_unlock(&tab_lock);
   deliver_all(out, nout);
   free(out);
-  if (force) {
-    api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    pthread_mutex_lock(&tab_lock);
-    stats.forced_flushes++;
-    pthread_mutex_unlock(&tab_lock);
-  }
+  if (force)
+    force_flush();
 }
 
-static void *flusher_main(void *arg) {
-  (void)arg;
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL);
-  pthread_mutex_lock(&ctl_lock);
-  while (!flusher_stop) {
-    /* A round every flush_ms while collection is on; a round flushes only
-     * when a span waits. Nothing on the dispatch path wakes this thread (a
-     * wake-up is a system call on the dispatch thread): a span closed now
-     * is flushed within flush_ms. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)flush_period_ms * 1000000u;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
-    if (flusher_stop)
-      continue;
-    pthread_mutex_lock(&tab_lock);
-    uint64_t waiting = npending;
-    pthread_mutex_unlock(&tab_lock);
-    if (!waiting)
-      continue;
-    /* A flush takes CUPTI's and the driver's locks for about 55 us (H200):
-     * a thread inside a timed window would wait on them in its driver calls
-     * and the window would read the flush as host time. So the flush waits
-     * for a moment with no window open, polling each millisecond, at most
-     * DEFER_MAX_NS. */
-    uint64_t t0 = pp_now_ns();
-    while (!flusher_stop && __atomic_load_n(&windows_open, __ATOMIC_ACQUIRE) > 0 &&
-           since(pp_now_ns(), t0) < DEFER_MAX_NS) {
-      clock_gettime(CLOCK_REALTIME, &ts);
-      uint64_t ns1 = (uint64_t)ts.tv_nsec + 1000000u;
-      ts.tv_sec += (time_t)(ns1 / 1000000000u);
-      ts.tv_nsec = (long)(ns1 % 1000000000u);
-      pthread_cond_timedwait(&ctl_cond, &ctl_lock, &ts);
-    }
-    if (flusher_stop)
-      continue;
-    pthread_mutex_unlock(&ctl_lock);
-    api.ActivityFlushAll(0);
-    pthread_mutex_lock(&tab_lock);
-    stats.flushes++;
-    pthread_mutex_unlock(&tab_lock);
-    sweep();
-    pthread_mutex_lock(&ctl_lock);
-  }
-  pthread_mutex_unlock(&ctl_lock);
-  return NULL;
+uint64_t pp_cupti_waiting(void) {
+  pthread_mutex_lock(&tab_lock);
+  uint64_t waiting = npending;
+  pthread_mutex_unlock(&tab_lock);
+  return waiting;
 }
 
-static void at_exit(void);
-
-/* ---- start / stop ---------------------------------------------------------------- */
-static const CUpti_CallbackId launch_cbids[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-};
-
-static void callbacks(int on) {
-  for (size_t i = 0; i < sizeof launch_cbids / sizeof launch_cbids[0]; i++)
-    api.EnableCallback(on ? 1u : 0u, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                       launch_cbids[i]);
-}
-
-/* CUPTI keeps pointers to this module's functions for the life of the
- * process (buffer and timestamp callbacks cannot be unregistered): the
- * module stays mapped once it has handed them over. */
-static void pin_module(void) {
-  Dl_info info;
-  if (dladdr((void *)&pin_module, &info) && info.dli_fname)
-    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
-static int first_start(char *why, size_t whylen) {
-  if (!corr_tab) {
-    corr_slot *t = calloc(CORR_SLOTS, sizeof *t);
-    span *sp = calloc(SPAN_SLOTS, sizeof *sp);
-    if (!t || !sp) {
-      free(t);
-      free(sp);
-      why_put(why, whylen, "CUPTI: out of host memory for the span tables");
-      return -1;
-    }
-    pthread_mutex_lock(&tab_lock);
-    corr_tab = t;
-    spans = sp;
-    pthread_mutex_unlock(&tab_lock);
-  }
-  CUptiResult rc;
-  if (!registered) {
-    pin_module();
-    /* The probe clock first: CUPTI converts device timestamps with it only
-     * when it is registered before any activity kind is enabled. */
-    pp_clock_init();
-    rc = api.ActivityRegisterTimestampCallback(probe_clock);
-    if (rc != CUPTI_SUCCESS) {
-      cupti_why(why, whylen, "cuptiActivityRegisterTimestampCallback", rc);
-      return -1;
-    }
-    rc = api.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
-    if (rc != CUPTI_SUCCESS) {
-      cupti_why(why, whylen, "cuptiActivityRegisterCallbacks", rc);
-      return -1;
-    }
-    registered = 1;
-  }
-  if (!subscribed) {
-    rc = api.Subscribe(&subscriber, on_launch, NULL);
-    if (rc != CUPTI_SUCCESS) {
-      cupti_why(why, whylen, "cuptiSubscribe", rc);
-      if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-        why_put(why, whylen,
-                "cuptiSubscribe: another CUPTI client (a profiler such as "
-                "Nsight Systems?) holds the callback API; phaseprobe's CUPTI "
-                "source cannot run beside it");
-      return -1;
-    }
-    subscribed = 1;
-  }
-  callbacks(1);
-  rc = api.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (rc != CUPTI_SUCCESS) {
-    cupti_why(why, whylen,
-              "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)", rc);
-    callbacks(0);
-    return -1;
-  }
-  flusher_stop = 0;
-  if (pthread_create(&flusher, NULL, flusher_main, NULL) != 0) {
-    why_put(why, whylen, "CUPTI: cannot start the flusher thread");
-    api.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    callbacks(0);
-    return -1;
-  }
-  flusher_on = 1;
-  pp_set_device_hooks(&hooks);
-  static int exit_hooked;
-  if (!exit_hooked) {
-    /* Registered after CUPTI and the driver set up theirs, so it runs
-     * before they tear down (atexit runs in reverse order): a program that
-     * exits with collection on (os.exit without closing its Lua state, or
-     * exit() from C) completes what waits and stops the flusher while
-     * CUPTI still works. The module stays mapped (pin_module), so the
-     * handler never outlives its code. */
-    exit_hooked = atexit(at_exit) == 0;
-  }
-  return 0;
-}
-
-PP_EXPORT int pp_cupti_start(char *why, size_t whylen) {
-  if (pp_cupti_load(why, whylen) != 0)
-    return -1;
-  pthread_mutex_lock(&ctl_lock);
-  int rc = 0;
-  if (starts == 0)
-    rc = first_start(why, whylen);
-  if (rc == 0) {
-    if (starts++ == 0)
-      pp_clock_pin(1);
-    __atomic_store_n(&active_flag, 1, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&ctl_lock);
-  return rc;
-}
-
-/* With ctl_lock held: the last stop, or unload. */
-static void shut_down(void) {
-  __atomic_store_n(&active_flag, 0, __ATOMIC_RELEASE);
-  flusher_stop = 1;
-  pthread_cond_broadcast(&ctl_cond);
-  int join = flusher_on;
-  flusher_on = 0;
-  pthread_mutex_unlock(&ctl_lock);
-  if (join)
-    pthread_join(flusher, NULL);
-  pp_cupti_drain(1000000000u);
-  pthread_mutex_lock(&ctl_lock);
-  api.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  callbacks(0);
-  pp_clock_pin(-1);
-}
-
-PP_EXPORT void pp_cupti_stop(void) {
-  pthread_mutex_lock(&ctl_lock);
-  if (starts > 0 && --starts == 0)
-    shut_down();
-  pthread_mutex_unlock(&ctl_lock);
-}
-
-PP_EXPORT void pp_cupti_window(int delta) {
-  __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);
-}
-
-PP_EXPORT int pp_cupti_active(void) {
-  return __atomic_load_n(&active_flag, __ATOMIC_ACQUIRE);
-}
-
-PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {
-  pthread_mutex_lock(&ctl_lock);
-  if (ms)
-    flush_period_ms = ms < 1 ? 1 : ms > 1000 ? 1000 : ms;
-  unsigned v = flush_period_ms;
-  pthread_mutex_unlock(&ctl_lock);
-  return v;
-}
-
-/* At process exit with collection on (see first_start): stopped, and what
- * waits delivered, while CUPTI and the driver are still there. */
-static void at_exit(void) {
-  pthread_mutex_lock(&ctl_lock);
-  if (starts > 0) {
-    starts = 0;
-    shut_down();
-  }
-  pthread_mutex_unlock(&ctl_lock);
+void pp_cupti_flush_round(void) {
+  pp_cupti_lib()->ActivityFlushAll(0);
+  pthread_mutex_lock(&tab_lock);
+  stats.flushes++;
+  pthread_mutex_unlock(&tab_lock);
+  sweep();
 }
 
 /* ---- spans ------------------------------------------------------------------------ */
@@ -910,9 +524,7 @@ PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
     s->close_ns = close_ns;
     s->closed_at = pp_now_ns();
     s->state = SPAN_CLOSED;
-    s->mode = mode;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
+    deliver = set_mode(s, mode, &rec);
   }
   pthread_mutex_unlock(&tab_lock);
   if (rc != 0 && linked)
@@ -928,28 +540,17 @@ PP_EXPORT void pp_cupti_span_release(uint64_t id) {
   pthread_mutex_lock(&tab_lock);
   span *s = span_of(id);
   if (s && s->mode == PP_CUPTI_KEEP) {
-    s->mode = PP_CUPTI_RELEASE;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
+    deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   } else if (s && s->state == SPAN_OPEN) { /* dropped before its close */
     uint64_t now = pp_now_ns();
     s->open_ns = s->nlaunch ? s->launch[0] : now;
     s->close_ns = s->closed_at = now;
     s->state = SPAN_CLOSED;
-    s->mode = PP_CUPTI_RELEASE;
-    if (span_complete(s))
-      deliver = settle(s, &rec);
+    deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   }
   pthread_mutex_unlock(&tab_lock);
   if (deliver)
     pp_sinks_deliver(&rec);
-}
-
-static void force_flush(void) {
-  api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  pthread_mutex_lock(&tab_lock);
-  stats.forced_flushes++;
-  pthread_mutex_unlock(&tab_lock);
 }
 
 static void pause_us(unsigned us) {
@@ -972,7 +573,7 @@ static void collect_until(int (*done)(void *), void *arg, uint64_t timeout_ns) {
   for (;;) {
     if (done(arg))
       return;
-    uint64_t spent = since(pp_now_ns(), t0);
+    uint64_t spent = pp_cupti_since(pp_now_ns(), t0);
     if (spent >= timeout_ns)
       return;
     if (!forced && spent >= timeout_ns / 2) {
@@ -980,7 +581,7 @@ static void collect_until(int (*done)(void *), void *arg, uint64_t timeout_ns) {
       forced = 1;
       continue;
     }
-    api.ActivityFlushAll(0);
+    pp_cupti_lib()->ActivityFlushAll(0);
     if (done(arg))
       return;
     pause_us(pause);
@@ -1023,7 +624,7 @@ PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
   }
   pthread_mutex_unlock(&tab_lock);
   if (!s) {
-    why_put(why, whylen, "no CUPTI span %llu (never begun, or already read)",
+    pp_fail(why, whylen, "no CUPTI span %llu (never begun, or already read)",
             (unsigned long long)id);
     return -1;
   }
@@ -1035,19 +636,19 @@ PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
   s = span_of(id);
   if (!s) {
     rc = -1;
-    why_put(why, whylen, "CUPTI span %llu was given up on",
+    pp_fail(why, whylen, "CUPTI span %llu was given up on",
             (unsigned long long)id);
   } else {
     timeline_of(s, out);
     if (s->nlaunch == 0) {
       rc = 1;
-      why_put(why, whylen,
+      pp_fail(why, whylen,
               "CUPTI saw none of the launch calls of span %llu (made on "
               "another thread, or by a driver CUPTI does not trace?)",
               (unsigned long long)id);
     } else if (!span_complete(s) || s->untimed) {
       rc = 1;
-      why_put(why, whylen,
+      pp_fail(why, whylen,
               "CUPTI delivered %llu of %llu kernel records (%llu untimed) "
               "for span %llu within %llu ms",
               (unsigned long long)s->received,
@@ -1083,7 +684,7 @@ PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
 }
 
 PP_EXPORT size_t pp_cupti_drain(uint64_t timeout_ns) {
-  if (!api_ok)
+  if (!pp_cupti_lib())
     return 0;
   if (!timeout_ns)
     timeout_ns = 1000000000u;
@@ -1116,42 +717,11 @@ PP_EXPORT void pp_cupti_stats_get(pp_cupti_stats *out) {
   *out = stats;
   out->pending = npending;
   pthread_mutex_unlock(&tab_lock);
-  pthread_mutex_lock(&ctl_lock);
-  out->starts = starts;
-  pthread_mutex_unlock(&ctl_lock);
+  out->starts = pp_cupti_starts();
 }
 
 #else /* no CUPTI headers at build time */
 
-static const char absent_why[] =
-    "phaseprobe was built without the CUPTI headers (cupti.h not found under "
-    "$CUDA_HOME/extras/CUPTI/include or $CUDA_HOME/include at build time): "
-    "the CUPTI kernel-time source is absent; rebuild with CUDA_HOME=<toolkit>";
-
-PP_EXPORT int pp_cupti_load(char *why, size_t whylen) {
-  why_put(why, whylen, "%s", absent_why);
-  return -1;
-}
-PP_EXPORT int pp_cupti_available(char *why, size_t whylen) {
-  why_put(why, whylen, "%s", absent_why);
-  return 0;
-}
-PP_EXPORT const char *pp_cupti_path(void) { return ""; }
-PP_EXPORT uint32_t pp_cupti_version(void) { return 0; }
-PP_EXPORT int pp_cupti_start(char *why, size_t whylen) {
-  why_put(why, whylen, "%s", absent_why);
-  return -1;
-}
-PP_EXPORT void pp_cupti_stop(void) {}
-PP_EXPORT void pp_cupti_window(int delta) {
-  __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);
-}
-
-PP_EXPORT int pp_cupti_active(void) { return 0; }
-PP_EXPORT unsigned pp_cupti_flush_ms(unsigned ms) {
-  (void)ms;
-  return 0;
-}
 PP_EXPORT uint64_t pp_cupti_span_begin(void) { return 0; }
 PP_EXPORT void pp_cupti_span_end(uint64_t id) { (void)id; }
 PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
@@ -1168,15 +738,13 @@ PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
   (void)id;
   (void)timeout_ns;
   memset(out, 0, sizeof *out);
-  why_put(why, whylen, "%s", absent_why);
-  return -1;
+  return pp_fail(why, whylen, "%s", PP_CUPTI_ABSENT_WHY);
 }
 PP_EXPORT size_t pp_cupti_drain(uint64_t timeout_ns) {
   (void)timeout_ns;
   return 0;
 }
 PP_EXPORT void pp_cupti_span_release(uint64_t id) { (void)id; }
-PP_EXPORT void pp_cupti_window(int delta) { (void)delta; }
 PP_EXPORT void pp_cupti_stats_get(pp_cupti_stats *out) {
   memset(out, 0, sizeof *out);
 }

@@ -190,7 +190,10 @@ enum { PP_CACHE_PTX = 0 };
 
 /* ---- the per-thread accumulator ------------------------------------------ */
 /* Opens a dispatch on this thread: clears the accumulator, binds it to the
- * current schema and takes the start time. */
+ * current schema and takes the start time. A dispatch still pending (begun,
+ * or charged without pp_begin, and not emitted) is dropped, not merged:
+ * counted in pp_stats().abandoned and, the first time in the process, said
+ * through the notices with what it held. */
 void pp_begin(void);
 /* Captures wall_ns (begin to now); later charges still land in the record. */
 void pp_end(void);
@@ -204,6 +207,12 @@ static inline pp_ticks pp_mark(void) { return pp_enabled() ? pp_now() : 0; }
 
 void pp_add_ns(int phase, uint64_t ns);
 void pp_add_nested_ns(int nested, uint64_t ns);
+/* Starts come from pp_mark (or pp_now, or a previous pp_lap): ticks of the
+ * clock in use. A start that cannot be one (earlier than the clock's first
+ * reading in this process, such as a small number, or nanoseconds from
+ * pp_now_ns where the clock counts TSC ticks; or more than 1 ms later than
+ * the call) charges nothing and is counted in pp_stats().bad_starts; a
+ * start later by less than that charges 0. */
 /* Charge the time since `started` (from pp_mark; 0 is a no-op). */
 void pp_charge(int phase, pp_ticks started);
 /* Charge the time since `started`, which the caller took for its own use. */
@@ -349,9 +358,13 @@ int pp_record_field_present(const pp_record *r, size_t i);
  *     pp_emit(&(pp_emit_args){.seq = n, .wall_ns = w,
  *                             .given = PP_GIVEN_SEQ | PP_GIVEN_WALL}, NULL);
  *
- * The form of phaseprobe 0.1.0, with no `given` (0): a field at PP_AUTO is
- * the probe's, any other value is given, and no cache value is; it cannot
- * give UINT64_MAX. Callers written for it compile and behave as before. */
+ * The form of phaseprobe 0.1.0, with no `given` (0): a field at 0 (what a
+ * designated initializer leaves it) or at PP_AUTO is the probe's, any other
+ * value is given, and no cache value is. So its example,
+ * pp_emit(&(pp_emit_args){.seq = n}, NULL) after pp_end, keeps the
+ * measured wall and the recorded device window; that form cannot give 0 or
+ * UINT64_MAX (`given` can). Callers written for it compile and keep their
+ * meaning. */
 #define PP_AUTO UINT64_MAX
 typedef struct {
   uint64_t seq, wall_ns, enqueue_ns, wait_ns, device_window_ns;
@@ -462,6 +475,10 @@ typedef struct {
                              "none"                                        */
   uint64_t abandoned;     /* dispatches dropped by a pp_begin over them:
                              begun (or charged) and never emitted          */
+  uint64_t bad_starts;    /* pp_charge, pp_lap, ... calls that charged
+                             nothing: their start cannot be a pp_mark
+                             (earlier than the clock's first reading, or
+                             more than 1 ms after the call)                */
 } pp_stats_t;
 void pp_stats(pp_stats_t *out);
 

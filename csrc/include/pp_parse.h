@@ -238,13 +238,34 @@ size_t pp_cols_lincomb(const pp_cols *c, const size_t *cols,
                        const double *coef, size_t nterms, const uint32_t *sel,
                        size_t nsel, int clamp, double floor, double *out);
 /* Rows whose `col` equals v (kind PP_VAL_NONE: rows lacking it). Numbers
- * compare by value across int and double. Writes to out (room for nsel);
+ * compare by their exact values across int, u64 and double. Writes to out (room for nsel);
  * returns the count. */
 size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
                         const uint32_t *sel, size_t nsel, uint32_t *out);
-/* Rows whose `col` is present and lo <= value <= hi. */
+/* Rows whose `col` is a number and lo <= value <= hi. */
 size_t pp_cols_where_range(const pp_cols *c, size_t col, double lo, double hi,
                            const uint32_t *sel, size_t nsel, uint32_t *out);
+/* The same with bounds of kind PP_VAL_INT (u64 included) or PP_VAL_NUM
+ * (NULL: no bound), compared exactly: an integer with a double by their
+ * values, never through a rounded double. */
+size_t pp_cols_where_between(const pp_cols *c, size_t col, const pp_value *lo,
+                             const pp_value *hi, const uint32_t *sel,
+                             size_t nsel, uint32_t *out);
+/* Rows whose `col` meets `col op text`. The text is a decimal number,
+ * [+-]?(D+(.D*)?|.D+)([eE][+-]?D+)?, or (for = and != only) any text.
+ * Numbers compare exactly, as decimals: a value by its own text (an
+ * integer's digits, a double as it was written or its shortest spelling;
+ * a string whose text is a number by the rule of values, pp_parse.h,
+ * counts as that number); = also holds where the value's text is the
+ * text. Absent values and values that are no number meet only !=. Writes
+ * the rows to out (room for nsel) and their count to *nout; returns 0, or
+ * -1 when op orders and the text is no number. */
+typedef enum {
+  PP_CMP_EQ, PP_CMP_NE, PP_CMP_LT, PP_CMP_LE, PP_CMP_GT, PP_CMP_GE
+} pp_cmp_op;
+int pp_cols_where_cmp(const pp_cols *c, size_t col, pp_cmp_op op,
+                      const char *text, size_t len, const uint32_t *sel,
+                      size_t nsel, uint32_t *out, size_t *nout);
 
 /* Group by the value of `col`, groups in order of first appearance; rows
  * lacking the field form a group with key kind PP_VAL_NONE. */

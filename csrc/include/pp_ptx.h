@@ -115,9 +115,13 @@ typedef struct {
   uint64_t instructions;           /* statements that are instructions */
   uint64_t regs[PP_PTX_NREG];      /* registers declared, by class */
   uint64_t bar_sync;               /* bar.{sync,red,arrive}, barrier.* */
-  uint64_t atomics;                /* atom.* and red.* */
-  uint64_t atomics_global;         /* of which on .global */
-  uint64_t grid_syncs;             /* add-atomic + spin load on one address */
+  uint64_t atomics;                /* atom.* and red.*, and calls of nvcc's
+                                      atomic functions (debug code)      */
+  uint64_t atomics_global;         /* atom.*, red.* on .global          */
+  uint64_t grid_syncs;             /* add-atomic, then a loop re-reading
+                                      its address (a volatile, acquire or
+                                      relaxed load, or an atomic that
+                                      leaves the value as it is)         */
   uint64_t markers;                /* first marker, inside the body */
   pp_ptx_var *vars;                /* .shared/.local/... declared inside */
   size_t nvars;

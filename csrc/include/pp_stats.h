@@ -24,7 +24,11 @@ extern "C" {
  * even count is the mean of the middle two). An empty summary has count 0
  * and NaN for the rest. NaN values are no values: they are left out of
  * every figure (count included) and counted in nan, so a summary does not
- * depend on where they stand; infinities are values like any other. */
+ * depend on where they stand; infinities are values like any other.
+ * Between two ranks a quantile is the point of the line through them: an
+ * infinite endpoint gives that infinity, equal endpoints their value, -inf
+ * to +inf NaN (so is a mean over both). Finite values whose difference or
+ * sum overflows still get a finite quantile and mean. */
 typedef struct {
   size_t count;        /* values summarised (NaNs not among them)       */
   size_t nan;          /* NaN values left out                           */
@@ -79,7 +83,8 @@ typedef struct {
 #define PP_TS_SAMPLE_PAIRS 100000
 #define PP_TS_SAMPLE_POINTS 65536
 /* x and y are not modified. A point with a NaN coordinate is left out
- * (counted in out->nan). Returns 0, or -1 out of memory. */
+ * (counted in out->nan); one with an infinite coordinate leaves least
+ * squares and both r2 NaN. Returns 0, or -1 out of memory. */
 int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out);
 /* The same in stages, for many fits over shared columns: statistics of
  * an x column and of a y column once, then one pass a pair. */
@@ -96,6 +101,10 @@ int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s);
 int pp_fit_line_with(const double *x, const double *y, size_t n,
                      const pp_fit_xstat *xs, const pp_fit_ystat *ys,
                      pp_fit *out);
+/* The points of x and y with no NaN coordinate, in their order, copied to
+ * ox and oy (room for n each); returns how many there are. */
+size_t pp_fit_points(const double *x, const double *y, size_t n, double *ox,
+                     double *oy);
 
 #ifdef __cplusplus
 }

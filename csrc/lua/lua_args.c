@@ -71,12 +71,25 @@ const char *pp_lua_tocname(lua_State *L, int idx, const char *what) {
   return s;
 }
 
+const char *pp_lua_tokey(lua_State *L, int idx) {
+  size_t len;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    return NULL;
+  const char *s = lua_tolstring(L, idx, &len);
+  return strlen(s) == len ? s : NULL;
+}
+
 int pp_lua_hasnul(lua_State *L, int idx) {
   size_t len;
   if (lua_type(L, idx) != LUA_TSTRING)
     return 0;
   const char *s = lua_tolstring(L, idx, &len);
   return strlen(s) != len;
+}
+
+const char *pp_lua_fieldkey(lua_State *L, int idx) {
+  const char *k = pp_lua_tokey(L, idx);
+  return k ? k : "";
 }
 
 int pp_lua_optswitch(lua_State *L, int arg) {

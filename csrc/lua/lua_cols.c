@@ -9,7 +9,8 @@
  *   cols:fields(), cols:kind(name)         field names, a field's kind
  *   cols:row(i [, names]), cols:get(name, i), cols:line(i),
  *   cols:values(name [, sel [, "text"]])
- *   cols:where(name, value), cols:range(name, lo, hi), cols:select(rows)
+ *   cols:where(name, value), cols:range(name, lo, hi),
+ *   cols:compare(name, op, text), cols:select(rows)
  *                                          -> selection (rows of this store)
  *   cols:summary(name [, sel]), cols:fit(x, y [, sel]),
  *   cols:fits({x...}, {y...} [, sel]), cols:lincomb({{name, coef}...} [, sel
@@ -239,7 +240,7 @@ static query records_args(lua_State *L) {
 static int cols_values(lua_State *L) {
   static const char *const as_names[] = {"value", "text", NULL};
   query q = query_args(L);
-  int as_text = luaL_checkoption(L, 4, "value", as_names) == 1;
+  int as_text = pp_lua_checkoption(L, 4, "value", as_names) == 1;
   size_t n = nrows(q.c, q.sel, q.nsel);
   lua_createtable(L, q.col < 0 ? 0 : (int)n, 0);
   if (q.col < 0)
@@ -451,16 +452,63 @@ static int cols_where(lua_State *L) {
   return 1;
 }
 
-/* cols:range(name, lo, hi [, sel]) -> selection of lo <= value <= hi */
+/* A bound of cols:range: nil (none), an integer or a float. */
+static const pp_value *opt_bound(lua_State *L, int arg, pp_value *v) {
+  memset(v, 0, sizeof *v);
+  if (lua_isnoneornil(L, arg))
+    return NULL;
+  if (lua_isinteger(L, arg)) {
+    v->kind = PP_VAL_INT;
+    v->i = (int64_t)lua_tointeger(L, arg);
+  } else {
+    v->kind = PP_VAL_NUM;
+    v->d = luaL_checknumber(L, arg);
+  }
+  return v;
+}
+
+/* cols:range(name, lo, hi [, sel]) -> selection of lo <= value <= hi,
+ * compared exactly (an integer bound with a u64 or a double value) */
 static int cols_range(lua_State *L) {
   pp_cols *c = check_cols(L, 1);
   int col = col_of(L, c, 2);
-  double lo = luaL_optnumber(L, 3, -HUGE_VAL), hi = luaL_optnumber(L, 4, HUGE_VAL);
+  pp_value a, b;
+  const pp_value *lo = opt_bound(L, 3, &a), *hi = opt_bound(L, 4, &b);
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
   size_t n = nrows(c, sel, nsel);
   uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
-  size_t m = col >= 0 ? pp_cols_where_range(c, (size_t)col, lo, hi, sel, nsel, out) : 0;
+  size_t m = col >= 0 ? pp_cols_where_between(c, (size_t)col, lo, hi, sel, nsel, out) : 0;
+  push_sel(L, 1, out, m);
+  return 1;
+}
+
+/* cols:compare(name, op, text [, sel]) -> selection of the records whose
+ * value meets `name op text` (op: "=", "!=", "<", "<=", ">", ">="; the
+ * text a number's, compared exactly, or for = and != any text:
+ * pp_cols_where_cmp) */
+static int cols_compare(lua_State *L) {
+  static const char *const ops[] = {"=", "!=", "<", "<=", ">", ">=", NULL};
+  static const pp_cmp_op codes[] = {PP_CMP_EQ, PP_CMP_NE, PP_CMP_LT,
+                                    PP_CMP_LE, PP_CMP_GT, PP_CMP_GE};
+  pp_cols *c = check_cols(L, 1);
+  int col = col_of(L, c, 2);
+  pp_cmp_op op = codes[luaL_checkoption(L, 3, NULL, ops)];
+  size_t len;
+  const char *text = luaL_checklstring(L, 4, &len);
+  size_t nsel;
+  const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
+  size_t n = nrows(c, sel, nsel);
+  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
+  size_t m = 0;
+  if (col >= 0) {
+    if (pp_cols_where_cmp(c, (size_t)col, op, text, len, sel, nsel, out, &m) != 0)
+      return luaL_argerror(L, 4, lua_pushfstring(L, "%s compares numbers; '%s' is not one",
+                                                 ops[op], text));
+  } else if (op == PP_CMP_NE) { /* no record has it: none equals the text */
+    for (size_t i = 0; i < n; i++)
+      out[m++] = (uint32_t)(sel ? sel[i] : i);
+  }
   push_sel(L, 1, out, m);
   return 1;
 }
@@ -724,6 +772,7 @@ GUARDED(cols_fits)
 GUARDED(cols_lincomb)
 GUARDED(cols_where)
 GUARDED(cols_range)
+GUARDED(cols_compare)
 GUARDED(cols_select)
 GUARDED(cols_group)
 GUARDED(cols_distinct)
@@ -757,6 +806,7 @@ static const luaL_Reg cols_methods[] = {
     {"lincomb", cols_lincomb_guarded},
     {"where", cols_where_guarded},
     {"range", cols_range_guarded},
+    {"compare", cols_compare_guarded},
     {"select", cols_select_guarded},
     {"group", cols_group_guarded},
     {"distinct", cols_distinct_guarded},

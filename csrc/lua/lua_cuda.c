@@ -104,7 +104,20 @@ void lcu_unhold(lcu_ctx *c) {
 }
 
 int lcu_no_field(lua_State *L, const char *kind) {
-  return luaL_error(L, "%s has no field '%s'", kind, lua_tostring(L, 2));
+  int nul = pp_lua_hasnul(L, 2);
+  return luaL_error(L, "%s has no field '%s'%s", kind, luaL_tolstring(L, 2, NULL),
+                    nul ? " (it contains a NUL byte)" : "");
+}
+
+const char *lcu_get_key(lua_State *L, int closed, const char *kind) {
+  const char *k = pp_lua_fieldkey(L, 2); /* h["closed\0x"] is not h.closed */
+  if (strcmp(k, "closed") == 0) {
+    lua_pushboolean(L, closed);
+    return NULL;
+  }
+  if (closed)
+    luaL_argerror(L, 1, lua_pushfstring(L, "closed %s", kind));
+  return k;
 }
 
 int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
@@ -154,6 +167,13 @@ int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
 
 lcu_ctx *lcu_check_ctx(lua_State *L, int idx) {
   return luaL_checkudata(L, idx, LCU_CTX_MT);
+}
+
+int lcu_opt_bool(lua_State *L, int t, const char *field) {
+  lua_getfield(L, t, field);
+  int v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
 }
 
 /* ---- module functions ------------------------------------------------------ */
@@ -337,12 +357,9 @@ static const lcu_field ctx_fields[] = {
 
 static int ctx_get(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, c->closed);
+  const char *k = lcu_get_key(L, c->closed, "context");
+  if (!k)
     return 1;
-  }
-  PP_CHECK_OPEN(L, !c->closed, "context");
   if (lcu_push_field(L, c, ctx_fields, k))
     return 1;
   if (strcmp(k, "usable") == 0)
@@ -419,7 +436,7 @@ static void open_classes(lua_State *L) {
       .gc = ctx_close, .close = ctx_close, .tostring = ctx_tostring});
   lcu_open_module(L);
   lcu_open_mem(L);
-  lcu_open_launch(L);
+  lcu_open_window(L);
 }
 
 #endif

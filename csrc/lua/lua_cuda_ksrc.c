@@ -33,14 +33,15 @@ pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
                            pp_kernel_src def) {
   if (lua_isnoneornil(L, idx))
     return def;
-  const char *s = pp_lua_hasnul(L, idx) ? "" : lua_tostring(L, idx);
-  if (lua_type(L, idx) == LUA_TSTRING && strcmp(s, "event") == 0)
+  const char *s = pp_lua_fieldkey(L, idx);
+  if (strcmp(s, "event") == 0)
     return PP_KSRC_EVENT;
-  if (lua_type(L, idx) == LUA_TSTRING && strcmp(s, "cupti") == 0)
+  if (strcmp(s, "cupti") == 0)
     return PP_KSRC_CUPTI;
+  int nul = pp_lua_hasnul(L, idx);
   return (pp_kernel_src)luaL_error(
-      L, "%s: field 'source' must be \"event\" or \"cupti\", got %s", what,
-      luaL_tolstring(L, idx, NULL));
+      L, "%s: field 'source' must be \"event\" or \"cupti\", got %s%s", what,
+      luaL_tolstring(L, idx, NULL), nul ? " (it contains a NUL byte)" : "");
 }
 
 void lcu_check_ksrc(lua_State *L, pp_kernel_src src, const char *what) {
@@ -142,10 +143,8 @@ static void calibrate_opts(lua_State *L, int idx, lua_Integer *samples,
   luaL_checktype(L, idx, LUA_TTABLE);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
-                        ? lua_tostring(L, -2)
-                        : "";
-    if (strcmp(k, "samples") != 0 && strcmp(k, "source") != 0) {
+    const char *k = pp_lua_tokey(L, -2);
+    if (!k || (strcmp(k, "samples") != 0 && strcmp(k, "source") != 0)) {
       lua_pop(L, 1);
       luaL_error(L, "ctx:calibrate_events: unknown field '%s' (fields: "
                     "samples, source)",
@@ -163,17 +162,20 @@ static void calibrate_opts(lua_State *L, int idx, lua_Integer *samples,
   }
   lua_pop(L, 1);
   if (lua_getfield(L, idx, "source") != LUA_TNIL) {
-    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+    const char *s = pp_lua_fieldkey(L, -1); /* "" for "cupti\0x" */
     if (strcmp(s, "auto") == 0)
       *source = 0;
     else if (strcmp(s, "event") == 0)
       *source = PP_KSRC_EVENT;
     else if (strcmp(s, "cupti") == 0)
       *source = PP_KSRC_CUPTI;
-    else
+    else {
+      int nul = pp_lua_hasnul(L, -1);
       luaL_error(L, "ctx:calibrate_events: field 'source' must be \"auto\", "
-                    "\"event\" or \"cupti\", got %s",
-                 luaL_tolstring(L, -1, NULL));
+                    "\"event\" or \"cupti\", got %s%s",
+                 luaL_tolstring(L, -1, NULL),
+                 nul ? " (it contains a NUL byte)" : "");
+    }
   }
   lua_pop(L, 1);
 }

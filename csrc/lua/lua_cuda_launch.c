@@ -1,18 +1,15 @@
 /*
- * lua_cuda_launch.c: launches, streams and the timed dispatch window.
+ * lua_cuda_launch.c: launches as Lua describes them: a description table
+ * read and checked, its arguments packed by the function's parameter
+ * layout, and the launch itself.
  *
  *   fn:launch{grid = 64, block = 256, args = {n, 2.0, x, y}}
- *   local s = ctx:stream()            -- or ctx.stream, the default stream
- *   local w = s:window()              -- outer start event
- *   w:spin_us(100)                    -- optional injected host gap
- *   w:launch_loop{fn = fn, grid = 64, block = 256, args = {...},
- *                 iterations = 4, reset = {target = g, bytes = 4}}
- *   w:close()                         -- outer end event
- *   s:synchronize()
- *   local device_window_ns, kernel_ns = w:collect()
+ *   fn:launch{grid = {8, 8}, block = 256, stream = s, cooperative = true,
+ *             shared = 4096, args = {...}}
  *
- * Arguments are converted once, before any event is recorded; the launch
- * loop then runs in C (cuda_window.c) with no Lua between the inner events.
+ * Arguments are converted once, before any event is recorded: the timed
+ * window (lua_cuda_window.c) reads a loop's description here, and the loop
+ * then runs in C (cuda_window.c) with no Lua between the inner events.
  */
 #include "pp_lua_cuda.h"
 
@@ -213,39 +210,24 @@ static void **pack_args(lua_State *L, const char *what, const lcu_fn *fn,
 }
 
 /* ---- launch descriptions ------------------------------------------------------ */
-typedef struct {
-  lcu_fn *fn;
-  lcu_ctx *c;
-  pp_cuda_launch_cfg cfg;
-  lcu_stream *s;       /* NULL: the legacy default stream                */
-  uint64_t iterations;
-  pp_cuda_reset reset;
-  int fence;
-  double spin_us;
-  pp_kernel_src source; /* PP_KSRC_NONE: the window's (the context's)   */
-} launch_desc;
-
-enum { F_FN = 1, F_STREAM = 2, F_LOOP = 4, F_SPIN = 8, F_SAMPLES = 16 };
-
 static void check_fields(lua_State *L, int t, const char *what, int allow) {
   static const struct {
     const char *name;
     int needs;
-  } fields[] = {{"grid", 0},       {"block", 0},      {"shared", 0},
-                {"args", 0},       {"cooperative", 0}, {"fn", F_FN},
-                {"stream", F_STREAM}, {"iterations", F_LOOP},
-                {"reset", F_LOOP}, {"fence", F_LOOP}, {"spin_us", F_SPIN},
-                {"samples", F_SAMPLES}, {"source", F_LOOP}};
+  } fields[] = {
+      {"grid", 0}, {"block", 0}, {"shared", 0}, {"args", 0}, {"cooperative", 0},
+      {"fn", LCU_LAUNCH_FN}, {"stream", LCU_LAUNCH_STREAM},
+      {"iterations", LCU_LAUNCH_LOOP}, {"reset", LCU_LAUNCH_LOOP},
+      {"fence", LCU_LAUNCH_LOOP}, {"spin_us", LCU_LAUNCH_SPIN},
+      {"samples", LCU_LAUNCH_SAMPLES}, {"source", LCU_LAUNCH_LOOP}};
   lua_pushnil(L);
   while (lua_next(L, t)) {
     int ok = 0;
-    if (lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)) {
-      const char *k = lua_tostring(L, -2);
-      for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (strcmp(k, fields[i].name) == 0 &&
-            (fields[i].needs & allow) == fields[i].needs)
-          ok = 1;
-    }
+    const char *k = pp_lua_tokey(L, -2);
+    for (size_t i = 0; k && i < sizeof fields / sizeof fields[0]; i++)
+      if (strcmp(k, fields[i].name) == 0 &&
+          (fields[i].needs & allow) == fields[i].needs)
+        ok = 1;
     if (!ok) {
       lua_pop(L, 1);
       int nul = pp_lua_hasnul(L, -1);
@@ -308,7 +290,7 @@ static lua_Integer opt_int_field(lua_State *L, int t, const char *what,
 /* Reads field 'reset'; returns the stack index of its target (left on the
  * stack, so that it stays alive and can be checked again), or 0. */
 static int parse_reset(lua_State *L, int t, const char *what,
-                       launch_desc *d) {
+                       lcu_launch *d) {
   memset(&d->reset, 0, sizeof d->reset);
   int ty = lua_getfield(L, t, "reset");
   if (ty == LUA_TNIL) {
@@ -343,7 +325,7 @@ static int parse_reset(lua_State *L, int t, const char *what,
 /* What parse_launch read may have been closed by code it ran (an __index
  * of the description table): checks it all again. */
 static void recheck_launch(lua_State *L, const char *what, int fn_idx,
-                           int stream_idx, int target_idx, launch_desc *d) {
+                           int stream_idx, int target_idx, lcu_launch *d) {
   d->fn = lcu_check_open_fn(L, fn_idx);
   if (d->s && d->s->closed)
     luaL_error(L, "%s: closed stream", what);
@@ -357,14 +339,7 @@ static void recheck_launch(lua_State *L, const char *what, int fn_idx,
   }
 }
 
-static int opt_bool_field(lua_State *L, int t, const char *field) {
-  lua_getfield(L, t, field);
-  int v = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
-
-static void check_coop(lua_State *L, const char *what, launch_desc *d) {
+static void check_coop(lua_State *L, const char *what, lcu_launch *d) {
   if (!d->c->coop)
     luaL_error(L, "%s: device %d (%s) does not support cooperative launches",
                what, d->c->ordinal, d->c->name);
@@ -389,11 +364,9 @@ static void check_coop(lua_State *L, const char *what, launch_desc *d) {
   }
 }
 
-/* Reads a launch description from the table at t. fn_idx: the function's
- * stack index, or 0 to take it from field 'fn'. Leaves the packed argument
- * block (and the function, when taken from the table) on the stack. */
-static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
-                         int allow, launch_desc *d) {
+/* Reads a launch description from the table at t (pp_lua_cuda.h). */
+void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
+                      int allow, lcu_launch *d) {
   memset(d, 0, sizeof *d);
   luaL_checktype(L, t, LUA_TTABLE);
   check_fields(L, t, what, allow);
@@ -410,9 +383,9 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   parse_dim(L, t, what, "grid", d->cfg.grid, 1);
   parse_dim(L, t, what, "block", d->cfg.block, 1);
   d->cfg.shared = (unsigned)opt_int_field(L, t, what, "shared", 0, 0, 0x7fffffff);
-  d->cfg.cooperative = opt_bool_field(L, t, "cooperative");
+  d->cfg.cooperative = lcu_opt_bool(L, t, "cooperative");
   int stream_idx = 0, target_idx = 0;
-  if (allow & F_STREAM) {
+  if (allow & LCU_LAUNCH_STREAM) {
     if (lua_getfield(L, t, "stream") != LUA_TNIL) {
       d->s = luaL_testudata(L, -1, LCU_STREAM_MT);
       if (!d->s)
@@ -427,16 +400,16 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
       lua_pop(L, 1);
     }
   }
-  if (allow & F_LOOP) {
+  if (allow & LCU_LAUNCH_LOOP) {
     d->iterations = (uint64_t)opt_int_field(L, t, what, "iterations", 1, 0,
                                             LUA_MAXINTEGER);
-    d->fence = opt_bool_field(L, t, "fence");
+    d->fence = lcu_opt_bool(L, t, "fence");
     target_idx = parse_reset(L, t, what, d);
     lua_getfield(L, t, "source");
     d->source = lcu_opt_ksrc(L, lua_gettop(L), what, PP_KSRC_NONE);
     lua_pop(L, 1);
   }
-  if (allow & F_SPIN) {
+  if (allow & LCU_LAUNCH_SPIN) {
     lua_getfield(L, t, "spin_us");
     d->spin_us = luaL_optnumber(L, -1, 0.0);
     if (!(d->spin_us >= 0 && d->spin_us <= 1e9)) /* NaN too */
@@ -456,9 +429,8 @@ static void parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   lua_remove(L, args_idx);
 }
 
-/* "function 'f', grid=AxBxC block=AxBxC shared=N" for launch errors */
-static const char *launch_text(lua_State *L, const char *what,
-                               const launch_desc *d) {
+const char *lcu_launch_text(lua_State *L, const char *what,
+                            const lcu_launch *d) {
   const unsigned *g = d->cfg.grid, *b = d->cfg.block;
   return lua_pushfstring(L, "%s of '%s' (grid=%dx%dx%d block=%dx%dx%d "
                             "shared=%d%s)",
@@ -469,12 +441,12 @@ static const char *launch_text(lua_State *L, const char *what,
 
 /* fn:launch{grid=, block=, shared=, stream=, args=, cooperative=} */
 int lcu_fn_launch(lua_State *L) {
-  launch_desc d;
-  parse_launch(L, 2, 1, "fn:launch", F_STREAM, &d);
+  lcu_launch d;
+  lcu_parse_launch(L, 2, 1, "fn:launch", LCU_LAUNCH_STREAM, &d);
   const char *failed = NULL;
   CUresult rc = pp_cuda_launch(&d.cfg, d.s ? d.s->s : NULL, &failed);
   if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, d.c, failed, rc, launch_text(L, "fn:launch", &d));
+    return lcu_raise(L, d.c, failed, rc, lcu_launch_text(L, "fn:launch", &d));
   return 0;
 }
 
@@ -489,8 +461,9 @@ int lcu_fn_launch_costs(lua_State *L) {
   lua_pop(L, 1);
   luaL_argcheck(L, n >= 1 && n <= 1000000, 2, "samples must be 1..1000000");
   uint64_t *t = lua_newuserdatauv(L, (size_t)n * sizeof *t, 0);
-  launch_desc d;
-  parse_launch(L, 2, 1, "fn:launch_costs", F_STREAM | F_SAMPLES, &d);
+  lcu_launch d;
+  lcu_parse_launch(L, 2, 1, "fn:launch_costs",
+                   LCU_LAUNCH_STREAM | LCU_LAUNCH_SAMPLES, &d);
   CUstream s = d.s ? d.s->s : NULL;
   const char *failed = NULL;
   for (lua_Integer i = 0; i < n; i++) {
@@ -502,7 +475,7 @@ int lcu_fn_launch_costs(lua_State *L) {
     t[i] = pp_ticks_to_ns(t0, pp_now());
     if (rc != CUDA_SUCCESS)
       return lcu_raise(L, d.c, failed, rc,
-                       launch_text(L, "fn:launch_costs", &d));
+                       lcu_launch_text(L, "fn:launch_costs", &d));
   }
   CUresult rc = pp_cuda()->StreamSynchronize(s);
   if (rc != CUDA_SUCCESS)
@@ -513,539 +486,6 @@ int lcu_fn_launch_costs(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   return 1;
-}
-
-/* ---- streams ----------------------------------------------------------------- */
-static lcu_stream *check_stream(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_STREAM_MT);
-}
-
-static lcu_stream *check_open_stream(lua_State *L, int idx, const char *what) {
-  lcu_stream *s = check_stream(L, idx);
-  PP_CHECK_OPEN(L, !s->closed, "stream");
-  lcu_use(L, s->c, what);
-  return s;
-}
-
-static lcu_stream *new_stream(lua_State *L, int ctx_idx, lcu_ctx *c) {
-  lcu_stream *s = lua_newuserdatauv(L, sizeof *s, 1);
-  memset(s, 0, sizeof *s);
-  s->c = c;
-  luaL_setmetatable(L, LCU_STREAM_MT);
-  lua_pushvalue(L, ctx_idx);
-  lua_setiuservalue(L, -2, 1);
-  return s;
-}
-
-void lcu_push_default_stream(lua_State *L, int idx) {
-  idx = lua_absindex(L, idx);
-  if (lua_getiuservalue(L, idx, 1) != LUA_TNIL)
-    return;
-  lua_pop(L, 1);
-  new_stream(L, idx, lcu_check_ctx(L, idx));
-  lua_pushvalue(L, -1);
-  lua_setiuservalue(L, idx, 1);
-}
-
-/* ctx:stream([{non_blocking = true}]) -> stream */
-int lcu_ctx_stream(lua_State *L) {
-  lcu_ctx *c = lcu_check_ctx(L, 1);
-  PP_CHECK_OPEN(L, !c->closed, "context");
-  unsigned flags = CU_STREAM_DEFAULT;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    if (opt_bool_field(L, 2, "non_blocking"))
-      flags = CU_STREAM_NON_BLOCKING;
-  }
-  lcu_stream *s = new_stream(L, 1, c);
-  s->closed = 1;
-  lcu_use(L, c, "ctx:stream"); /* after the allocation (pp_lua_cuda.h) */
-  CUresult rc = pp_cuda()->StreamCreate(&s->s, flags);
-  if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, c, "cuStreamCreate", rc, NULL);
-  s->closed = 0;
-  s->owned = 1;
-  lcu_hold(c);
-  return 1;
-}
-
-/* ctx.stream is the default stream, and ctx:stream(opts) calls it with the
- * context: a default stream called with its context creates a new stream. */
-static int stream_call(lua_State *L) {
-  lcu_stream *s = check_stream(L, 1);
-  lcu_ctx *c = luaL_testudata(L, 2, LCU_CTX_MT);
-  if (s->owned || c != s->c)
-    return luaL_error(L, "a stream is not callable (use ctx:stream() to create "
-                         "one)");
-  lua_remove(L, 1);
-  return lcu_ctx_stream(L);
-}
-
-static int stream_release(lcu_stream *s, CUresult *rc) {
-  *rc = CUDA_SUCCESS;
-  if (s->closed || !s->owned)
-    return 0;
-  s->closed = 1;
-  if (pp_cuda()->CtxSetCurrent(s->c->ctx) == CUDA_SUCCESS)
-    *rc = pp_cuda()->StreamDestroy(s->s);
-  lcu_unhold(s->c);
-  return 1;
-}
-
-/* The default stream is not owned: close leaves it usable. */
-static int stream_close(lua_State *L) {
-  lcu_stream *s = check_stream(L, 1);
-  CUresult rc;
-  int released = stream_release(s, &rc);
-  return lcu_closed(L, s->c, released, rc, "cuStreamDestroy");
-}
-
-static int stream_gc(lua_State *L) {
-  CUresult rc;
-  stream_release(check_stream(L, 1), &rc);
-  return 0;
-}
-
-static int stream_tostring(lua_State *L) {
-  lcu_stream *s = check_stream(L, 1);
-  lua_pushfstring(L, "phaseprobe.cuda.stream (%s%s)",
-                  s->owned ? "created" : "default",
-                  s->closed ? ", closed" : "");
-  return 1;
-}
-
-static int stream_get(lua_State *L) {
-  lcu_stream *s = check_stream(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, s->closed);
-    return 1;
-  }
-  PP_CHECK_OPEN(L, !s->closed, "stream");
-  if (strcmp(k, "default") == 0)
-    lua_pushboolean(L, !s->owned);
-  else if (strcmp(k, "context") == 0)
-    lua_getiuservalue(L, 1, 1);
-  else
-    return lcu_no_field(L, LCU_STREAM_MT);
-  return 1;
-}
-
-static int stream_synchronize(lua_State *L) {
-  lcu_stream *s = check_open_stream(L, 1, "stream:synchronize");
-  CUresult rc = pp_cuda()->StreamSynchronize(s->s);
-  if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, s->c, "cuStreamSynchronize", rc, NULL);
-  return 0;
-}
-
-/* ---- windows ----------------------------------------------------------------- */
-static lcu_window *check_window(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_WINDOW_MT);
-}
-
-static void window_release(lcu_window *w) {
-  if (!w->holds)
-    return;
-  if (w->w.timeline)
-    pp_cuda_window_discard(&w->w); /* no events: nothing of the driver's */
-  else if (!w->c->released &&
-           pp_cuda()->CtxSetCurrent(w->c->ctx) == CUDA_SUCCESS)
-    pp_cuda_window_discard(&w->w);
-  else if (w->w.held) { /* its events went with the context */
-    w->w.held = 0;
-    pp_cupti_window(-1);
-  }
-  w->holds = 0;
-  lcu_unhold(w->c);
-}
-
-static int window_fail(lua_State *L, lcu_window *w, CUresult rc,
-                       const char *what) {
-  return lcu_raise(L, w->c, w->w.failed ? w->w.failed : "CUDA", rc, what);
-}
-
-/* A window that can take the next step (not collected or discarded). */
-static lcu_window *check_live_window(lua_State *L, const char *what) {
-  lcu_window *w = check_window(L, 1);
-  PP_CHECK_OPEN(L, w->holds, "window");
-  PP_CHECK_OPEN(L, !w->s->closed, "stream");
-  lcu_use(L, w->c, what);
-  return w;
-}
-
-/* s:window([{source = "event" | "cupti"}]) -> w: records the outer start
- * event. The options are read and the handle made before the stream and
- * its context are checked and used (pp_lua_cuda.h). */
-static int stream_window(lua_State *L) {
-  lcu_stream *s = check_stream(L, 1);
-  PP_CHECK_OPEN(L, !s->closed, "stream");
-  /* With CUPTI as the context's source the window records no events: its
-   * device side is CUPTI's timeline (s:window{source = "event"} keeps the
-   * event pairs, and a loop may still ask CUPTI for its kernels). */
-  pp_kernel_src src = PP_KSRC_NONE;
-  if (lua_istable(L, 2)) {
-    lua_getfield(L, 2, "source");
-    src = lcu_opt_ksrc(L, -1, "stream:window", PP_KSRC_NONE);
-    lua_pop(L, 1);
-  }
-  lcu_window *w = lua_newuserdatauv(L, sizeof *w, 1);
-  memset(w, 0, sizeof *w);
-  w->c = s->c;
-  w->s = s;
-  luaL_setmetatable(L, LCU_WINDOW_MT);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);
-  check_open_stream(L, 1, "stream:window");
-  w->holds = 1;
-  lcu_hold(w->c);
-  if (src == PP_KSRC_NONE)
-    src = w->c->ksrc;
-  lcu_check_ksrc(L, src, "stream:window");
-  CUresult rc = src == PP_KSRC_CUPTI
-                    ? pp_cuda_window_open_timeline(&w->w, w->c->pool, s->s)
-                    : pp_cuda_window_open(&w->w, w->c->pool, s->s);
-  w->w.floor_ns = w->c->floor_ns;
-  w->w.cal = w->c->cal.npoints ? &w->c->cal : NULL;
-  if (!w->w.timeline)
-    w->w.source = PP_KSRC_EVENT;
-  if (rc != CUDA_SUCCESS)
-    return window_fail(L, w, rc, "stream:window");
-  return 1;
-}
-
-static int window_spin_us(lua_State *L) {
-  lcu_window *w = check_window(L, 1);
-  PP_CHECK_OPEN(L, w->holds, "window");
-  lua_Number us = luaL_checknumber(L, 2);
-  luaL_argcheck(L, us >= 0 && us < 1e9, 2, "microseconds out of range");
-  pp_cuda_spin_ns((uint64_t)(us * 1000.0));
-  return 0;
-}
-
-/* w:launch_loop{fn=, grid=, block=, shared=, args=, iterations=, reset=,
- * cooperative=, fence=, source=, spin_us=} -> host ns of the loop (inner
- * events included). spin_us: a host gap spun right before the loop (after
- * the description was read), for tests and the truth harness. source = "event" | "cupti" overrides the context's
- * kernel-time source for this window (lua_cuda_ksrc.c). */
-static int window_launch_loop(lua_State *L) {
-  lcu_window *w = check_live_window(L, "window:launch_loop");
-  if (w->w.stage != PP_CUDA_WINDOW_OPEN)
-    return luaL_error(L, "window:launch_loop: %s",
-                      w->w.looped ? "the loop already ran in this window"
-                                  : "the window is closed");
-  launch_desc d;
-  parse_launch(L, 2, 0, "window:launch_loop", F_FN | F_LOOP | F_SPIN, &d);
-  if (d.c != w->c)
-    return luaL_error(L, "window:launch_loop: the function belongs to "
-                         "another context");
-  /* reading the description may have run code that closed the window */
-  check_live_window(L, "window:launch_loop");
-  if (w->w.stage != PP_CUDA_WINDOW_OPEN)
-    return luaL_error(L, "window:launch_loop: the window is closed");
-  pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : w->w.source;
-  if (w->w.timeline && src != PP_KSRC_CUPTI)
-    return luaL_error(L, "window:launch_loop: this window records no events "
-                         "(its context reads CUPTI): open it with "
-                         "s:window{source = \"event\"} for the event pair");
-  lcu_check_ksrc(L, src, "window:launch_loop");
-  w->w.source = src;
-  if (d.spin_us > 0) { /* a host gap injected right before the loop */
-    w->gap_ns[0] = pp_now_ns();
-    pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
-    w->gap_ns[1] = pp_now_ns();
-  }
-  CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
-                                           &d.reset);
-  if (rc == CUDA_SUCCESS && d.fence)
-    rc = pp_cuda_window_fence(&w->w);
-  if (rc != CUDA_SUCCESS)
-    return window_fail(L, w, rc, launch_text(L, "window:launch_loop", &d));
-  lua_pushinteger(L, (lua_Integer)w->w.loop_host_ns);
-  return 1;
-}
-
-static int window_fence(lua_State *L) {
-  lcu_window *w = check_live_window(L, "window:fence");
-  CUresult rc = pp_cuda_window_fence(&w->w);
-  if (rc != CUDA_SUCCESS)
-    return window_fail(L, w, rc, "window:fence");
-  return 0;
-}
-
-/* w:close(): records the outer end event (once; later calls do nothing) */
-static int window_close(lua_State *L) {
-  lcu_window *w = check_window(L, 1);
-  if (!w->holds || (w->w.stage != PP_CUDA_WINDOW_OPEN &&
-                    w->w.stage != PP_CUDA_WINDOW_LOOPED))
-    return 0;
-  int unwinding = !lua_isnoneornil(L, 2); /* __close with an error */
-  if (w->c->closed || w->c->sticky != CUDA_SUCCESS || w->s->closed) {
-    if (unwinding)
-      return 0;
-    PP_CHECK_OPEN(L, !w->s->closed, "stream");
-    lcu_use(L, w->c, "window:close");
-  }
-  if (pp_cuda()->CtxSetCurrent(w->c->ctx) != CUDA_SUCCESS && unwinding)
-    return 0;
-  CUresult rc = pp_cuda_window_close(&w->w);
-  if (rc != CUDA_SUCCESS && !unwinding)
-    return window_fail(L, w, rc, "window:close");
-  return 0;
-}
-
-/* w:collect() -> device_window_ns, kernel_ns (nil without a launch loop) */
-static int window_collect(lua_State *L) {
-  lcu_window *w = check_live_window(L, "window:collect");
-  if (w->w.stage != PP_CUDA_WINDOW_CLOSED)
-    return luaL_error(L, "window:collect: close the window first (w:close())");
-  uint64_t win = 0, ker = 0;
-  CUresult rc = pp_cuda_window_collect(&w->w, &win, &ker);
-  if (rc != CUDA_SUCCESS)
-    return window_fail(L, w, rc, "window:collect");
-  w->collected = 1;
-  window_release(w);
-  /* a window without events has nothing to read yet: CUPTI completes the
-   * dispatch's record when the kernels' records come (w:wait() reads now) */
-  if (win == UINT64_MAX)
-    lua_pushnil(L);
-  else
-    lua_pushinteger(L, (lua_Integer)win);
-  if (ker == UINT64_MAX)
-    lua_pushnil(L);
-  else
-    lua_pushinteger(L, (lua_Integer)ker);
-  return 2;
-}
-
-/* w:wait([timeout_ms = 1000]) -> device_window_ns, kernel_ns | nil, why:
- * after collect, for a window read by CUPTI, waits for the loop's kernel
- * records (one forced flush: about 200 us of extra latency for the next
- * kernel on an H200, so read a batch of windows after the batch). An open
- * dispatch takes the timeline at once. */
-static int window_wait(lua_State *L) {
-  lcu_window *w = check_window(L, 1);
-  lua_Integer ms = luaL_optinteger(L, 2, 1000);
-  luaL_argcheck(L, ms >= 1 && ms <= 600000, 2, "timeout must be 1..600000 ms");
-  luaL_argcheck(L, w->collected, 1, "collect the window first (w:collect())");
-  if (w->w.cupti_span == 0 && w->w.kernel_src != PP_KSRC_CUPTI) {
-    luaL_pushfail(L);
-    lua_pushstring(L, w->w.cupti_why[0] ? w->w.cupti_why
-                                        : "the window was not read by CUPTI");
-    return 2;
-  }
-  if (w->w.cupti_span &&
-      pp_cuda_window_wait(&w->w, (uint64_t)ms * 1000000u) != 0) {
-    luaL_pushfail(L);
-    lua_pushstring(L, w->w.cupti_why);
-    return 2;
-  }
-  lua_pushinteger(L, (lua_Integer)w->w.tl.window_ns);
-  lua_pushinteger(L, (lua_Integer)w->w.tl.sum_ns);
-  return 2;
-}
-
-/* w:discard(): gives the events back without reading them */
-static int window_discard(lua_State *L) {
-  window_release(check_window(L, 1));
-  return 0;
-}
-
-static int window_gc(lua_State *L) {
-  lcu_window *w = check_window(L, 1);
-  window_release(w);
-  if (w->w.cupti_span) { /* never waited for: released when its kernels come */
-    pp_cupti_span_release(w->w.cupti_span);
-    w->w.cupti_span = 0;
-  }
-  return 0;
-}
-
-static const char *stage_name(const lcu_window *w) {
-  if (!w->holds)
-    return w->collected ? "collected" : "discarded";
-  switch (w->w.stage) {
-  case PP_CUDA_WINDOW_OPEN: return "open";
-  case PP_CUDA_WINDOW_LOOPED: return "looped";
-  case PP_CUDA_WINDOW_CLOSED: return "closed";
-  default: return "failed";
-  }
-}
-
-static int window_tostring(lua_State *L) {
-  lcu_window *w = check_window(L, 1);
-  lua_pushfstring(L, "phaseprobe.cuda.window (%s)", stage_name(w));
-  return 1;
-}
-
-static int window_get(lua_State *L) {
-  lcu_window *w = check_window(L, 1);
-  const char *k = lua_tostring(L, 2);
-  static const lcu_field fields[] = {
-      LCU_FIELD(lcu_window, "probe_ns", LCU_U64, w.probe_ns),
-      LCU_FIELD(lcu_window, "loop_host_ns", LCU_U64, w.loop_host_ns),
-      LCU_FIELD(lcu_window, "iterations", LCU_U64, w.iterations),
-      LCU_FIELD(lcu_window, "floor_ns", LCU_U64, w.floor_ns),
-      LCU_FIELD(lcu_window, "lead_ns", LCU_U64, w.lead_ns),
-      {NULL, LCU_INT, 0}};
-  if (lcu_push_field(L, w, fields, k))
-    return 1;
-  if (strcmp(k, "stage") == 0)
-    lua_pushstring(L, stage_name(w));
-  else if (strcmp(k, "host_ns") == 0) {
-    /* open, loop start, loop end, close; then a spun gap's start and end */
-    lua_createtable(L, 6, 0);
-    for (int i = 0; i < 4; i++) {
-      lua_pushinteger(L, (lua_Integer)w->w.host_ns[i]);
-      lua_rawseti(L, -2, i + 1);
-    }
-    for (int i = 0; i < 2 && w->gap_ns[0]; i++) {
-      lua_pushinteger(L, (lua_Integer)w->gap_ns[i]);
-      lua_rawseti(L, -2, i + 5);
-    }
-  }
-  else if (strcmp(k, "stream") == 0)
-    lua_getiuservalue(L, 1, 1);
-  else if (!lcu_window_ksrc_field(L, w, k))
-    return lcu_no_field(L, LCU_WINDOW_MT);
-  return 1;
-}
-
-/* s:timed{fn=, grid=, block=, shared=, args=, iterations=, reset=,
- * cooperative=, fence=, spin_us=, source=} -> device_window_ns, kernel_ns
- * [, timeline]: the whole window (open, optional spin, loop, optional fence,
- * close, collect) in C. Read by CUPTI it waits for the kernels' records (a
- * forced flush, after which the next launch call takes 170 to 290 us on an
- * H200, whether 2 ms pass in between or not: make truth, part 2c) and
- * adds the timeline table (as w.timeline) with the host's stamps in it
- * (host_ns, as w.host_ns). */
-static int stream_timed(lua_State *L) {
-  lcu_stream *s = check_open_stream(L, 1, "stream:timed");
-  launch_desc d;
-  parse_launch(L, 2, 0, "stream:timed", F_FN | F_LOOP | F_SPIN, &d);
-  if (d.c != s->c)
-    return luaL_error(L, "stream:timed: the function belongs to another "
-                         "context");
-  check_open_stream(L, 1, "stream:timed"); /* closed while being read? */
-  pp_cuda_window w;
-  uint64_t win = 0, ker = 0;
-  pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : s->c->ksrc;
-  lcu_check_ksrc(L, src, "stream:timed");
-  CUresult rc = src == PP_KSRC_CUPTI
-                    ? pp_cuda_window_open_timeline(&w, s->c->pool, s->s)
-                    : pp_cuda_window_open(&w, s->c->pool, s->s);
-  w.floor_ns = s->c->floor_ns;
-  w.cal = s->c->cal.npoints ? &s->c->cal : NULL;
-  w.source = src;
-  uint64_t gap_ns[2] = {0, 0};
-  if (rc == CUDA_SUCCESS) {
-    if (d.spin_us > 0) {
-      gap_ns[0] = pp_now_ns();
-      pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
-      gap_ns[1] = pp_now_ns();
-    }
-    rc = pp_cuda_window_launch_loop(&w, &d.cfg, d.iterations, &d.reset);
-  }
-  if (rc == CUDA_SUCCESS && d.fence)
-    rc = pp_cuda_window_fence(&w);
-  if (rc == CUDA_SUCCESS)
-    rc = pp_cuda_window_close(&w);
-  if (rc == CUDA_SUCCESS)
-    rc = pp_cuda_window_collect(&w, &win, &ker);
-  if (rc != CUDA_SUCCESS) {
-    pp_cuda_window_discard(&w);
-    return lcu_raise(L, s->c, w.failed ? w.failed : "CUDA", rc,
-                     launch_text(L, "stream:timed", &d));
-  }
-  if (w.timeline) { /* CUPTI's reading, waited for */
-    if (pp_cuda_window_wait(&w, 0) != 0) {
-      luaL_pushfail(L);
-      lua_pushstring(L, w.cupti_why);
-      return 2;
-    }
-    win = w.tl.window_ns;
-    ker = w.tl.sum_ns;
-  }
-  lua_pushinteger(L, (lua_Integer)win);
-  lua_pushinteger(L, (lua_Integer)ker);
-  if (!w.timeline)
-    return 2;
-  lcu_push_timeline(L, &w.tl);
-  /* the host's own stamps, as w.host_ns: open, loop start, loop end, close,
-   * then a spun gap's start and end */
-  lua_createtable(L, 6, 0);
-  for (int i = 0; i < 6 && (i < 4 || gap_ns[0]); i++) {
-    lua_pushinteger(L, (lua_Integer)(i < 4 ? w.host_ns[i] : gap_ns[i - 4]));
-    lua_rawseti(L, -2, i + 1);
-  }
-  lua_setfield(L, -2, "host_ns");
-  return 3;
-}
-
-/* ctx:event_costs([samples]) -> {record = {ns...}, pair = {ns...}}: host
- * cost of single cuEventRecord calls, and device time of back-to-back
- * event pairs. For bench/cuda_costs.lua. */
-int lcu_ctx_event_costs(lua_State *L) {
-  lcu_ctx *c = lcu_check_ctx(L, 1);
-  PP_CHECK_OPEN(L, !c->closed, "context");
-  lua_Integer n = luaL_optinteger(L, 2, 1000);
-  luaL_argcheck(L, n >= 1 && n <= 1000000, 2, "samples must be 1..1000000");
-  /* both series measured before any result is made (pp_lua_cuda.h) */
-  uint64_t *t = lua_newuserdatauv(L, 2 * (size_t)n * sizeof *t, 0);
-  uint64_t *pair = t + n;
-  lcu_use(L, c, "ctx:event_costs");
-  CUevent ev = NULL;
-  CUresult rc = pp_cuda_event_get(c->pool, &ev);
-  if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, c, "cuEventCreate", rc, NULL);
-  for (lua_Integer i = 0; i < n && rc == CUDA_SUCCESS; i++) {
-    if (i % 256 == 0)
-      rc = pp_cuda()->CtxSynchronize();
-    pp_ticks t0 = pp_now();
-    if (rc == CUDA_SUCCESS)
-      rc = pp_cuda()->EventRecord(ev, NULL);
-    t[i] = pp_ticks_to_ns(t0, pp_now());
-  }
-  pp_cuda_event_put(c->pool, ev);
-  if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, c, "cuEventRecord", rc, NULL);
-  const char *failed = NULL;
-  rc = pp_cuda_event_pairs(c->pool, NULL, pair, (size_t)n, &failed);
-  if (rc != CUDA_SUCCESS)
-    return lcu_raise(L, c, failed, rc, NULL);
-  lua_createtable(L, 0, 2);
-  const uint64_t *series[2] = {t, pair};
-  static const char *const names[2] = {"record", "pair"};
-  for (int k = 0; k < 2; k++) {
-    lua_createtable(L, (int)n, 0);
-    for (lua_Integer i = 0; i < n; i++) {
-      lua_pushinteger(L, (lua_Integer)series[k][i]);
-      lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, names[k]);
-  }
-  return 1;
-}
-
-void lcu_open_launch(lua_State *L) {
-  static const luaL_Reg stream_methods[] = {
-      {"synchronize", stream_synchronize},
-      {"window", stream_window},
-      {"timed", stream_timed},
-      {"close", stream_close},
-      {NULL, NULL}};
-  static const luaL_Reg window_methods[] = {
-      {"spin_us", window_spin_us}, {"launch_loop", window_launch_loop},
-      {"fence", window_fence},     {"close", window_close},
-      {"collect", window_collect}, {"discard", window_discard},
-      {"wait", window_wait},       {NULL, NULL}};
-  pp_lua_class_new(L, &(pp_lua_class){
-      .name = LCU_STREAM_MT, .methods = stream_methods, .get = stream_get,
-      .gc = stream_gc, .close = stream_close, .tostring = stream_tostring,
-      .call = stream_call});
-  pp_lua_class_new(L, &(pp_lua_class){
-      .name = LCU_WINDOW_MT, .methods = window_methods, .get = window_get,
-      .gc = window_gc, .close = window_close, .tostring = window_tostring});
 }
 
 #else

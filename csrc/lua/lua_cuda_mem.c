@@ -123,12 +123,9 @@ static int buf_tostring(lua_State *L) {
 
 static int buf_get(lua_State *L) {
   lcu_buf *b = check_buf(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, b->closed);
+  const char *k = lcu_get_key(L, b->closed, "buffer");
+  if (!k)
     return 1;
-  }
-  PP_CHECK_OPEN(L, !b->closed, "buffer");
   static const lcu_field fields[] = {LCU_FIELD(lcu_buf, "ptr", LCU_U64, ptr),
                                      LCU_FIELD(lcu_buf, "size", LCU_SIZE, size),
                                      {NULL, LCU_INT, 0}};

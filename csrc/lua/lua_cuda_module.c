@@ -69,9 +69,7 @@ static void check_opt_names(lua_State *L, int t) {
                                       "max_bytes", NULL};
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
-                        ? lua_tostring(L, -2)
-                        : NULL;
+    const char *k = pp_lua_tokey(L, -2);
     int found = 0;
     for (int i = 0; k && known[i]; i++)
       found |= strcmp(k, known[i]) == 0;
@@ -248,12 +246,9 @@ static int mod_tostring(lua_State *L) {
 
 static int mod_get(lua_State *L) {
   lcu_mod *m = check_mod(L, 1);
-  const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "closed") == 0) {
-    lua_pushboolean(L, m->closed);
+  const char *k = lcu_get_key(L, m->closed, "module");
+  if (!k)
     return 1;
-  }
-  PP_CHECK_OPEN(L, !m->closed, "module");
   static const lcu_field fields[] = {
       LCU_FIELD(lcu_mod, "jit_ns", LCU_U64, jit_ns),
       LCU_FIELD(lcu_mod, "jit_driver_ms", LCU_NUM, jit_driver_ms),
@@ -469,7 +464,7 @@ static const lcu_field fn_fields[] = {
 
 static int fn_get(lua_State *L) {
   lcu_fn *fn = lcu_check_fn(L, 1);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, fn->closed || fn->m->closed);
     return 1;
@@ -634,7 +629,7 @@ static const lcu_field global_fields[] = {
 
 static int global_get(lua_State *L) {
   lcu_global *g = luaL_checkudata(L, 1, LCU_GLOBAL_MT);
-  const char *k = lua_tostring(L, 2);
+  const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, g->closed || g->m->closed);
     return 1;

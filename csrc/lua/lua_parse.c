@@ -64,12 +64,24 @@ static void anchor_top(lua_State *L, int anchor) {
   lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
 }
 
+/* The name on top of the stack, for option `field` (entry i; 0: the option
+ * itself): C sees it whole or not at all. */
+static const char *option_name(lua_State *L, const char *field, int i) {
+  if (pp_lua_hasnul(L, -1)) {
+    if (i)
+      luaL_error(L, "phaseprobe.parse: option '%s'[%d] contains a NUL byte",
+                 field, i);
+    luaL_error(L, "phaseprobe.parse: option '%s' contains a NUL byte", field);
+  }
+  return lua_tostring(L, -1);
+}
+
 static size_t read_names(lua_State *L, int t, const char *field,
                          const char **out, int anchor) {
   lua_getfield(L, t, field);
   size_t n = 0;
   if (lua_type(L, -1) == LUA_TSTRING) {
-    out[n++] = lua_tostring(L, -1);
+    out[n++] = option_name(L, field, 0);
     lua_pushvalue(L, -1);
     anchor_top(L, anchor);
   } else if (lua_istable(L, -1)) {
@@ -82,7 +94,7 @@ static size_t read_names(lua_State *L, int t, const char *field,
       if (lua_type(L, -1) != LUA_TSTRING)
         luaL_error(L, "phaseprobe.parse: option '%s'[%d] must be a string, got %s",
                    field, (int)i, luaL_typename(L, -1));
-      out[n++] = lua_tostring(L, -1);
+      out[n++] = option_name(L, field, (int)i);
       anchor_top(L, anchor);
     }
   } else if (!lua_isnil(L, -1)) {
@@ -176,8 +188,62 @@ static void push_stats(lua_State *L, const pp_parse_stats *st) {
   lua_setfield(L, -2, "unterminated");
 }
 
+/* A number field of the table at t, read raw (0 when it is none). */
+static lua_Integer raw_int(lua_State *L, int t, const char *k) {
+  lua_pushstring(L, k);
+  lua_rawget(L, t);
+  lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  return v;
+}
+
+static const char *plural(lua_Integer n) { return n == 1 ? "" : "s"; }
+
+/* A report as text: its counts, then its first damaged lines. The text
+ * begins on a line of its own: the REPL prints a read's two results on
+ * one line, the set (or columns) first, then this. Read with raw access
+ * only: no user code runs while it is made. */
+static int report_tostring(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer total = raw_int(L, 1, "total"), parsed = raw_int(L, 1, "parsed"),
+              rejected = raw_int(L, 1, "rejected"), other = raw_int(L, 1, "other");
+  lua_pushfstring(L, "\nphaseprobe.parse_report: %I line%s: %I record%s, %I damaged, "
+                     "%I other",
+                  total, plural(total), parsed, plural(parsed), rejected, other);
+  int acc = lua_gettop(L); /* the text so far */
+  lua_Integer shown = 0;
+  lua_pushliteral(L, "errors");
+  if (lua_rawget(L, 1) == LUA_TTABLE) {
+    int errs = lua_gettop(L);
+    for (lua_Integer i = 1; i <= 3 && lua_rawgeti(L, errs, i) == LUA_TTABLE; i++) {
+      int e = lua_gettop(L);
+      lua_pushliteral(L, "file");
+      lua_rawget(L, e);
+      lua_pushliteral(L, "what");
+      lua_rawget(L, e);
+      const char *file = lua_tostring(L, -2), *what = lua_tostring(L, -1);
+      lua_pushvalue(L, acc);
+      lua_pushfstring(L, "\n  %s:%I:%I: %s", file ? file : "?", raw_int(L, e, "line"),
+                      raw_int(L, e, "column"), what ? what : "?");
+      lua_concat(L, 2);
+      lua_replace(L, acc);
+      lua_settop(L, errs);
+      shown++;
+    }
+  }
+  lua_settop(L, acc);
+  if (rejected > shown && shown > 0) {
+    lua_pushfstring(L, "\n  (and %I more)", rejected - shown);
+    lua_concat(L, 2);
+  }
+  return 1;
+}
+
 static void push_report(lua_State *L, const pp_parser *p) {
   lua_createtable(L, 0, 10);
+  (void)pp_lua_class_push(L, &(pp_lua_class){.name = "phaseprobe.parse_report",
+                                              .tostring = report_tostring});
+  lua_setmetatable(L, -2);
   push_stats(L, pp_parser_stats(p));
   size_t ne = pp_parser_nerrors(p);
   lua_createtable(L, (int)ne, 0);

@@ -99,21 +99,29 @@ static void build_names(lua_State *L, int st_idx, lstate *st,
   st->schema_id = s->id;
 }
 
-static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
-  if (lua_type(L, arg) != LUA_TSTRING)
-    return luaL_typeerror(L, arg, nested ? "string (a nested region's name)" : "string (a phase name)");
+/* Pushes and returns the n names of a schema's list (phases, nested
+ * regions, counts, caches) joined by ", ", or `none` when there are none:
+ * what an error message gives as valid. */
+static const char *push_names(lua_State *L, const char (*names)[PP_NAME_MAX + 1],
+                              size_t n, const char *none) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  size_t n = nested ? s->nnested : s->nphases;
   for (size_t i = 0; i < n; i++) {
     if (i)
       luaL_addstring(&b, ", ");
-    luaL_addstring(&b, nested ? s->nested[i] : s->phase[i]);
+    luaL_addstring(&b, names[i]);
   }
   if (n == 0)
-    luaL_addstring(&b, "(none)");
+    luaL_addstring(&b, none);
   luaL_pushresult(&b);
-  const char *valid = lua_tostring(L, -1);
+  return lua_tostring(L, -1);
+}
+
+static int unknown_name(lua_State *L, int arg, const pp_schema *s, int nested) {
+  if (lua_type(L, arg) != LUA_TSTRING)
+    return luaL_typeerror(L, arg, nested ? "string (a nested region's name)" : "string (a phase name)");
+  const char *valid = nested ? push_names(L, s->nested, s->nnested, "(none)")
+                             : push_names(L, s->phase, s->nphases, "(none)");
   if (pp_lua_hasnul(L, arg))
     return luaL_argerror(L, arg, lua_pushfstring(L, "%s name contains a NUL byte",
                                                  nested ? "nested region" : "phase"));
@@ -336,8 +344,10 @@ static int l_mark(lua_State *L) {
 
 /* A start from pp.mark(): an integer, or nil (pp.mark() while disabled:
  * the charge is skipped). Absent, it is refused: pp.lap("ptx") is a call
- * that forgot its start. */
+ * that forgot its start; so is an integer no mark can be (pp_start_check):
+ * a small number, pp.now()'s nanoseconds on the TSC, a time ahead. */
 static pp_ticks opt_ticks(lua_State *L, int arg) {
+  pp_take_bad_start(); /* a note left by a C caller's charge is not ours */
   if (lua_isnil(L, arg))
     return 0;
   if (!lua_isinteger(L, arg))
@@ -350,11 +360,25 @@ static pp_ticks opt_ticks(lua_State *L, int arg) {
   return (pp_ticks)lua_tointeger(L, arg);
 }
 
+/* After a charge from the start at `arg`: raises where the charge refused
+ * it (pp_start_check; nothing was charged). */
+static void check_start(lua_State *L, int arg) {
+  int why = pp_take_bad_start();
+  if (__builtin_expect(why != PP_START_OK, 0))
+    luaL_argerror(
+        L, arg,
+        why == PP_START_EARLY
+            ? "not a start from phaseprobe.mark(): earlier than the probe "
+              "clock's first reading (pp.now() is in ns, not a mark)"
+            : "not a start from phaseprobe.mark(): later than now");
+}
+
 static int l_charge(lua_State *L) {
   if (!pp_enabled())
     return 0;
   int idx = scope_index(L, get_state(L), open_schema(L, "charge"), 0, "charge");
   pp_charge(idx, opt_ticks(L, 2));
+  check_start(L, 2);
   return 0;
 }
 
@@ -366,6 +390,7 @@ static int l_lap(lua_State *L) {
   int idx = scope_index(L, get_state(L), open_schema(L, "lap"), 0, "lap");
   pp_ticks t = opt_ticks(L, 2);
   lua_pushinteger(L, (lua_Integer)(t ? pp_lap(idx, t) : pp_now_inline()));
+  check_start(L, 2);
   return 1;
 }
 
@@ -375,6 +400,7 @@ static int l_charge_nested(lua_State *L) {
   int idx = scope_index(L, get_state(L), open_schema(L, "charge_nested"), 1,
                         "charge_nested");
   pp_charge_nested(idx, opt_ticks(L, 2));
+  check_start(L, 2);
   return 0;
 }
 
@@ -385,6 +411,7 @@ static int l_charge_remainder(lua_State *L) {
   pp_ticks t = opt_ticks(L, 2);
   int inner = lookup(L, 3, 0, "charge_remainder");
   pp_charge_remainder(outer, t, inner);
+  check_start(L, 2);
   return 0;
 }
 
@@ -394,20 +421,18 @@ static uint64_t check_ns(lua_State *L, int arg) {
   return (uint64_t)v;
 }
 
-static int l_add_ns(lua_State *L) {
+/* add_ns(phase, ns), add_nested_ns(region, ns) */
+static int add_ns(lua_State *L, int nested, const char *what) {
   if (!pp_enabled())
     return 0;
-  int idx = lookup(L, 1, 0, "add_ns");
-  pp_add_ns(idx, check_ns(L, 2));
+  int idx = lookup(L, 1, nested, what);
+  (nested ? pp_add_nested_ns : pp_add_ns)(idx, check_ns(L, 2));
   return 0;
 }
 
+static int l_add_ns(lua_State *L) { return add_ns(L, 0, "add_ns"); }
 static int l_add_nested_ns(lua_State *L) {
-  if (!pp_enabled())
-    return 0;
-  int idx = lookup(L, 1, 1, "add_nested_ns");
-  pp_add_nested_ns(idx, check_ns(L, 2));
-  return 0;
+  return add_ns(L, 1, "add_nested_ns");
 }
 
 /* phase_ns(phase) -> ns charged to it in the pending dispatch; the name is
@@ -430,18 +455,9 @@ static void set_count(lua_State *L, const pp_schema *s, int name_idx,
     luaL_error(L, "phaseprobe.counts: count names are strings, got %s",
                luaL_typename(L, name_idx));
   int i = pp_schema_count_index(s, name);
-  if (i < 0) {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (size_t k = 0; k < s->ncounts; k++) {
-      if (k)
-        luaL_addstring(&b, ", ");
-      luaL_addstring(&b, s->count[k]);
-    }
-    luaL_pushresult(&b);
+  if (i < 0)
     luaL_error(L, "phaseprobe.counts: unknown count '%s' (valid: %s)", name,
-               lua_tostring(L, -1));
-  }
+               push_names(L, s->count, s->ncounts, ""));
   lua_Integer v = lua_tointeger(L, val_idx);
   if (!lua_isinteger(L, val_idx) || v < 0)
     luaL_error(L, "phaseprobe.counts: count '%s' must be a non-negative "
@@ -484,12 +500,18 @@ static int l_kernel_ns(lua_State *L) {
   return 0;
 }
 
-static int l_device_window_ns(lua_State *L) {
+/* device_window_ns(ns), probe_ns(ns): a figure of the dispatch, handed to
+ * `record`. */
+static int record_ns(lua_State *L, const char *what, void (*record)(uint64_t)) {
   if (!pp_enabled())
     return 0;
-  open_schema(L, "device_window_ns");
-  pp_record_device_window_ns(check_ns(L, 1));
+  open_schema(L, what);
+  record(check_ns(L, 1));
   return 0;
+}
+
+static int l_device_window_ns(lua_State *L) {
+  return record_ns(L, "device_window_ns", pp_record_device_window_ns);
 }
 
 static int l_cache(lua_State *L) {
@@ -500,29 +522,16 @@ static int l_cache(lua_State *L) {
   const char *name = pp_lua_checkname(L, 1);
   int c = pp_schema_cache_index(s, name);
   if (c < 0) {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (size_t i = 0; i < s->ncaches; i++) {
-      if (i)
-        luaL_addstring(&b, ", ");
-      luaL_addstring(&b, s->cache[i]);
-    }
-    if (s->ncaches == 0)
-      luaL_addstring(&b, "none");
-    luaL_pushresult(&b);
+    const char *has = push_names(L, s->cache, s->ncaches, "none");
     return luaL_argerror(L, 1, lua_pushfstring(L, "unknown cache '%s' (schema '%s' has: %s)",
-                                               name, s->prefix, lua_tostring(L, -1)));
+                                               name, s->prefix, has));
   }
   pp_cache_event(c, (pp_cache_outcome)pp_lua_checkoption(L, 2, NULL, outcomes));
   return 0;
 }
 
 static int l_probe_ns(lua_State *L) {
-  if (!pp_enabled())
-    return 0;
-  open_schema(L, "probe_ns");
-  pp_add_probe_ns(check_ns(L, 1));
-  return 0;
+  return record_ns(L, "probe_ns", pp_add_probe_ns);
 }
 
 /* tag(key, value | nil): strings only; nil removes the tag. */
@@ -575,8 +584,11 @@ static int l_is_open(lua_State *L) {
 static const char *const emit_fields[] = {"seq", "wall_ns", "enqueue_ns",
                                           "wait_ns", "device_window_ns", NULL};
 
+/* Raises for the key on top of the stack: its text first (luaL_tolstring
+ * pushes it), then the valid fields, so each argument names what it should. */
 static int emit_unknown(lua_State *L, const pp_schema *s) {
   int nul = pp_lua_hasnul(L, -1);
+  const char *key = luaL_tolstring(L, -1, NULL);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "seq, wall_ns, enqueue_ns, wait_ns, device_window_ns");
@@ -587,9 +599,8 @@ static int emit_unknown(lua_State *L, const pp_schema *s) {
   }
   luaL_pushresult(&b);
   return luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: %s)",
-                    luaL_tolstring(L, -2, NULL),
-                    nul ? " (it contains a NUL byte)" : "",
-                    lua_tostring(L, -2));
+                    key, nul ? " (it contains a NUL byte)" : "",
+                    lua_tostring(L, -1));
 }
 
 /* The value at the top of the stack, for field `name`. */
@@ -608,9 +619,7 @@ static void emit_args(lua_State *L, int t, const pp_schema *s,
                        &a->device_window_ns};
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING && !pp_lua_hasnul(L, -2)
-                        ? lua_tostring(L, -2)
-                        : NULL;
+    const char *k = pp_lua_tokey(L, -2);
     int done = 0;
     for (int i = 0; k && !done && emit_fields[i]; i++)
       if (strcmp(k, emit_fields[i]) == 0) {
@@ -730,10 +739,22 @@ static int l_now(lua_State *L) {
   return 1;
 }
 
+/* ticks_to_ns(from, to): marks to ns, 0 backwards; a number no mark can
+ * be (pp_start_check) is refused, as the charges refuse it. */
 static int l_ticks_to_ns(lua_State *L) {
-  pp_ticks a = (pp_ticks)luaL_checkinteger(L, 1);
-  pp_ticks b = (pp_ticks)luaL_checkinteger(L, 2);
-  lua_pushinteger(L, (lua_Integer)pp_ticks_to_ns(a, b));
+  pp_ticks t[2];
+  pp_ticks now = pp_now_inline();
+  for (int i = 0; i < 2; i++) {
+    t[i] = (pp_ticks)luaL_checkinteger(L, i + 1);
+    int why = pp_start_check(t[i], now);
+    if (why != PP_START_OK)
+      luaL_argerror(L, i + 1,
+                    why == PP_START_EARLY
+                        ? "not a mark from phaseprobe.mark(): earlier than the "
+                          "probe clock's first reading (pp.now() is in ns)"
+                        : "not a mark from phaseprobe.mark(): later than now");
+  }
+  lua_pushinteger(L, (lua_Integer)pp_ticks_to_ns(t[0], t[1]));
   return 1;
 }
 
@@ -750,8 +771,8 @@ static int l_thread_id(lua_State *L) {
  * put lua/ on it); where it is not found, the field is nil. An error
  * inside the submodule itself is raised, not hidden. */
 static int lazy_index(lua_State *L) {
-  const char *k = lua_tostring(L, 2);
-  if (lua_type(L, 2) != LUA_TSTRING || !*k || strlen(k) > 64)
+  const char *k = pp_lua_fieldkey(L, 2); /* "" for "records\0x" */
+  if (!*k || strlen(k) > 64)
     return 0;
   for (const char *p = k; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || *p == '_'))

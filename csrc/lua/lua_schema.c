@@ -142,9 +142,9 @@ static int l_schema(lua_State *L) {
   while (lua_next(L, 1)) {
     lua_pop(L, 1);
     int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING && !pp_lua_hasnul(L, -1))
-      for (int i = 0; known[i]; i++)
-        ok |= strcmp(lua_tostring(L, -1), known[i]) == 0;
+    const char *k = pp_lua_tokey(L, -1);
+    for (int i = 0; k && known[i]; i++)
+      ok |= strcmp(k, known[i]) == 0;
     if (!ok) {
       int nul = pp_lua_hasnul(L, -1);
       luaL_error(L, "phaseprobe.schema: unknown field '%s'%s (valid: prefix, "

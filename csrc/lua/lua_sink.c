@@ -186,13 +186,16 @@ static int l_sink(lua_State *L) {
 static int l_notices(lua_State *L) {
   int rc;
   const char *what = NULL;
-  if (lua_isinteger(L, 1)) {
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    /* as pp.sink: a float is neither a path nor a descriptor */
+    if (!lua_isinteger(L, 1))
+      return luaL_argerror(L, 1, "descriptor must be an integer");
     lua_Integer fd = lua_tointeger(L, 1);
     if (fd < -1 || fd > INT_MAX)
       return luaL_argerror(L, 1, "descriptor out of range");
     rc = pp_notices_fd((int)fd);
   } else {
-    what = luaL_checkstring(L, 1);
+    what = pp_lua_checkname(L, 1);
     if (strcmp(what, "stderr") == 0)
       rc = pp_notices_fd(2);
     else if (strcmp(what, "none") == 0)
@@ -250,6 +253,7 @@ static int l_stats(lua_State *L) {
   pp_lua_set_int(L, "lines_dropped", s.lines_dropped);
   pp_lua_set_int(L, "lines_pending", s.lines_pending);
   pp_lua_set_int(L, "abandoned", s.abandoned);
+  pp_lua_set_int(L, "bad_starts", s.bad_starts);
   lua_pushstring(L, s.sink);
   lua_setfield(L, -2, "sink");
   if (s.line_failures) {
@@ -271,7 +275,11 @@ static int l_isatty(lua_State *L) {
     luaL_argcheck(L, s->closef != NULL && s->f != NULL, 1, "closed file");
     fd = fileno(s->f);
   } else {
-    lua_Integer n = luaL_checkinteger(L, 1);
+    /* as pp.sink and pp.notices: a descriptor is an integer, never a float
+     * or a string that reads as one */
+    luaL_argexpected(L, lua_type(L, 1) == LUA_TNUMBER, 1, "file or descriptor");
+    luaL_argcheck(L, lua_isinteger(L, 1), 1, "descriptor must be an integer");
+    lua_Integer n = lua_tointeger(L, 1);
     luaL_argcheck(L, n >= 0 && n <= INT_MAX, 1, "a file descriptor is >= 0");
     fd = (int)n;
   }

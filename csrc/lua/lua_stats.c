@@ -54,12 +54,9 @@ static void set_exact(lua_State *L, const char *k, int64_t v, int u64) {
 
 void pp_lua_push_summary(lua_State *L, const pp_summary *s) {
   lua_createtable(L, 0, 10);
-  lua_pushinteger(L, (lua_Integer)s->count);
-  lua_setfield(L, -2, "count");
-  if (s->nan) {
-    lua_pushinteger(L, (lua_Integer)s->nan);
-    lua_setfield(L, -2, "nan");
-  }
+  pp_lua_set_int(L, "count", s->count);
+  if (s->nan)
+    pp_lua_set_int(L, "nan", s->nan);
   if (s->count == 0)
     return;
   if (s->exact) {
@@ -70,21 +67,17 @@ void pp_lua_push_summary(lua_State *L, const pp_summary *s) {
     else
       pp_lua_set_num(L, "sum", s->sum);
     /* every figure exactly, as decimal text (what --raw prints) */
+    const struct {
+      const char *k, *text;
+    } raw[] = {{"min", s->text.min},       {"max", s->text.max},
+               {"sum", s->text.sum},       {"mean", s->text.mean},
+               {"median", s->text.median}, {"p90", s->text.p90},
+               {"p99", s->text.p99}};
     lua_createtable(L, 0, 7);
-    lua_pushstring(L, s->text.min);
-    lua_setfield(L, -2, "min");
-    lua_pushstring(L, s->text.max);
-    lua_setfield(L, -2, "max");
-    lua_pushstring(L, s->text.sum);
-    lua_setfield(L, -2, "sum");
-    lua_pushstring(L, s->text.mean);
-    lua_setfield(L, -2, "mean");
-    lua_pushstring(L, s->text.median);
-    lua_setfield(L, -2, "median");
-    lua_pushstring(L, s->text.p90);
-    lua_setfield(L, -2, "p90");
-    lua_pushstring(L, s->text.p99);
-    lua_setfield(L, -2, "p99");
+    for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) {
+      lua_pushstring(L, raw[i].text);
+      lua_setfield(L, -2, raw[i].k);
+    }
     lua_setfield(L, -2, "_raw");
   } else {
     pp_lua_set_num(L, "min", s->min);
@@ -99,16 +92,12 @@ void pp_lua_push_summary(lua_State *L, const pp_summary *s) {
 
 void pp_lua_push_fit(lua_State *L, const pp_fit *f) {
   lua_createtable(L, 0, 10);
-  lua_pushinteger(L, (lua_Integer)f->n);
-  lua_setfield(L, -2, "n");
-  lua_pushinteger(L, (lua_Integer)f->distinct_x);
-  lua_setfield(L, -2, "distinct_x");
+  pp_lua_set_int(L, "n", f->n);
+  pp_lua_set_int(L, "distinct_x", f->distinct_x);
   lua_pushboolean(L, f->ok);
   lua_setfield(L, -2, "ok");
-  if (f->nan) {
-    lua_pushinteger(L, (lua_Integer)f->nan);
-    lua_setfield(L, -2, "nan");
-  }
+  if (f->nan)
+    pp_lua_set_int(L, "nan", f->nan);
   if (f->n == 0)
     return;
   pp_lua_set_num(L, "xmin", f->xmin);
@@ -124,8 +113,7 @@ void pp_lua_push_fit(lua_State *L, const pp_fit *f) {
   pp_lua_set_num(L, "slope", f->ts_slope);
   pp_lua_set_num(L, "r2", f->ts_r2);
   pp_lua_set_num(L, "quality", f->ts_quality);
-  lua_pushinteger(L, (lua_Integer)f->ts_pairs);
-  lua_setfield(L, -2, "pairs");
+  pp_lua_set_int(L, "pairs", f->ts_pairs);
   lua_pushboolean(L, f->ts_sampled);
   lua_setfield(L, -2, "sampled");
   lua_setfield(L, -2, "ts");

@@ -105,6 +105,8 @@ int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
  * check; pp_lua_tocname: the string
  * at stack index idx (a table key or value), NULL when it is not a string,
  * raising "WHAT: a name contains a NUL byte" when it holds one;
+ * pp_lua_tokey: the same, but NULL for a string holding a NUL too (an
+ * options table's key that names no field; never raises);
  * pp_lua_hasnul: whether the value at idx is a string holding a NUL. */
 const char *pp_lua_checkname(lua_State *L, int arg);
 const char *pp_lua_optname(lua_State *L, int arg, const char *def);
@@ -114,7 +116,12 @@ const char *pp_lua_checkcstr(lua_State *L, int idx);
 int pp_lua_checkoption(lua_State *L, int arg, const char *def,
                        const char *const lst[]);
 const char *pp_lua_tocname(lua_State *L, int idx, const char *what);
+const char *pp_lua_tokey(lua_State *L, int idx);
 int pp_lua_hasnul(lua_State *L, int idx);
+/* pp_lua_tokey, or "" (which names no field) where that is NULL: for the
+ * getters (__index for fields) and options compared with strcmp, so
+ * obj["closed\0x"] finds no "closed". */
+const char *pp_lua_fieldkey(lua_State *L, int idx);
 /* An optional boolean switch (pp.enable(on), pp.store.enable(on)): none is
  * true; anything but a boolean is refused (0 and "no" are true in Lua). */
 int pp_lua_optswitch(lua_State *L, int arg);

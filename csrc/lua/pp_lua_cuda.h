@@ -127,6 +127,11 @@ void lcu_hold(lcu_ctx *c);
 void lcu_unhold(lcu_ctx *c);
 /* Raises "unknown field 'k' of <kind>" */
 int lcu_no_field(lua_State *L, const char *kind);
+/* The key a handle's getter is asked for (at 2). "closed" is answered
+ * whatever the handle's state: its value pushed, NULL returned. Any other
+ * key of a closed handle raises "closed <kind>" (as PP_CHECK_OPEN does);
+ * of an open one it is returned. */
+const char *lcu_get_key(lua_State *L, int closed, const char *kind);
 
 /* The plain fields of a handle, read by its getter from a table: name,
  * the C type of the member, its offset. A list ends with {NULL}. */
@@ -150,6 +155,8 @@ int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
                    const char *k);
 /* The context of a context handle at idx (checked). */
 lcu_ctx *lcu_check_ctx(lua_State *L, int idx);
+/* Field `field` of the table at t, as a boolean (absent: false). */
+int lcu_opt_bool(lua_State *L, int t, const char *field);
 
 /* ---- lua_cuda_module.c ---------------------------------------------------- */
 void lcu_open_module(lua_State *L);
@@ -167,7 +174,45 @@ int lcu_to_devptr(lua_State *L, int idx, lcu_ctx **c, CUdeviceptr *ptr,
                   size_t *size);
 
 /* ---- lua_cuda_launch.c ---------------------------------------------------- */
-void lcu_open_launch(lua_State *L);
+/* A launch as a description table gives it, its arguments packed. */
+typedef struct {
+  lcu_fn *fn;
+  lcu_ctx *c;
+  pp_cuda_launch_cfg cfg;
+  lcu_stream *s;       /* NULL: the legacy default stream                */
+  uint64_t iterations;
+  pp_cuda_reset reset;
+  int fence;
+  double spin_us;
+  pp_kernel_src source; /* PP_KSRC_NONE: the window's (the context's)   */
+} lcu_launch;
+
+/* The fields a description may have besides grid, block, shared, args and
+ * cooperative (`allow`, or-ed). */
+enum {
+  LCU_LAUNCH_FN = 1,     /* fn (the function, when not the receiver)   */
+  LCU_LAUNCH_STREAM = 2, /* stream                                     */
+  LCU_LAUNCH_LOOP = 4,   /* iterations, reset, fence, source           */
+  LCU_LAUNCH_SPIN = 8,   /* spin_us                                    */
+  LCU_LAUNCH_SAMPLES = 16
+};
+
+/* Reads a launch description from the table at t; an unknown field, or one
+ * `allow` leaves out, raises. fn_idx: the function's stack index, or 0 to
+ * take it from field 'fn'. Leaves the packed argument block (and the
+ * function, when taken from the table) on the stack. */
+void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
+                      int allow, lcu_launch *d);
+/* "WHAT of 'f' (grid=AxBxC block=AxBxC shared=N[ cooperative])", pushed:
+ * for launch errors. */
+const char *lcu_launch_text(lua_State *L, const char *what,
+                            const lcu_launch *d);
+/* fn:launch{...}, fn:launch_costs{...} */
+int lcu_fn_launch(lua_State *L);
+int lcu_fn_launch_costs(lua_State *L);
+
+/* ---- lua_cuda_window.c ---------------------------------------------------- */
+void lcu_open_window(lua_State *L);
 int lcu_ctx_stream(lua_State *L);
 /* Pushes the context's default stream (cached in the context's user value
  * 1); idx is the context handle. */
@@ -190,8 +235,6 @@ pp_kernel_src lcu_opt_ksrc(lua_State *L, int idx, const char *what,
 void lcu_check_ksrc(lua_State *L, pp_kernel_src src, const char *what);
 /* Window fields of the kernel-time sources; 0 when k is not one of them. */
 int lcu_window_ksrc_field(lua_State *L, const lcu_window *w, const char *k);
-int lcu_fn_launch(lua_State *L);
-int lcu_fn_launch_costs(lua_State *L);
 
 #endif /* PP_HAVE_CUDA_H */
 #endif

@@ -1,8 +1,8 @@
 /*
  * cols_query.c: queries over the column store (cols.c): values gathered as
  * doubles, summaries and line fits (csrc/stats/numeric.c), per-record
- * linear combinations, selections by value or range, groups and distinct
- * counts. A selection is a sorted array of row indices (NULL: all rows);
+ * linear combinations, groups and distinct counts (selections by value,
+ * range or condition: cols_compare.c). A selection is a sorted array of row indices (NULL: all rows);
  * every query takes one. The Lua record sets reach these through
  * lua_cols.c.
  */
@@ -79,7 +79,7 @@ PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
       uint32_t off = (uint32_t)(r & PP_CH_MASK);
       if (!pp_chunk_has(h, off))
         continue;
-      pp_value v;
+      pp_value v = {0};
       pp_cell(k, h, off, &v);
       if (v.i < 0 && !v.u64)
         neg[nneg++] = v.i;
@@ -118,41 +118,6 @@ PP_EXPORT size_t pp_cols_lincomb(const pp_cols *c, const size_t *cols,
     if (clamp && acc < floor)
       acc = floor;
     out[m++] = acc;
-  });
-  return m;
-}
-
-static int value_equals(const pp_cols *c, size_t col, size_t r,
-                        const pp_value *v) {
-  pp_value x;
-  pp_cols_get(c, col, r, &x);
-  if (v->kind == PP_VAL_NONE || x.kind == PP_VAL_NONE)
-    return v->kind == x.kind;
-  if (v->kind == PP_VAL_STR || x.kind == PP_VAL_STR)
-    return v->kind == x.kind && v->len == x.len &&
-           memcmp(v->s, x.s, x.len) == 0;
-  if (v->kind == PP_VAL_INT && x.kind == PP_VAL_INT)
-    return v->i == x.i && !v->u64 == !x.u64;
-  return pp_value_double(v) == pp_value_double(&x);
-}
-
-PP_EXPORT size_t pp_cols_where_eq(const pp_cols *c, size_t col, const pp_value *v,
-                        const uint32_t *sel, size_t nsel, uint32_t *out) {
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    if (value_equals(c, col, r, v))
-      out[m++] = (uint32_t)r;
-  });
-  return m;
-}
-
-PP_EXPORT size_t pp_cols_where_range(const pp_cols *c, size_t col, double lo, double hi,
-                           const uint32_t *sel, size_t nsel, uint32_t *out) {
-  size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
-    double v;
-    if (pp_cols_get_double(c, col, r, &v) && v >= lo && v <= hi)
-      out[m++] = (uint32_t)r;
   });
   return m;
 }
@@ -422,13 +387,7 @@ PP_EXPORT int pp_cols_fit_many(const pp_cols *c, const size_t *xcols, size_t nx,
       if (yfull && xfull[a]) {
         rc = pp_fit_line_with(x, ys, n, &xst[a], &yst, f);
       } else {
-        size_t q = 0;
-        for (size_t i = 0; i < n; i++)
-          if (x[i] == x[i] && ys[i] == ys[i]) {
-            px[q] = x[i];
-            py[q] = ys[i];
-            q++;
-          }
+        size_t q = pp_fit_points(x, ys, n, px, py);
         rc = pp_fit_line(px, py, q, f);
       }
       if (rc != 0)

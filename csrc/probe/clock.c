@@ -94,7 +94,7 @@ static void paired_read(uint64_t *tsc, uint64_t *ns) {
 }
 
 static double calibrate_tsc(uint64_t *mult_out) {
-  uint64_t t0, n0, t1, n1;
+  uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0; /* paired_read sets them */
   paired_read(&t0, &n0);
   uint64_t until = n0 + 20000000ull; /* 20 ms */
   while (gettime_ns(CLOCK_MONOTONIC_RAW) < until) {
@@ -134,9 +134,31 @@ static double cost_ns(pp_clock_kind kind) {
 
 static const char *const names[] = {"tsc", "monotonic", "monotonic_raw"};
 
+/* Each clock's first reading once it is in use, less 1 ms (for a reading
+ * of another CPU's TSC): no mark of it is earlier. */
+static pp_ticks origins[3];
+
+static pp_ticks read_kind(pp_clock_kind kind) {
+  switch (kind) {
+#if PP_HAVE_TSC
+  case PP_CLOCK_TSC: return __rdtsc();
+#endif
+  case PP_CLOCK_MONOTONIC_RAW: return gettime_ns(CLOCK_MONOTONIC_RAW);
+  default: return gettime_ns(CLOCK_MONOTONIC);
+  }
+}
+
 static void apply(pp_clock_kind kind) {
   info.kind = kind;
   info.name = names[kind];
+  if (!origins[kind]) {
+    pp_ticks t = read_kind(kind);
+    uint64_t slack = kind == PP_CLOCK_TSC
+                         ? (uint64_t)(info.tsc_ghz * PP_START_SLACK_NS)
+                         : PP_START_SLACK_NS;
+    origins[kind] = t > slack ? t - slack : 1;
+  }
+  __atomic_store_n(&pp_clk.origin, origins[kind], __ATOMIC_RELAXED);
   __atomic_store_n(&pp_clk.mult, kind == PP_CLOCK_TSC ? info.mult : 1ull << 32,
                    __ATOMIC_RELAXED);
   __atomic_store_n(&pp_clk.kind, (int)kind, __ATOMIC_RELEASE);

@@ -51,7 +51,9 @@ pp_fail(char *err, size_t errlen, const char *fmt, ...) {
 #define PP_CLOCK_UNCHOSEN 3
 typedef struct {
   int kind;
-  uint64_t mult; /* ns = ticks * mult >> 32 (1<<32 for ns clocks) */
+  uint64_t mult;   /* ns = ticks * mult >> 32 (1<<32 for ns clocks) */
+  pp_ticks origin; /* the clock's first reading in this process: no mark
+                      of it is earlier                                  */
 } pp_clock_state;
 extern pp_clock_state pp_clk;
 
@@ -80,6 +82,31 @@ static inline uint64_t pp_ticks_delta_ns(pp_ticks from, pp_ticks to) {
   ns >>= 32;
   return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
+
+/* Whether `started` can be a mark of the clock in use, read before `now`:
+ * PP_START_OK; PP_START_EARLY, earlier than the clock's first reading in
+ * this process less 1 ms (a small number, or nanoseconds where the clock
+ * counts ticks: pp_now_ns is not a start); PP_START_LATE, later than now
+ * by more than PP_START_SLACK_NS (a start a little later, from another
+ * CPU's reading, charges 0). */
+enum { PP_START_OK = 0, PP_START_EARLY = 1, PP_START_LATE = 2 };
+#define PP_START_SLACK_NS 1000000u
+static inline int pp_start_check(pp_ticks started, pp_ticks now) {
+  pp_ticks origin = __atomic_load_n(&pp_clk.origin, __ATOMIC_RELAXED);
+  if (__builtin_expect(started < origin, 0))
+    return PP_START_EARLY;
+  if (__builtin_expect(started > now, 0) &&
+      pp_ticks_delta_ns(now, started) > PP_START_SLACK_NS)
+    return PP_START_LATE;
+  return PP_START_OK;
+}
+/* Counts a start refused by pp_start_check (pp_stats: bad_starts) and
+ * notes it for the calling thread; pp_take_bad_start returns that note
+ * (PP_START_*) and clears it: the Lua bindings raise on it after the call,
+ * which read the clock for the check already. */
+void pp_note_bad_start(int why);
+int pp_take_bad_start(void);
+uint64_t pp_bad_start_count(void);
 
 /* Times and counts saturate: a sum that would pass UINT64_MAX stays there,
  * never wrapping to a small number that would print as a plausible one. */

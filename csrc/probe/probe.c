@@ -24,6 +24,8 @@ static pthread_key_t acc_key;
 static pthread_once_t acc_key_once = PTHREAD_ONCE_INIT;
 static uint64_t next_acc_id;
 static uint64_t abandoned; /* dispatches dropped by a pp_begin over them */
+static int abandoned_said; /* the first drop is said (a notice), once */
+static uint64_t bad_starts; /* charges refused: a start no mark can be */
 
 /* A scope's identity: the thread's accumulator id in the top 24 bits, then
  * a count, so a scope of one thread never matches one of another. */
@@ -81,6 +83,12 @@ static inline pp_acc *open_acc(void) {
   return a;
 }
 
+/* open_acc for a charge or a setting: NULL while the probe is off (it is
+ * dropped then, as when allocation failed). */
+static inline pp_acc *charge_acc(void) {
+  return pp_enabled() ? open_acc() : NULL;
+}
+
 /* Empties an accumulator for the next dispatch: the record part and the
  * open scopes. What is kept (pp_acc, from `kept` on) stays: the tags (set
  * per thread, not per dispatch), the thread id, the scope identities. */
@@ -91,6 +99,23 @@ void pp_acc_clear(pp_acc *a) {
 
 uint64_t pp_abandoned_count(void) {
   return __atomic_load_n(&abandoned, __ATOMIC_RELAXED);
+}
+
+static __thread int tls_bad_start __attribute__((tls_model("initial-exec")));
+
+void pp_note_bad_start(int why) {
+  __atomic_fetch_add(&bad_starts, 1, __ATOMIC_RELAXED);
+  tls_bad_start = why;
+}
+
+int pp_take_bad_start(void) {
+  int why = tls_bad_start;
+  tls_bad_start = 0;
+  return why;
+}
+
+uint64_t pp_bad_start_count(void) {
+  return __atomic_load_n(&bad_starts, __ATOMIC_RELAXED);
 }
 
 PP_EXPORT void pp_set_enabled(int on) {
@@ -138,6 +163,63 @@ int pp_acc_link_device(uint64_t span) {
   return 0;
 }
 
+/* Appends " name=value" to buf (cap bytes, NUL-terminated) while it fits. */
+static void held_add(char *buf, size_t cap, const char *name, uint64_t v) {
+  size_t n = strlen(buf);
+  if (n < cap)
+    snprintf(buf + n, cap - n, " %s=%llu", name, (unsigned long long)v);
+}
+
+/* What a dropped dispatch held, as its line would have printed it. */
+static void held_text(const pp_acc *a, char *buf, size_t cap) {
+  const pp_schema *s = a->schema;
+  buf[0] = 0;
+  for (size_t i = 0; s && i < s->nphases; i++)
+    if (a->phase_ns[i])
+      held_add(buf, cap, s->phase_label[i], a->phase_ns[i]);
+  for (size_t i = 0; s && i < s->nnested; i++)
+    if (a->nested_ns[i])
+      held_add(buf, cap, s->nested_label[i], a->nested_ns[i]);
+  for (size_t i = 0; s && i < s->ncounts; i++)
+    if (a->count[i])
+      held_add(buf, cap, s->count[i], a->count[i]);
+  static const char *const outcome[] = {"hits", "misses", "disk_hits"};
+  for (size_t i = 0; s && i < s->ncaches; i++)
+    for (int k = 0; k < 3; k++)
+      if (a->cache[i][k]) {
+        char name[PP_NAME_MAX + 24];
+        snprintf(name, sizeof name, "%s_cache_%s", s->cache[i], outcome[k]);
+        held_add(buf, cap, name, a->cache[i][k]);
+      }
+  if (a->kernel_ns)
+    held_add(buf, cap, "kernel_ns", a->kernel_ns);
+  if (a->has_window)
+    held_add(buf, cap, "device_window_ns", a->device_window_ns);
+  if (a->depth)
+    held_add(buf, cap, "open_scopes", a->depth);
+  if (a->device_span)
+    held_add(buf, cap, "device_spans", 1);
+  if (!buf[0])
+    snprintf(buf, cap, " nothing charged");
+}
+
+/* The first dispatch a pp_begin drops, said once per process: a record is
+ * lost, and charges made before pp_begin do not reach the new dispatch. */
+static void say_abandoned(const pp_acc *a) {
+  if (__atomic_exchange_n(&abandoned_said, 1, __ATOMIC_RELAXED))
+    return;
+  char held[200], msg[sizeof held + 320];
+  held_text(a, held, sizeof held);
+  snprintf(msg, sizeof msg,
+           "phaseprobe: pp_begin on thread %llu dropped a dispatch never "
+           "emitted (%s; it held:%s); it is not merged into the new one; "
+           "this and later drops are counted in pp_stats().abandoned and "
+           "not said again\n",
+           (unsigned long long)a->tid,
+           a->begin_ticks ? "begun" : "charged without pp_begin", held);
+  pp_sink_notice(msg);
+}
+
 PP_EXPORT void pp_begin(void) {
   if (!pp_enabled())
     return;
@@ -145,10 +227,13 @@ PP_EXPORT void pp_begin(void) {
   if (!a)
     return;
   /* A dispatch still pending here (begun or charged, never emitted: one
-   * that raised, say) is dropped, never merged into this one, and counted
-   * (pp_stats: abandoned). Its open scopes go with it. */
-  if (a->open)
+   * that raised, say) is dropped, never merged into this one, counted
+   * (pp_stats: abandoned) and, the first time, said. Its open scopes go
+   * with it. */
+  if (a->open) {
     __atomic_fetch_add(&abandoned, 1, __ATOMIC_RELAXED);
+    say_abandoned(a);
+  }
   if (a->device_span) { /* a dispatch dropped before its emit */
     const pp_device_hooks *h = pp_device_hooks_get();
     if (h)
@@ -253,17 +338,13 @@ PP_EXPORT void pp_scope_close(pp_scope scope) {
 }
 
 PP_EXPORT void pp_add_ns(int phase, uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a)
     add_phase(a, phase, ns);
 }
 
 PP_EXPORT void pp_add_nested_ns(int nested, uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a && (unsigned)nested < a->schema->nnested)
     a->nested_ns[nested] = pp_sat_add(a->nested_ns[nested], ns);
 }
@@ -271,10 +352,18 @@ PP_EXPORT void pp_add_nested_ns(int nested, uint64_t ns) {
 /* The charges of a time since `started`: reads the clock (first, so the
  * accumulator's lookup is not charged), counts the read in the open
  * dispatch, and gives the ns since started (0 backwards) and the reading.
- * NULL where no dispatch can take the charge. Inlined into each entry. */
+ * NULL where no dispatch can take the charge, or where `started` cannot be
+ * a mark (earlier than the clock's first reading, or well after now: a
+ * number that did not come from pp_mark): that is counted (pp_stats:
+ * bad_starts) and charges nothing. Inlined into each entry. */
 static inline __attribute__((always_inline)) pp_acc *
 charge_since(pp_ticks started, uint64_t *ns, pp_ticks *now) {
   *now = pp_now_inline();
+  int why = pp_start_check(started, *now);
+  if (__builtin_expect(why != PP_START_OK, 0)) {
+    pp_note_bad_start(why);
+    return NULL;
+  }
   pp_acc *a = open_acc();
   if (!a)
     return NULL;
@@ -283,14 +372,22 @@ charge_since(pp_ticks started, uint64_t *ns, pp_ticks *now) {
   return a;
 }
 
-PP_EXPORT void pp_charge(int phase, pp_ticks started) {
+/* pp_charge and pp_lap: the time since `started` charged to phase; the
+ * clock's reading, or 0 where none was taken (no start, the probe off). */
+static inline __attribute__((always_inline)) pp_ticks
+charge_lap(int phase, pp_ticks started) {
   if (!started || !pp_enabled())
-    return;
+    return 0;
   uint64_t ns;
   pp_ticks now;
   pp_acc *a = charge_since(started, &ns, &now);
   if (a)
     add_phase(a, phase, ns);
+  return now;
+}
+
+PP_EXPORT void pp_charge(int phase, pp_ticks started) {
+  charge_lap(phase, started);
 }
 
 PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
@@ -300,14 +397,7 @@ PP_EXPORT void pp_charge_since(int phase, pp_ticks started) {
 }
 
 PP_EXPORT pp_ticks pp_lap(int phase, pp_ticks started) {
-  if (!started || !pp_enabled())
-    return 0;
-  uint64_t ns;
-  pp_ticks now;
-  pp_acc *a = charge_since(started, &ns, &now);
-  if (a)
-    add_phase(a, phase, ns);
-  return now;
+  return charge_lap(phase, started);
 }
 
 PP_EXPORT void pp_charge_remainder(int outer, pp_ticks started, int inner) {
@@ -345,27 +435,28 @@ PP_EXPORT uint64_t pp_phase_ns(int phase) {
   return a->phase_ns[phase];
 }
 
+/* The open dispatch's slot of count `count`, for a setting: NULL while the
+ * probe is off or when the schema has no such count. */
+static uint64_t *count_slot(int count) {
+  pp_acc *a = charge_acc();
+  return a && (unsigned)count < a->schema->ncounts ? &a->count[count] : NULL;
+}
+
 PP_EXPORT void pp_set_count(int count, uint64_t value) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
-  if (a && (unsigned)count < a->schema->ncounts)
-    a->count[count] = value;
+  uint64_t *slot = count_slot(count);
+  if (slot)
+    *slot = value;
 }
 
 PP_EXPORT void pp_add_count(int count, uint64_t delta) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
-  if (a && (unsigned)count < a->schema->ncounts)
-    a->count[count] = pp_sat_add(a->count[count], delta);
+  uint64_t *slot = count_slot(count);
+  if (slot)
+    *slot = pp_sat_add(*slot, delta);
 }
 
 PP_EXPORT void pp_record_kernel(uint64_t ns, pp_kernel_src src,
                                 uint64_t floor_ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (!a)
     return;
   a->kernel_ns = ns;
@@ -374,9 +465,7 @@ PP_EXPORT void pp_record_kernel(uint64_t ns, pp_kernel_src src,
 }
 
 PP_EXPORT void pp_record_kernel_error(uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a)
     a->kernel_error_ns = ns;
 }
@@ -399,9 +488,7 @@ PP_EXPORT void pp_record_kernel_ns(uint64_t ns) {
 }
 
 PP_EXPORT void pp_record_device_window_ns(uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (!a)
     return;
   a->device_window_ns = ns;
@@ -409,9 +496,7 @@ PP_EXPORT void pp_record_device_window_ns(uint64_t ns) {
 }
 
 PP_EXPORT void pp_cache_event(int cache, pp_cache_outcome outcome) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (!a || (unsigned)cache >= a->schema->ncaches)
     return;
   if (outcome == PP_CACHE_MISS) {
@@ -424,9 +509,7 @@ PP_EXPORT void pp_cache_event(int cache, pp_cache_outcome outcome) {
 }
 
 PP_EXPORT void pp_add_probe_ns(uint64_t ns) {
-  if (!pp_enabled())
-    return;
-  pp_acc *a = open_acc();
+  pp_acc *a = charge_acc();
   if (a)
     a->probe_ns = pp_sat_add(a->probe_ns, ns);
 }

@@ -25,7 +25,10 @@ enum {
   P_VOLATILE = 8,
   P_ACQUIRE = 16,
   P_RELAXED = 32,
-  P_BLOCK = 64 /* .shared (any ::scope) or .local: not memory the grid shares */
+  P_BLOCK = 64, /* .shared (any ::scope) or .local: not memory the grid shares */
+  P_OR = 128,   /* or, xor */
+  P_AND = 256,
+  P_CAS = 512
 };
 
 /* The components of a dotted opcode that matter here, in one walk. */
@@ -45,7 +48,19 @@ static unsigned parts(const char *op, size_t n) {
       m |= word_is(w, l, "global") ? P_GLOBAL : 0;
       break;
     case 'a':
-      m |= word_is(w, l, "add") ? P_ADD : word_is(w, l, "acquire") ? P_ACQUIRE : 0;
+      m |= word_is(w, l, "add")       ? P_ADD
+           : word_is(w, l, "acquire") ? P_ACQUIRE
+           : word_is(w, l, "and")     ? P_AND
+                                      : 0;
+      break;
+    case 'o':
+      m |= word_is(w, l, "or") ? P_OR : 0;
+      break;
+    case 'x':
+      m |= word_is(w, l, "xor") ? P_OR : 0;
+      break;
+    case 'c':
+      m |= word_is(w, l, "cas") ? P_CAS : 0;
       break;
     case 'i':
       m |= word_is(w, l, "inc") ? P_INC : 0;
@@ -100,9 +115,30 @@ op_kind pp_ptx_classify(pp_ptx_func *f, const char *op, size_t n) {
       f->atomics++;
       if (m & P_GLOBAL)
         f->atomics_global++;
-      if ((m & (P_ADD | P_INC)) && !(m & P_BLOCK))
+      if (m & P_BLOCK)
+        return OP_PLAIN;
+      if (m & P_ADD)
         return OP_ATOM;
+      if (m & P_INC)
+        return OP_INC;
+      if (*op == 'r') /* a reduction returns nothing: never a read */
+        return OP_PLAIN;
+      return m & P_OR ? OP_KEEP0 : m & P_AND ? OP_KEEP1 : m & P_CAS ? OP_CAS
+                                                                   : OP_PLAIN;
     }
+    return OP_PLAIN;
+  case 'c': /* call; cvta.global.u64, cvta.to.global.u64 */
+    if (n >= 4 && op[1] == 'a' && op[2] == 'l' && op[3] == 'l' &&
+        (n == 4 || op[4] == '.'))
+      return OP_CALL;
+    if (n > 7 && op[1] == 'v' && op[2] == 't' && op[3] == 'a' &&
+        op[4] == '.' && op[n - 2] == '6' && op[n - 1] == '4' &&
+        (parts(op, n) & (P_GLOBAL | P_BLOCK)) == P_GLOBAL)
+      return OP_COPY;
+    return OP_PLAIN;
+  case 's': /* st.param */
+    if (n > 9 && op[1] == 't' && op[2] == '.' && starts(op, n, "st.param."))
+      return OP_PARAM;
     return OP_PLAIN;
   case 'l':
     if (n > 3 && op[1] == 'd' && op[2] == '.' && may_spin(op + 3, n - 3) &&
@@ -161,6 +197,7 @@ static inline uint64_t symbol_class(const char *p, size_t n) {
 void pp_ptx_watch_init(scanner *s, grid_watch *g) {
   g->set = g->spin = g->tracking = 0;
   g->nlabels = 0;
+  g->npar = 0;
   memset(g->bloom, 0, sizeof g->bloom);
   g->len = 0;
   g->ct = s->copies;
@@ -313,10 +350,12 @@ static size_t address_key(scanner *s, grid_watch *g, const char *p,
   return n;
 }
 
-/* "mov.b64 %dst, src;" (also .u64, .s64): %dst takes the class of src when
- * src is a name (a register or a symbol); otherwise, or under a guard, it
- * holds something else from here on. (cvta is no copy: a generic and a
- * global address of one variable are different values.) */
+/* "mov.b64 %dst, src;" (also .u64, .s64), and "cvta.global.u64 %dst, src;"
+ * (and cvta.to.global): %dst takes the class of src when src is a name (a
+ * register or a symbol); otherwise, or under a guard, it holds something
+ * else from here on. A cvta between the global and the generic address of
+ * one variable changes the number, not the memory it names, and the memory
+ * is what a spin read must re-read. */
 static void copy(scanner *s, grid_watch *g, int guarded, const char *ops,
                  const char *semi) {
   const char *d = skip_space(ops, semi);
@@ -367,10 +406,264 @@ static void branch(pp_ptx_func *f, grid_watch *g, const char *ops,
     }
 }
 
+/* An arrive at the address whose key is key[0..n): watched from here on. */
+static void arrive(grid_watch *g, const char *key, size_t n) {
+  if (!n)
+    return;
+  memcpy(g->key, key, n);
+  g->len = n;
+  g->set = 1;
+  g->spin = 0;
+  g->nlabels = 0;
+}
+
+/* A read of the address whose key is key[0..n): the spin read when it is
+ * the watched arrive's address. */
+static void spin_read(grid_watch *g, const char *key, size_t n) {
+  if (g->set && !g->spin && n && n == g->len && memcmp(key, g->key, n) == 0)
+    g->spin = 1;
+}
+
+/* [p, e) with its blanks dropped, into out (cap bytes); 0 when it does not
+ * fit. */
+static size_t squeeze(const char *p, const char *e, char *out, size_t cap) {
+  size_t n = 0;
+  for (; p < e; p++) {
+    if ((CLS(*p) & C_BLANK) || *p == '\n' || *p == '\r')
+      continue;
+    if (n == cap)
+      return 0;
+    out[n++] = *p;
+  }
+  return n;
+}
+
+/* The integer a PTX literal spells ([-]digits, 0x hex, 0b binary, 0 octal,
+ * an optional U): 1 and *v (two's complement of 64 bits), or 0. */
+static int literal(const char *p, size_t n, uint64_t *v) {
+  int neg = n && *p == '-';
+  p += neg, n -= (size_t)neg;
+  if (n && (p[n - 1] == 'U' || p[n - 1] == 'u'))
+    n--;
+  if (!n)
+    return 0;
+  unsigned base = 10;
+  if (n > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+    base = 16, p += 2, n -= 2;
+  else if (n > 2 && p[0] == '0' && (p[1] == 'b' || p[1] == 'B'))
+    base = 2, p += 2, n -= 2;
+  else if (n > 1 && p[0] == '0')
+    base = 8, p++, n--;
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = p[i];
+    unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                 : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                 : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                        : 99;
+    if (d >= base || x > (UINT64_MAX - d) / base)
+      return 0;
+    x = x * base + d;
+  }
+  *v = neg ? (uint64_t)0 - x : x;
+  return 1;
+}
+
+/* Whether operands a[0..an) (and b[0..bn) for a compare-and-swap) leave the
+ * value of an atomic of kind k as it is. */
+static int keeps_value(unsigned k, const char *a, size_t an, const char *b,
+                       size_t bn) {
+  uint64_t v;
+  switch (k) {
+  case OP_ATOM:
+  case OP_KEEP0:
+    return an && literal(a, an, &v) && v == 0;
+  case OP_KEEP1:
+    return an && literal(a, an, &v) &&
+           (v == UINT64_MAX || v == 0xffffffffu);
+  case OP_CAS:
+    return an && an == bn && memcmp(a, b, an) == 0;
+  default:
+    return 0;
+  }
+}
+
+/* The key of a name (a register or a symbol) as address_key makes it for
+ * "[name]", into out: with s, a register is given a class if it has none. */
+static size_t name_key(scanner *s, grid_watch *g, const char *p, size_t n,
+                       char *out) {
+  uint64_t cls = (n && (CLS(*p) & C_START)) ? class_of(s, g, p, n) : 0;
+  if (cls) {
+    out[0] = 1;
+    memcpy(out + 1, &cls, sizeof cls);
+    return 1 + sizeof cls;
+  }
+  return n <= GRID_KEY ? (memcpy(out, p, n), n) : 0;
+}
+
+/* An atomic instruction of kind k on grid memory: with a result and
+ * operands that leave the value as it is, a read of its address (which may
+ * be the spin read); else an add or inc arrives. */
+static void atomic(scanner *s, grid_watch *g, unsigned k, const char *ops,
+                   const char *semi) {
+  const char *b = memchr(ops, '[', (size_t)(semi - ops));
+  const char *close = b ? memchr(b, ']', (size_t)(semi - b)) : NULL;
+  if (!close)
+    return;
+  int result = skip_space(ops, semi) != b;
+  char x[GRID_PARAM_TEXT], y[GRID_PARAM_TEXT], key[GRID_KEY];
+  size_t xn = 0, yn = 0;
+  const char *p = skip_space(close + 1, semi);
+  if (result && p < semi && *p == ',') { /* the operands after the address */
+    const char *c = memchr(p + 1, ',', (size_t)(semi - p - 1));
+    xn = squeeze(p + 1, c ? c : semi, x, sizeof x);
+    if (c)
+      yn = squeeze(c + 1, semi, y, sizeof y);
+  }
+  if (result && keeps_value(k, x, xn, y, yn))
+    spin_read(g, key, address_key(NULL, g, ops, semi, key));
+  else if (k == OP_ATOM || k == OP_INC)
+    arrive(g, key, address_key(s, g, ops, semi, key));
+}
+
+/* st.param.TYPE [name+0], value: kept for the next call. */
+static void param(grid_watch *g, const char *ops, const char *semi) {
+  const char *p = skip_space(ops, semi);
+  if (p >= semi || *p != '[')
+    return;
+  p = skip_space(p + 1, semi);
+  const char *e = word_end(p, semi);
+  const char *q = skip_space(e, semi);
+  if (e == p)
+    return;
+  if (q < semi && *q == '+') { /* +0 only: the parameter itself */
+    q = skip_space(q + 1, semi);
+    if (q >= semi || *q != '0')
+      return;
+    q = skip_space(q + 1, semi);
+  }
+  if (q >= semi || *q != ']')
+    return;
+  q = skip_space(q + 1, semi);
+  if (q >= semi || *q != ',')
+    return;
+  unsigned i = g->npar++ % GRID_PARAMS;
+  g->par[i].name = fnv32(p, (size_t)(e - p));
+  g->par[i].len = (uint8_t)squeeze(q + 1, semi, g->par[i].text,
+                                   sizeof g->par[i].text);
+}
+
+/* The value st.param stored in the parameter named [p, p + n), or NULL. */
+static const char *param_value(const grid_watch *g, const char *p, size_t n,
+                               size_t *len) {
+  uint32_t h = fnv32(p, n);
+  unsigned m = g->npar < GRID_PARAMS ? g->npar : GRID_PARAMS;
+  for (unsigned j = 0; j < m; j++) {
+    unsigned i = (g->npar - 1 - j) % GRID_PARAMS; /* the latest first */
+    if (g->par[i].name == h && g->par[i].len) {
+      *len = g->par[i].len;
+      return g->par[i].text;
+    }
+  }
+  return NULL;
+}
+
+/* The kind of nvcc's atomic function named [p, p + n) (the CUDA atomicAdd,
+ * its mangled forms, and the __uAtomicAdd family it calls): OP_ATOM,
+ * OP_INC, OP_KEEP0, OP_KEEP1, OP_CAS; OP_PLAIN for anything else. */
+static unsigned atomic_function(const char *p, size_t n) {
+  for (size_t i = 1; i + 5 < n; i++) {
+    if ((p[i - 1] != 'a' && p[i - 1] != 'A') || memcmp(p + i, "tomic", 5) != 0)
+      continue;
+    const char *w = p + i + 5, *e = p + n;
+    if (e - w >= 3 && memcmp(w, "CAS", 3) == 0)
+      return OP_CAS;
+    size_t l = 0;
+    if (w < e && *w >= 'A' && *w <= 'Z')
+      for (l = 1; w + l < e && w[l] >= 'a' && w[l] <= 'z'; l++)
+        ;
+    if (word_is(w, l, "Add") || word_is(w, l, "Sub"))
+      return OP_ATOM;
+    if (word_is(w, l, "Inc"))
+      return OP_INC;
+    if (word_is(w, l, "Or") || word_is(w, l, "Xor"))
+      return OP_KEEP0;
+    if (word_is(w, l, "And"))
+      return OP_KEEP1;
+    /* "atomic_poll", "atomicExch": on to the next */
+  }
+  return OP_PLAIN;
+}
+
+/* Past blanks, line ends, comments (a call's operands may span lines,
+ * each with its comment) and the bytes of `also` in [p, e). */
+static const char *skip_gap(const char *p, const char *e, const char *also) {
+  while (p < e) {
+    if ((CLS(*p) & C_BLANK) || *p == '\n' || *p == '\r' ||
+        (*p && strchr(also, *p))) {
+      p++;
+    } else if (*p == '/' && e - p >= 2 && p[1] == '/') {
+      const char *nl = memchr(p, '\n', (size_t)(e - p));
+      p = nl ? nl + 1 : e;
+    } else if (*p == '/' && e - p >= 2 && p[1] == '*') {
+      const char *q = p + 2;
+      while (q + 1 < e && !(q[0] == '*' && q[1] == '/'))
+        q++;
+      p = q + 1 < e ? q + 2 : e;
+    } else {
+      break;
+    }
+  }
+  return p;
+}
+
+/* The next name of a call's operand list [p, e), after blanks, comments,
+ * ',' and '(': [*w, returned). */
+static const char *next_name(const char *p, const char *e, const char **w) {
+  p = skip_gap(p, e, ",(");
+  *w = p;
+  return word_end(p, e);
+}
+
+/* call[.uni] [(retval),] name, (args): an atomic of nvcc's functions acts
+ * on the address in its first argument, with the values of the others. */
+static void call(scanner *s, pp_ptx_func *f, grid_watch *g, const char *ops,
+                 const char *semi) {
+  const char *p = skip_gap(ops, semi, ""), *w, *e;
+  int result = p < semi && *p == '(';
+  if (result) {
+    const char *close = memchr(p, ')', (size_t)(semi - p));
+    if (!close)
+      return;
+    p = close + 1;
+  }
+  e = next_name(p, semi, &w);
+  unsigned k = atomic_function(w, (size_t)(e - w));
+  if (k != OP_PLAIN) {
+    f->atomics++; /* the atomic nvcc's debug code calls rather than inlines */
+    const char *args[3] = {NULL, NULL, NULL};
+    size_t alen[3] = {0, 0, 0};
+    const char *a = e;
+    for (int i = 0; i < 3; i++) {
+      const char *an;
+      a = next_name(a, semi, &an);
+      if (a == an)
+        break;
+      args[i] = param_value(g, an, (size_t)(a - an), &alen[i]);
+    }
+    char key[GRID_KEY];
+    size_t n = args[0] ? 1 : 0;
+    if (n && result && keeps_value(k, args[1], alen[1], args[2], alen[2]))
+      spin_read(g, key, name_key(NULL, g, args[0], alen[0], key));
+    else if (n && (k == OP_ATOM || k == OP_INC))
+      arrive(g, key, name_key(s, g, args[0], alen[0], key));
+  }
+  g->npar = 0;
+}
+
 void pp_ptx_watch_grid(scanner *s, pp_ptx_func *f, grid_watch *g, unsigned k,
                        const char *ops, const char *semi) {
   char key[GRID_KEY];
-  size_t n;
   switch (OP_KIND(k)) {
   case OP_BRA:
     if (g->spin)
@@ -379,22 +672,21 @@ void pp_ptx_watch_grid(scanner *s, pp_ptx_func *f, grid_watch *g, unsigned k,
   case OP_COPY:
     copy(s, g, (k & OP_GUARDED) != 0, ops, semi);
     return;
+  case OP_PARAM:
+    param(g, ops, semi);
+    return;
+  case OP_CALL:
+    call(s, f, g, ops, semi);
+    return;
   case OP_ATOM:
-    n = address_key(s, g, ops, semi, key);
-    if (n) {
-      memcpy(g->key, key, n);
-      g->len = n;
-      g->set = 1;
-      g->spin = 0;
-      g->nlabels = 0;
-    }
+  case OP_INC:
+  case OP_KEEP0:
+  case OP_KEEP1:
+  case OP_CAS:
+    atomic(s, g, OP_KIND(k), ops, semi);
     break;
   case OP_SPIN:
-    if (g->set && !g->spin) {
-      n = address_key(NULL, g, ops, semi, key);
-      if (n == g->len && memcmp(key, g->key, n) == 0)
-        g->spin = 1;
-    }
+    spin_read(g, key, address_key(NULL, g, ops, semi, key));
     break;
   default:
     break;

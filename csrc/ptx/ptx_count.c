@@ -109,51 +109,40 @@ static uint64_t count_scalar(const needle *n, const unsigned char *t,
 }
 
 #ifdef PP_X86
-__attribute__((target("avx2"))) static uint64_t
-count_avx2(const needle *n, const unsigned char *t, size_t len) {
-  uint64_t count = 0;
-  size_t next = 0, i = 0;
-  size_t hi = n->a > n->b ? n->a : n->b;
-  const __m256i va = _mm256_set1_epi8((char)n->m[n->a]);
-  const __m256i vb = _mm256_set1_epi8((char)n->m[n->b]);
-  if (len >= n->mlen && len - n->mlen >= 32 && len >= hi + 32) {
-    size_t stop = len - hi - 32; /* loads at i + hi stay inside */
-    for (; i <= stop; i += 32) {
-      __m256i xa = _mm256_loadu_si256((const __m256i *)(t + i + n->a));
-      __m256i xb = _mm256_loadu_si256((const __m256i *)(t + i + n->b));
-      uint32_t mask = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
-          _mm256_cmpeq_epi8(xa, va), _mm256_cmpeq_epi8(xb, vb)));
-      while (mask) {
-        candidate(n, t, len, i + (size_t)__builtin_ctz(mask), &next, &count);
-        mask &= mask - 1;
-      }
-    }
+/* The vector pass at width W bytes (vector type V, its intrinsics), a
+ * function NAME with attributes ATTR: the positions where both needle
+ * bytes match, W at a time, then the scalar tail. Made for AVX2 (32) and
+ * SSE2 (16). */
+#define COUNT_SIMD(ATTR, NAME, V, W, SET1, LOADU, CMPEQ, AND, MOVEMASK)        \
+  ATTR static uint64_t NAME(const needle *n, const unsigned char *t,           \
+                            size_t len) {                                      \
+    uint64_t count = 0;                                                        \
+    size_t next = 0, i = 0;                                                    \
+    size_t hi = n->a > n->b ? n->a : n->b;                                     \
+    const V va = SET1((char)n->m[n->a]);                                       \
+    const V vb = SET1((char)n->m[n->b]);                                       \
+    if (len >= n->mlen && len - n->mlen >= W && len >= hi + W) {               \
+      size_t stop = len - hi - W; /* loads at i + hi stay inside */           \
+      for (; i <= stop; i += W) {                                              \
+        V xa = LOADU((const V *)(t + i + n->a));                               \
+        V xb = LOADU((const V *)(t + i + n->b));                               \
+        uint32_t mask =                                                        \
+            (uint32_t)MOVEMASK(AND(CMPEQ(xa, va), CMPEQ(xb, vb)));             \
+        while (mask) {                                                         \
+          candidate(n, t, len, i + (size_t)__builtin_ctz(mask), &next,         \
+                    &count);                                                   \
+          mask &= mask - 1;                                                    \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+    return count + count_scalar(n, t, len, i, &next);                          \
   }
-  return count + count_scalar(n, t, len, i, &next);
-}
-
-static uint64_t count_sse2(const needle *n, const unsigned char *t,
-                           size_t len) {
-  uint64_t count = 0;
-  size_t next = 0, i = 0;
-  size_t hi = n->a > n->b ? n->a : n->b;
-  const __m128i va = _mm_set1_epi8((char)n->m[n->a]);
-  const __m128i vb = _mm_set1_epi8((char)n->m[n->b]);
-  if (len >= n->mlen && len - n->mlen >= 16 && len >= hi + 16) {
-    size_t stop = len - hi - 16;
-    for (; i <= stop; i += 16) {
-      __m128i xa = _mm_loadu_si128((const __m128i *)(t + i + n->a));
-      __m128i xb = _mm_loadu_si128((const __m128i *)(t + i + n->b));
-      uint32_t mask = (uint32_t)_mm_movemask_epi8(
-          _mm_and_si128(_mm_cmpeq_epi8(xa, va), _mm_cmpeq_epi8(xb, vb)));
-      while (mask) {
-        candidate(n, t, len, i + (size_t)__builtin_ctz(mask), &next, &count);
-        mask &= mask - 1;
-      }
-    }
-  }
-  return count + count_scalar(n, t, len, i, &next);
-}
+COUNT_SIMD(__attribute__((target("avx2"))), count_avx2, __m256i, 32,
+           _mm256_set1_epi8, _mm256_loadu_si256, _mm256_cmpeq_epi8,
+           _mm256_and_si256, _mm256_movemask_epi8)
+COUNT_SIMD(, count_sse2, __m128i, 16, _mm_set1_epi8, _mm_loadu_si128,
+           _mm_cmpeq_epi8, _mm_and_si128, _mm_movemask_epi8)
+#undef COUNT_SIMD
 
 static int have_avx2(void) {
   return __builtin_cpu_supports("avx2");

@@ -290,15 +290,23 @@ void pp_ptx_parse_num1(scanner *s, uint32_t *out, const char *what);
 /* ---- bodies (ptx_body.c, ptx_lines.c) -------------------------------------- */
 /* A grid synchronisation is recognised by its structure, however far apart
  * its parts are: an arrive (an add-atomic on global or generic memory),
- * then a label, then a spin read (a volatile, acquire or relaxed load) of
- * the same address, then a branch back to that label. "The same address"
- * follows the address through register copies (mov and cvta of 64-bit
- * values), as nvcc's debug code (-G) moves it from register to register:
- * each name (register or symbol) that a copy involves gets a class, a copy
- * gives its destination the class of its source, and any other instruction
- * that writes a register (or a guarded copy) gives it a new class. */
+ * then a label, then a spin read of the same address, then a branch back to
+ * that label. The spin read is a volatile, acquire or relaxed load, or an
+ * atomic that reads and leaves the value as it is (add, or, xor of 0; and
+ * of all ones; a compare-and-swap that swaps in what it compares). An
+ * atomic may be nvcc's call of its atomic function (atomicAdd, __uAtomicAdd,
+ * ...: debug code, -G), its address and operands passed in st.param. "The
+ * same address" follows the address through register copies (mov of 64-bit
+ * values, and cvta between the global and the generic address of one
+ * variable, which name the same memory), as nvcc's debug code moves it from
+ * register to register: each name (register or symbol) that a copy involves
+ * gets a class, a copy gives its destination the class of its source, and
+ * any other instruction that writes a register (or a guarded copy) gives it
+ * a new class. */
 #define GRID_LABELS 32 /* labels kept between an arrive and its spin read */
 #define GRID_KEY 48    /* bytes of an address's key */
+#define GRID_PARAMS 4  /* st.param values kept for the next call */
+#define GRID_PARAM_TEXT 31
 
 typedef struct copy_slot {
   uint64_t cls;
@@ -332,6 +340,14 @@ typedef struct grid_watch {
   int tracking;
   uint64_t bloom[4];
   copy_table *ct; /* NULL until needed */
+  /* The values the last st.param instructions stored, by parameter name,
+   * for a call of an atomic function. */
+  struct {
+    uint32_t name;                     /* fnv32 of the parameter's name  */
+    uint8_t len;                       /* of text; 0: unusable          */
+    char text[GRID_PARAM_TEXT];        /* the value, blanks dropped     */
+  } par[GRID_PARAMS];
+  unsigned npar;
 } grid_watch;
 
 /* The bloom bit of a register name [p, p + n), n >= 2: from its length,
@@ -354,13 +370,20 @@ static inline int grid_maybe_tracked(const grid_watch *g, const char *p,
 
 typedef enum {
   OP_PLAIN,
-  OP_ATOM, /* an add-atomic on global or generic memory: an arrive */
-  OP_SPIN, /* a volatile, acquire or relaxed load */
-  OP_COPY, /* mov of a 64-bit value */
-  OP_BRA,  /* bra */
-  OP_GUARDED = 8 /* or'ed in: the instruction has a guard predicate */
+  OP_ATOM,  /* atom/red add on global or generic memory: an arrive, or
+               with a result and 0 added, a read */
+  OP_SPIN,  /* a volatile, acquire or relaxed load */
+  OP_COPY,  /* mov of a 64-bit value; cvta.global, cvta.to.global */
+  OP_BRA,   /* bra */
+  OP_INC,   /* atom/red inc on that memory: an arrive */
+  OP_KEEP0, /* atom or, xor: a read when its operand is 0 */
+  OP_KEEP1, /* atom and: a read when its operand is all ones */
+  OP_CAS,   /* atom cas: a read when it swaps in what it compares */
+  OP_PARAM, /* st.param: a value for the next call */
+  OP_CALL,  /* call: maybe of an atomic function */
+  OP_GUARDED = 16 /* or'ed in: the instruction has a guard predicate */
 } op_kind;
-#define OP_KIND(k) ((k) & 7)
+#define OP_KIND(k) ((k) & 15)
 
 /* Counts the opcode's barriers and atomics in f and says what it may be in
  * a grid sync. */

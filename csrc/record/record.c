@@ -23,6 +23,19 @@
 /* ---- assembly ------------------------------------------------------------ */
 static uint64_t next_seq;
 
+/* The form of 0.1.0, with no `given`: a field at 0 (what a designated
+ * initializer leaves) or at PP_AUTO is the probe's; any other value is
+ * given. So {.seq = n} after a measured dispatch keeps the measured wall
+ * and the recorded device window. */
+static uint32_t old_form_given(const pp_emit_args *d) {
+#define PP_OLD_(v, bit) ((v) != 0 && (v) != PP_AUTO ? (bit) : 0u)
+  return PP_OLD_(d->seq, PP_GIVEN_SEQ) | PP_OLD_(d->wall_ns, PP_GIVEN_WALL) |
+         PP_OLD_(d->enqueue_ns, PP_GIVEN_ENQUEUE) |
+         PP_OLD_(d->wait_ns, PP_GIVEN_WAIT) |
+         PP_OLD_(d->device_window_ns, PP_GIVEN_WINDOW);
+#undef PP_OLD_
+}
+
 PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   if (!pp_enabled())
     return -1;
@@ -40,13 +53,7 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   if (!a->ended)
     pp_scopes_settle(a, now);
   pp_emit_args d = args ? *args : PP_EMIT_ARGS_AUTO;
-  uint32_t g = d.given;
-  if (!g) /* the 0.1.0 form: PP_AUTO marks the probe's fields */
-    g = (d.seq != PP_AUTO ? PP_GIVEN_SEQ : 0) |
-        (d.wall_ns != PP_AUTO ? PP_GIVEN_WALL : 0) |
-        (d.enqueue_ns != PP_AUTO ? PP_GIVEN_ENQUEUE : 0) |
-        (d.wait_ns != PP_AUTO ? PP_GIVEN_WAIT : 0) |
-        (d.device_window_ns != PP_AUTO ? PP_GIVEN_WINDOW : 0);
+  uint32_t g = d.given ? d.given : old_form_given(&d);
   const pp_schema *s = a->schema;
   pp_tags_settle(a, s);
   pp_record r;

@@ -1,6 +1,8 @@
 /*
  * sink.c: where an emitted record goes once pp_emit has captured it
- * (record.c): the line sink, the record hook; the store is store.c.
+ * (record.c): the line sink (its writer thread, the emit path, its
+ * configuration and lifetime), the record hook; the sink's targets and the
+ * notices' are sink_target.c, the store is store.c.
  *
  * The line sink never blocks, signals or kills the emitting thread, whatever
  * the target (regular file, pipe, FIFO, socket, terminal):
@@ -22,13 +24,10 @@
  *    pp_format_line gives) into a buffer of its own and writes them; a
  *    record stays in its chunk, and counts as held, until its whole line
  *    is written. It runs with every signal blocked (a vanished reader
- *    gives EPIPE, never SIGPIPE) and writes on a descriptor of its own:
- *    pipes, FIFOs and terminals are opened anew non-blocking
- *    (/proc/self/fd/N), sockets are written with MSG_DONTWAIT |
- *    MSG_NOSIGNAL, a path is opened with O_NONBLOCK (a FIFO with no reader
- *    is refused at once) in a helper thread that is waited for at most 2 s
- *    (a stalled file system). So only a write to a regular file on a
- *    stalled disk can hold the writer, and then only the writer.
+ *    gives EPIPE, never SIGPIPE) and writes on a descriptor of its own,
+ *    opened without waiting and written without blocking (sink_target.c
+ *    says how): only a write to a regular file on a stalled disk can hold
+ *    the writer, and then only the writer.
  *  - Each write(2) holds whole lines; to pipes, at most PIPE_BUF bytes of
  *    them, which the kernel writes whole or not at all, so no other writer
  *    of the pipe lands inside a line. A short write is continued from where
@@ -51,19 +50,15 @@
  */
 #define _GNU_SOURCE
 #include "pp_internal.h"
+#include "sink_internal.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,11 +75,8 @@
 #define MAX_BUFFER ((size_t)1 << 30)
 #define DEFAULT_INTERVAL_MS 50u
 #define MAX_INTERVAL_MS 60000u
-#define SLICE_MS 20       /* longest one wait on a full pipe or socket   */
-#define GRACE_MS 1000u    /* a replaced sink's lines get this long       */
 #define STOP_MS 100u      /* what a stop adds after its flush            */
 #define FINISH_MS 500u    /* then, to finish a line a socket took part of */
-#define OPEN_TIMEOUT_MS 2000u
 #define WBUF_BYTES 65536 /* the writer formats this much at a time, and a line */
 
 /* A record as pp_emit leaves it in its thread's chunk: this head, the
@@ -102,11 +94,8 @@ _Static_assert(CHUNK_MIN >= REC_BYTES(PP_MAX_FIELDS, PP_TAGS_MAX),
 _Static_assert(CHUNK_MIN << (NCLASS - 1) == CHUNK_MAX, "the chunk sizes");
 
 /* ---- state --------------------------------------------------------------- */
-enum { K_FILE, K_STREAM, K_SOCK, K_BLOCKING };
-
 typedef struct sinkobj {
-  int fd;        /* our own descriptor; -1 until resolved (the default)    */
-  int kind;      /* K_*                                                   */
+  pp_target t;   /* fd -1 until resolved (the default)                     */
   int lazy;      /* the default stderr sink: resolved by the writer         */
   int per_record;
   unsigned interval_ms;
@@ -117,7 +106,6 @@ typedef struct sinkobj {
   int dead;      /* atomic: writes fail for good (reader gone)            */
   int said;      /* atomic: trouble said                                  */
   struct sinkobj *next_retired;
-  char name[160];
 } sinkobj;
 
 typedef struct chunk {
@@ -163,13 +151,11 @@ static chunk *q_head, *q_tail, *free_chunks[NCLASS];
  * in use never passes the current sink's buffer, nor allocated for long. */
 static size_t bytes_alloc, bytes_used;
 static sinkobj default_sink = {
-    .fd = -1,
-    .kind = K_FILE,
+    .t = {.fd = -1, .kind = PP_TARGET_FILE, .name = "stderr"},
     .lazy = 1,
     .interval_ms = DEFAULT_INTERVAL_MS,
     .buffer = DEFAULT_BUFFER,
     .refs = 1,
-    .name = "stderr",
 };
 static sinkobj *cur = &default_sink;     /* q_lock                     */
 static sinkobj *cur_pub = &default_sink; /* atomic copy for emitters   */
@@ -201,30 +187,11 @@ static void *hook_ud;
 static int hook_set; /* atomic */
 static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void abs_time(struct timespec *ts, uint64_t mono_deadline) {
-  ts->tv_sec = (time_t)(mono_deadline / 1000000000ull);
-  ts->tv_nsec = (long)(mono_deadline % 1000000000ull);
-}
-
-static void cond_init(pthread_cond_t *c) {
-  pthread_condattr_t a;
-  pthread_condattr_init(&a);
-  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-  pthread_cond_init(c, &a);
-  pthread_condattr_destroy(&a);
-}
-
 static void after_fork_child(void);
 
 static void init_once(void) {
-  cond_init(&q_cond);
-  cond_init(&done_cond);
+  pp_cond_init(&q_cond);
+  pp_cond_init(&done_cond);
   pthread_atfork(NULL, NULL, after_fork_child);
 }
 
@@ -242,191 +209,6 @@ static inline void tb_lock(tbuf *t) {
 
 static inline void tb_unlock(tbuf *t) {
   __atomic_store_n(&t->flag, 0, __ATOMIC_RELEASE);
-}
-
-/* ---- the module's own lifetime ------------------------------------------- */
-/* Keeps this module mapped for the rest of the process: a thread of ours
- * that cannot be joined must never run unmapped code. */
-static void pin_module(void) {
-  Dl_info di;
-  if (dladdr((void *)&pin_module, &di) && di.dli_fname)
-    (void)dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
-/* Starts a thread of ours with every signal blocked: it never runs a
- * handler of the program's, and SIGPIPE can only be pending on it. */
-static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(t, NULL, fn, arg);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return rc;
-}
-
-/* ---- targets ------------------------------------------------------------- */
-static void set_name_fd(sinkobj *s, int fd) {
-  const char *what = fd == 2 ? " (stderr)" : fd == 1 ? " (stdout)" : "";
-  snprintf(s->name, sizeof s->name, "fd %d%s", fd, what);
-}
-
-/* Our own descriptor for fd: 0, or -1 with errno. */
-static int own_from_fd(int fd, sinkobj *s) {
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0)
-    return -1;
-  if (S_ISSOCK(st.st_mode)) {
-    s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    s->kind = K_SOCK;
-  } else if (S_ISFIFO(st.st_mode) || (S_ISCHR(st.st_mode) && isatty(fd))) {
-    /* A description of our own, so O_NONBLOCK is ours alone. */
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    s->fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    s->kind = K_STREAM;
-    if (s->fd < 0) {
-      /* no /proc, or no reader: the same description; only the writer
-       * thread can then wait on it */
-      s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-      s->kind = K_BLOCKING;
-    }
-  } else {
-    s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    s->kind = K_FILE;
-  }
-  return s->fd < 0 ? -1 : 0;
-}
-
-typedef struct {
-  char *path;
-  int fd, err, done, abandoned;
-} open_job;
-
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t open_cond;
-static pthread_once_t open_once = PTHREAD_ONCE_INIT;
-static void open_init(void) { cond_init(&open_cond); }
-
-static void *open_main(void *p) {
-  open_job *j = p;
-  int fd = open(j->path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK |
-                             O_CLOEXEC | O_NOCTTY,
-                0644);
-  int e = errno;
-  pthread_mutex_lock(&open_lock);
-  if (j->abandoned) {
-    pthread_mutex_unlock(&open_lock);
-    if (fd >= 0)
-      close(fd);
-    free(j->path);
-    free(j);
-    return NULL;
-  }
-  j->fd = fd;
-  j->err = e;
-  j->done = 1;
-  pthread_cond_broadcast(&open_cond);
-  pthread_mutex_unlock(&open_lock);
-  return NULL;
-}
-
-/* open() in a thread of ours, waited for at most timeout_ms: a FIFO with no
- * reader fails at once (O_NONBLOCK); a stalled file system fails with
- * ETIMEDOUT instead of holding the caller. */
-static int open_bounded(const char *path, unsigned timeout_ms) {
-  pthread_once(&open_once, open_init);
-  open_job *j = calloc(1, sizeof *j);
-  if (!j || !(j->path = strdup(path))) {
-    free(j);
-    errno = ENOMEM;
-    return -1;
-  }
-  pthread_t t;
-  if (start_thread(&t, open_main, j) != 0) {
-    free(j->path);
-    free(j);
-    errno = EAGAIN;
-    return -1;
-  }
-  struct timespec ts;
-  abs_time(&ts, mono_ns() + (uint64_t)timeout_ms * 1000000ull);
-  pthread_mutex_lock(&open_lock);
-  while (!j->done)
-    if (pthread_cond_timedwait(&open_cond, &open_lock, &ts) == ETIMEDOUT)
-      break;
-  if (!j->done) {
-    j->abandoned = 1; /* the thread closes what it opens, and frees j */
-    pthread_mutex_unlock(&open_lock);
-    pthread_detach(t);
-    pin_module();
-    errno = ETIMEDOUT;
-    return -1;
-  }
-  pthread_mutex_unlock(&open_lock);
-  pthread_join(t, NULL);
-  int fd = j->fd, e = j->err;
-  free(j->path);
-  free(j);
-  errno = e;
-  return fd;
-}
-
-static int own_from_path(const char *path, sinkobj *s) {
-  int fd = open_bounded(path, OPEN_TIMEOUT_MS);
-  if (fd < 0)
-    return -1;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
-  }
-  s->fd = fd;
-  s->kind = S_ISREG(st.st_mode) ? K_FILE
-            : S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ? K_STREAM
-                                                          : K_FILE;
-  snprintf(s->name, sizeof s->name, "%s", path);
-  return 0;
-}
-
-static ssize_t sink_write(const sinkobj *s, const char *p, size_t n) {
-  if (s->kind == K_SOCK)
-    return send(s->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-  return write(s->fd, p, n);
-}
-
-/* A notice (on stderr unless pp_notices_* said otherwise), from the writer
- * thread: non-blocking, one attempt (and one short wait), never a signal. */
-/* Where the notices go: fd 2, looked up at each notice (a redirected stderr
- * is followed), a descriptor of the module's own (a file opened by path, or
- * a copy of the caller's descriptor), or nowhere (-1). notice_lock is a
- * leaf, held to switch targets and, for one notice, to take a descriptor of
- * one's own for it (a dup, or a non-blocking reopen): never across a write. */
-static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
-static int notice_fd = 2;
-static int notice_owned; /* notice_fd is the module's: closed when replaced */
-
-static void say(const char *msg) {
-  sinkobj t = {.fd = -1};
-  pthread_mutex_lock(&notice_lock);
-  int rc = own_from_fd(notice_fd, &t);
-  pthread_mutex_unlock(&notice_lock);
-  if (rc != 0)
-    return;
-  size_t n = strlen(msg), off = 0;
-  for (int tries = 0; off < n && tries < 3; tries++) {
-    ssize_t w = sink_write(&t, msg + off, n - off);
-    if (w > 0) {
-      off += (size_t)w;
-    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd pf = {t.fd, POLLOUT, 0};
-      poll(&pf, 1, SLICE_MS);
-    } else if (!(w < 0 && errno == EINTR)) {
-      break;
-    }
-  }
-  close(t.fd);
 }
 
 /* ---- the writer ----------------------------------------------------------- */
@@ -448,8 +230,8 @@ static void say_trouble(sinkobj *s, const char *what, int err) {
            "phaseprobe: record lines to %s %s%s%s; lines that cannot be "
            "written are counted in pp.stats() (lines_dropped, "
            "line_failures), not reported again\n",
-           s->name, what, err ? ": " : "", err ? strerror(err) : "");
-  say(msg);
+           s->t.name, what, err ? ": " : "", err ? strerror(err) : "");
+  pp_notice_say(msg);
 }
 
 static void post_notice(const char *msg);
@@ -475,7 +257,8 @@ static void give_up_rest(chunk *c, int failed, int err) {
  * per-record sink; to a pipe, whole lines of at most PIPE_BUF bytes (a line
  * longer than that alone); elsewhere, the rest. */
 static size_t piece(const sinkobj *s, const char *p, size_t rest) {
-  if (s->kind != K_STREAM && s->kind != K_BLOCKING && !s->per_record)
+  if (s->t.kind != PP_TARGET_STREAM && s->t.kind != PP_TARGET_BLOCKING &&
+      !s->per_record)
     return rest;
   const char *nl = memchr(p, '\n', rest);
   size_t n = nl ? (size_t)(nl - p) + 1 : rest;
@@ -514,7 +297,7 @@ static void format_some(chunk *c, int one) {
  * when the chunk was taken. */
 static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
   sinkobj *s = c->s;
-  if (s->lazy && s->fd < 0 && own_from_fd(2, s) != 0) {
+  if (s->lazy && s->t.fd < 0 && pp_target_from_fd(2, &s->t) != 0) {
     give_up_rest(c, 1, errno);
     return 1;
   }
@@ -538,7 +321,7 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
     if (retired_now && grace_until < until)
       until = grace_until;
     if (until != UINT64_MAX) {
-      uint64_t now = mono_ns();
+      uint64_t now = pp_mono_ns();
       int mid = wpos > 0 && wbuf[wpos - 1] != '\n';
       if (now >= until + (mid ? (uint64_t)FINISH_MS * 1000000ull : 0)) {
         give_up_rest(c, 0, 0);
@@ -549,7 +332,7 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
         n = nl ? (size_t)(nl - (wbuf + wpos)) + 1 : wlen - wpos;
       }
     }
-    ssize_t w = sink_write(s, wbuf + wpos, n);
+    ssize_t w = pp_target_write(&s->t, wbuf + wpos, n);
     if (w > 0) {
       uint64_t k = count_lines(wbuf + wpos, (size_t)w);
       __atomic_fetch_add(&n_written, k, __ATOMIC_RELAXED);
@@ -560,7 +343,7 @@ static int write_chunk(chunk *c, int retired_now, uint64_t grace_until) {
     if (w < 0 && errno == EINTR)
       continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd pf = {s->fd, POLLOUT, 0};
+      struct pollfd pf = {s->t.fd, POLLOUT, 0};
       if (poll(&pf, 1, SLICE_MS) == 0)
         return 0;
       continue;
@@ -661,7 +444,7 @@ static void *writer_main(void *arg) {
   int stop_collected = 0;
   pthread_mutex_lock(&q_lock);
   for (;;) {
-    uint64_t now = mono_ns();
+    uint64_t now = pp_mono_ns();
     int stopping = __atomic_load_n(&stop_req, __ATOMIC_ACQUIRE);
     uint64_t req = flush_req;
     int collect;
@@ -697,7 +480,7 @@ static void *writer_main(void *arg) {
       memcpy(msg, notice, notice_len + 1);
       notice_len = 0;
       pthread_mutex_unlock(&q_lock);
-      say(msg);
+      pp_notice_say(msg);
       pthread_mutex_lock(&q_lock);
       continue;
     }
@@ -724,12 +507,12 @@ static void *writer_main(void *arg) {
       sinkobj *s = *rp;
       *rp = s->next_retired;
       pthread_mutex_unlock(&q_lock);
-      if (s->fd >= 0)
-        close(s->fd);
+      if (s->t.fd >= 0)
+        close(s->t.fd);
       if (s != &default_sink)
         free(s);
       else
-        s->fd = -1;
+        s->t.fd = -1;
       pthread_mutex_lock(&q_lock);
       continue;
     }
@@ -743,7 +526,7 @@ static void *writer_main(void *arg) {
       if (!armed_at)
         armed_at = now;
       struct timespec ts;
-      abs_time(&ts, armed_at + (uint64_t)cur_interval_ms() * 1000000ull);
+      pp_abs_time(&ts, armed_at + (uint64_t)cur_interval_ms() * 1000000ull);
       pthread_cond_timedwait(&q_cond, &q_lock, &ts);
     } else if (flush_req == collected_for) {
       pthread_cond_wait(&q_cond, &q_lock);
@@ -765,7 +548,7 @@ static void start_writer_locked(void) {
   __atomic_store_n(&stop_req, 0, __ATOMIC_RELEASE);
   writer_finished = 0;
   writer_detached = 0;
-  if (start_thread(&writer, writer_main, NULL) == 0)
+  if (pp_own_thread(&writer, writer_main, NULL) == 0)
     writer_state = 1;
 }
 
@@ -780,7 +563,7 @@ static int writer_stop(unsigned timeout_ms) {
     return none ? 0 : -1;
   }
   writer_state = 2;
-  uint64_t deadline = mono_ns() + (uint64_t)STOP_MS * 1000000ull;
+  uint64_t deadline = pp_mono_ns() + (uint64_t)STOP_MS * 1000000ull;
   __atomic_store_n(&stop_deadline, deadline, __ATOMIC_RELAXED);
   __atomic_store_n(&stop_req, 1, __ATOMIC_RELEASE);
   pthread_cond_signal(&q_cond);
@@ -790,7 +573,7 @@ static int writer_stop(unsigned timeout_ms) {
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t rt = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
                 (uint64_t)(STOP_MS + FINISH_MS + 200) * 1000000ull;
-  abs_time(&ts, rt);
+  pp_abs_time(&ts, rt);
   if (pthread_timedjoin_np(writer, NULL, &ts) == 0) {
     pthread_mutex_lock(&q_lock);
     writer_state = 0;
@@ -800,7 +583,7 @@ static int writer_stop(unsigned timeout_ms) {
   }
   /* Held in a write that does not return (a stalled disk): it goes when
    * the write returns; until then the module stays mapped. */
-  pin_module();
+  pp_pin_module();
   pthread_mutex_lock(&q_lock);
   pthread_detach(writer);
   if (writer_finished) {
@@ -956,7 +739,7 @@ static void line_dropped(sinkobj *s) {
              "that stopped reading, a stalled disk?): its %zu KiB buffer is "
              "full; lines that cannot be written are counted in pp.stats() "
              "(lines_dropped, line_failures), not reported again\n",
-             s->name, s->buffer >> 10);
+             s->t.name, s->buffer >> 10);
     post_notice(msg);
   }
 }
@@ -1070,7 +853,7 @@ static void sink_switch(sinkobj *s) {
     pthread_mutex_lock(&q_lock);
     old->refs--; /* its reference as the current sink */
     old->retired = 1;
-    old->grace_until = mono_ns() + (uint64_t)GRACE_MS * 1000000ull;
+    old->grace_until = pp_mono_ns() + (uint64_t)GRACE_MS * 1000000ull;
     old->next_retired = retired;
     retired = old;
     start_writer_locked();
@@ -1086,7 +869,7 @@ static sinkobj *sink_new(const pp_sink_opts *o) {
     errno = ENOMEM;
     return NULL;
   }
-  s->fd = -1;
+  s->t.fd = -1;
   s->refs = 1;
   s->buffer = o && o->buffer ? o->buffer : DEFAULT_BUFFER;
   if (s->buffer < MIN_BUFFER)
@@ -1121,9 +904,9 @@ PP_EXPORT int pp_sink_fd_with(int fd, const pp_sink_opts *o) {
   sinkobj *s = sink_new(o);
   if (!s)
     return -1;
-  int rc = own_from_fd(fd, s);
+  int rc = pp_target_from_fd(fd, &s->t);
   if (rc == 0)
-    set_name_fd(s, fd);
+    pp_target_name_fd(&s->t, fd);
   return sink_install(s, rc);
 }
 
@@ -1135,7 +918,7 @@ PP_EXPORT int pp_sink_file_with(const char *path, const pp_sink_opts *o) {
   sinkobj *s = sink_new(o);
   if (!s)
     return -1;
-  return sink_install(s, own_from_path(path, s));
+  return sink_install(s, pp_target_from_path(path, &s->t));
 }
 
 PP_EXPORT int pp_sink_fd(int fd) { return pp_sink_fd_with(fd, NULL); }
@@ -1144,42 +927,9 @@ PP_EXPORT int pp_sink_file(const char *path) {
   return pp_sink_file_with(path, NULL);
 }
 
-/* Notices already raised go to the target in effect when they were raised
- * (flushed first, at most GRACE_MS); the new one takes the rest. */
-static void notices_to(int fd, int owned) {
-  pp_flush(GRACE_MS);
-  pthread_mutex_lock(&notice_lock);
-  int old = notice_owned ? notice_fd : -1;
-  notice_fd = fd;
-  notice_owned = owned;
-  pthread_mutex_unlock(&notice_lock);
-  if (old >= 0)
-    close(old);
-}
-
-PP_EXPORT int pp_notices_fd(int fd) {
-  if (fd < 0 || fd == 2) {
-    notices_to(fd < 0 ? -1 : 2, 0);
-    return 0;
-  }
-  int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  if (own < 0)
-    return -1;
-  notices_to(own, 1);
-  return 0;
-}
-
-PP_EXPORT int pp_notices_file(const char *path) {
-  int fd = open_bounded(path, OPEN_TIMEOUT_MS);
-  if (fd < 0)
-    return -1;
-  notices_to(fd, 1);
-  return 0;
-}
-
 PP_EXPORT int pp_flush(unsigned timeout_ms) {
   pthread_once(&once, init_once);
-  uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+  uint64_t deadline = pp_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
   /* Records still waiting for their device timeline are completed first
    * (within the same timeout), so what was emitted before is written. */
   const pp_device_hooks *h = pp_device_hooks_get();
@@ -1194,7 +944,7 @@ PP_EXPORT int pp_flush(unsigned timeout_ms) {
   start_writer_locked();
   pthread_cond_signal(&q_cond);
   struct timespec ts;
-  abs_time(&ts, deadline);
+  pp_abs_time(&ts, deadline);
   while (flush_done < req && writer_state == 1)
     if (pthread_cond_timedwait(&done_cond, &q_lock, &ts) == ETIMEDOUT)
       break;
@@ -1266,23 +1016,20 @@ __attribute__((destructor)) static void sink_fini(void) {
   pthread_mutex_unlock(&q_lock);
   while (r) {
     sinkobj *n = r->next_retired;
-    if (r->fd >= 0)
-      close(r->fd);
+    if (r->t.fd >= 0)
+      close(r->t.fd);
     if (r != &default_sink)
       free(r);
     r = n;
   }
-  if (c && c->fd >= 0) {
-    close(c->fd);
-    c->fd = -1;
+  if (c && c->t.fd >= 0) {
+    close(c->t.fd);
+    c->t.fd = -1;
   }
   if (c && c != &default_sink)
     free(c);
   cur = NULL;
-  if (notice_owned && notice_fd >= 0)
-    close(notice_fd);
-  notice_fd = -1;
-  notice_owned = 0;
+  pp_notices_fini();
 }
 
 /* After fork() in the child: no writer thread exists there, and locks may
@@ -1292,9 +1039,9 @@ static void after_fork_child(void) {
   pthread_mutex_init(&q_lock, NULL);
   pthread_mutex_init(&reg_lock, NULL);
   pthread_mutex_init(&hook_lock, NULL);
-  pthread_mutex_init(&notice_lock, NULL);
-  cond_init(&q_cond);
-  cond_init(&done_cond);
+  pp_notices_after_fork();
+  pp_cond_init(&q_cond);
+  pp_cond_init(&done_cond);
   for (tbuf *t = reg; t; t = t->next) {
     t->flag = 0;
     t->c = NULL;
@@ -1334,7 +1081,7 @@ PP_EXPORT void pp_stats(pp_stats_t *out) {
   pthread_mutex_lock(&q_lock);
   for (chunk *c = q_head; c; c = c->next)
     pending += c->nrec - __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
-  snprintf(out->sink, sizeof out->sink, "%s", cur ? cur->name : "none");
+  snprintf(out->sink, sizeof out->sink, "%s", cur ? cur->t.name : "none");
   pthread_mutex_unlock(&q_lock);
   out->lines_pending = pending;
   out->lines_written = __atomic_load_n(&n_written, __ATOMIC_RELAXED);
@@ -1342,4 +1089,5 @@ PP_EXPORT void pp_stats(pp_stats_t *out) {
   out->line_failures = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
   out->last_errno = __atomic_load_n(&last_err, __ATOMIC_RELAXED);
   out->abandoned = pp_abandoned_count();
+  out->bad_starts = pp_bad_start_count();
 }

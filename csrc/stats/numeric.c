@@ -7,7 +7,12 @@
  *
  * Quantiles are type 7 (linear between the closest ranks: the median of an
  * even count is the mean of the middle two), found by selection rather
- * than a full sort.
+ * than a full sort. Between two ranks the value is the line through them
+ * (lerp), infinities included: from an infinity to a finite value every
+ * point strictly between is that infinity, between equal values it is that
+ * value, and from -inf to +inf no value is more right than another: NaN.
+ * Means are the sum over the count, the sum taken scaled where the values
+ * are finite but their sum is not.
  */
 #include "pp_internal.h"
 #include "pp_stats.h"
@@ -16,16 +21,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void swap(double *a, size_t i, size_t j) {
-  double t = a[i];
-  a[i] = a[j];
-  a[j] = t;
-}
-
 static int cmp_double(const void *pa, const void *pb) {
   double a = *(const double *)pa, b = *(const double *)pb;
   return (a > b) - (a < b);
 }
+
+/* The steps of a selection, made for doubles (dbl_*) and for unsigned keys
+ * (u64_*) alike. PARTITION: Hoare partitioning of a[lo..hi] (inclusive)
+ * around the median of a[lo], a[mid] and a[hi], equal keys split evenly;
+ * returns j, with a[lo..j] <= pivot <= a[j+1..hi]. INSERTION: insertion
+ * sort of a[lo..end). */
+#define SELECT_STEPS(T, SWAP, PARTITION, INSERTION)                            \
+  static void SWAP(T *a, size_t i, size_t j) {                                 \
+    T t = a[i];                                                                \
+    a[i] = a[j];                                                               \
+    a[j] = t;                                                                  \
+  }                                                                            \
+  static size_t PARTITION(T *a, size_t lo, size_t mid, size_t hi) {            \
+    if (a[mid] < a[lo]) SWAP(a, mid, lo);                                      \
+    if (a[hi] < a[lo]) SWAP(a, hi, lo);                                        \
+    if (a[hi] < a[mid]) SWAP(a, hi, mid);                                      \
+    T pivot = a[mid];                                                          \
+    size_t i = lo, j = hi;                                                     \
+    for (;;) {                                                                 \
+      while (a[i] < pivot)                                                     \
+        i++;                                                                   \
+      while (a[j] > pivot)                                                     \
+        j--;                                                                   \
+      if (i >= j)                                                              \
+        return j;                                                              \
+      SWAP(a, i, j);                                                           \
+      i++;                                                                     \
+      j--;                                                                     \
+    }                                                                          \
+  }                                                                            \
+  static void INSERTION(T *a, size_t lo, size_t end) {                         \
+    for (size_t i = lo + 1; i < end; i++) {                                    \
+      T v = a[i];                                                              \
+      size_t j = i;                                                            \
+      while (j > lo && a[j - 1] > v) {                                         \
+        a[j] = a[j - 1];                                                       \
+        j--;                                                                   \
+      }                                                                        \
+      a[j] = v;                                                                \
+    }                                                                          \
+  }
+SELECT_STEPS(double, dbl_swap, dbl_partition, dbl_insertion)
+SELECT_STEPS(uint64_t, u64_swap, u64_partition, u64_insertion)
+#undef SELECT_STEPS
 
 /* Moves the k-th smallest of a[0..n) to a[k], smaller ones before it and
  * larger ones after. Quickselect with a median-of-three pivot and Hoare
@@ -41,38 +84,47 @@ static void select_k(double *a, size_t n, size_t k) {
       qsort(a + lo, hi - lo + 1, sizeof *a, cmp_double);
       return;
     }
-    size_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < a[lo]) swap(a, mid, lo);
-    if (a[hi] < a[lo]) swap(a, hi, lo);
-    if (a[hi] < a[mid]) swap(a, hi, mid);
-    double pivot = a[mid];
-    size_t i = lo, j = hi;
-    for (;;) {
-      while (a[i] < pivot)
-        i++;
-      while (a[j] > pivot)
-        j--;
-      if (i >= j)
-        break;
-      swap(a, i, j);
-      i++;
-      j--;
-    }
+    size_t j = dbl_partition(a, lo, lo + (hi - lo) / 2, hi);
     /* a[lo..j] <= pivot <= a[j+1..hi] */
     if (k <= j)
       hi = j;
     else
       lo = j + 1;
   }
-  for (size_t i = lo + 1; i <= hi; i++) {
-    double v = a[i];
-    size_t j = i;
-    while (j > lo && a[j - 1] > v) {
-      a[j] = a[j - 1];
-      j--;
-    }
-    a[j] = v;
-  }
+  dbl_insertion(a, lo, hi + 1);
+}
+
+/* The point at t in (0, 1) of the way from a to b (a <= b), as the line
+ * through them has it: a + t (b - a) where that is a number; an infinite
+ * endpoint makes every point strictly between it that infinity (the line
+ * from -inf to 1 stays at -inf until 1); equal endpoints, an infinity
+ * included, give that value; -inf to +inf has no point more right than
+ * another, NaN. Finite endpoints whose difference overflows take the
+ * weighted sum instead, which cannot. */
+static double lerp(double a, double b, double t) {
+  if (t <= 0 || a == b)
+    return a;
+  if (isinf(a) || isinf(b))
+    return isinf(a) && isinf(b) ? NAN : isinf(a) ? a : b;
+  double d = b - a;
+  if (isinf(d))
+    return (1 - t) * a + t * b;
+  return a + t * d;
+}
+
+/* The mean of a[0..n), n > 0, whose plain sum is `sum`. */
+static double mean_of(const double *a, size_t n, double sum) {
+  if (isfinite(sum) || isnan(sum))
+    return sum / (double)n;
+  /* infinite: from an infinite value (then it is the mean), or from
+   * finite values past the largest double, whose mean is a number */
+  for (size_t i = 0; i < n; i++)
+    if (isinf(a[i]))
+      return sum / (double)n;
+  double m = 0;
+  for (size_t i = 0; i < n; i++)
+    m += a[i] / (double)n;
+  return m;
 }
 
 PP_EXPORT double pp_quantile_sorted(const double *sorted, size_t n, double p) {
@@ -82,7 +134,7 @@ PP_EXPORT double pp_quantile_sorted(const double *sorted, size_t n, double p) {
   size_t lo = (size_t)floor(h);
   if (lo + 1 >= n)
     return sorted[n - 1];
-  return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
+  return lerp(sorted[lo], sorted[lo + 1], h - (double)lo);
 }
 
 /* Type-7 quantile by selection on a[from..n); everything below `from` is
@@ -99,7 +151,7 @@ static double quantile_sel(double *a, size_t n, double p, size_t *at) {
     for (size_t i = lo + 2; i < n; i++)
       if (a[i] < next)
         next = a[i];
-    v += (h - (double)lo) * (next - v);
+    v = lerp(v, next, h - (double)lo);
   }
   *at = lo;
   return v;
@@ -145,7 +197,7 @@ PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
     return;
   }
   extent(a, n, &out->min, &out->max, &out->sum);
-  out->mean = out->sum / (double)n;
+  out->mean = mean_of(a, n, out->sum);
   size_t at = 0;
   out->median = quantile_sel(a, n, 0.5, &at);
   out->p90 = quantile_sel(a, n, 0.9, &at);
@@ -156,26 +208,7 @@ PP_EXPORT void pp_summarize(double *a, size_t n, pp_summary *out) {
 /* As select_k, on unsigned keys. */
 static void select_u64(uint64_t *a, size_t n, size_t k) {
   while (n > 16) {
-    size_t mid = n / 2;
-    uint64_t t;
-#define SW(i, j) (t = a[i], a[i] = a[j], a[j] = t)
-    if (a[mid] < a[0]) SW(mid, 0);
-    if (a[n - 1] < a[0]) SW(n - 1, 0);
-    if (a[n - 1] < a[mid]) SW(n - 1, mid);
-    uint64_t pivot = a[mid];
-    size_t i = 0, j = n - 1;
-    for (;;) {
-      while (a[i] < pivot)
-        i++;
-      while (a[j] > pivot)
-        j--;
-      if (i >= j)
-        break;
-      SW(i, j);
-      i++;
-      j--;
-    }
-#undef SW
+    size_t j = u64_partition(a, 0, n / 2, n - 1);
     if (k <= j) {
       n = j + 1;
     } else {
@@ -184,15 +217,7 @@ static void select_u64(uint64_t *a, size_t n, size_t k) {
       n -= j + 1;
     }
   }
-  for (size_t i = 1; i < n; i++) {
-    uint64_t v = a[i];
-    size_t j = i;
-    while (j > 0 && a[j - 1] > v) {
-      a[j] = a[j - 1];
-      j--;
-    }
-    a[j] = v;
-  }
+  u64_insertion(a, 0, n);
 }
 
 /* Integers held as order keys: a negative one as its bits with the top bit
@@ -469,7 +494,7 @@ PP_EXPORT void pp_fit_xstats(const double *x, size_t n, pp_fit_xstat *s) {
     return;
   double sum;
   extent(x, n, &s->min, &s->max, &sum);
-  s->mean = sum / (double)n;
+  s->mean = mean_of(x, n, sum);
   s->ss = sq_dev(x, n, s->mean);
   s->distinct = count_distinct(x, n);
 }
@@ -482,7 +507,7 @@ PP_EXPORT int pp_fit_ystats(const double *y, size_t n, pp_fit_ystat *s) {
   double sum = 0;
   for (size_t i = 0; i < n; i++)
     sum += y[i];
-  s->mean = sum / (double)n;
+  s->mean = mean_of(y, n, sum);
   s->ss = sq_dev(y, n, s->mean);
   size_t step = sub_step(n), m = (n + step - 1) / step;
   double *d = malloc(m * sizeof *d);
@@ -546,7 +571,12 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
     return 0;
   }
   out->ok = 1;
-  out->ls_r2 = syy > 0 ? (sxy * sxy) / (sxx * syy) : 1.0;
+  /* An infinite coordinate leaves the sums of squares without a number:
+   * least squares and both r2 are then unknown, never a perfect 1. */
+  int sums_known = isfinite(sxx) && isfinite(syy) && isfinite(sxy);
+  if (!sums_known)
+    out->ls_slope = out->ls_intercept = NAN;
+  out->ls_r2 = !sums_known ? NAN : syy > 0 ? (sxy * sxy) / (sxx * syy) : 1.0;
   if (theil_sen_slope(x, y, n, out) != 0)
     return -1;
   double b = out->ts_slope, mad_r;
@@ -564,8 +594,22 @@ PP_EXPORT int pp_fit_line_with(const double *x, const double *y, size_t n,
   double ssr = syy - 2 * b * sxy + b * b * sxx + (double)n * c * c;
   if (ssr < 0)
     ssr = 0;
-  out->ts_r2 = syy > 0 ? 1.0 - ssr / syy : (ssr > 0 ? 0.0 : 1.0);
+  out->ts_r2 = !sums_known ? NAN
+               : syy > 0   ? 1.0 - ssr / syy
+                           : (ssr > 0 ? 0.0 : 1.0);
   return 0;
+}
+
+PP_EXPORT size_t pp_fit_points(const double *x, const double *y, size_t n,
+                               double *ox, double *oy) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (x[i] == x[i] && y[i] == y[i]) {
+      ox[m] = x[i];
+      oy[m] = y[i];
+      m++;
+    }
+  return m;
 }
 
 PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *out) {
@@ -583,16 +627,9 @@ PP_EXPORT int pp_fit_line(const double *x, const double *y, size_t n, pp_fit *ou
       free(cy);
       return -1;
     }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (x[i] == x[i] && y[i] == y[i]) {
-        cx[m] = x[i];
-        cy[m] = y[i];
-        m++;
-      }
+    n = pp_fit_points(x, y, n, cx, cy);
     x = cx;
     y = cy;
-    n = m;
   }
   pp_fit_xstat xs;
   pp_fit_ystat ys;

@@ -1,5 +1,5 @@
 /*
- * cupti_helper.c: drives csrc/cuda/cupti.c (pp_cupti.h) and the probe's
+ * cupti_helper.c: drives csrc/cuda/cupti*.c (pp_cupti.h) and the probe's
  * completion of records by it, against the scripted fake CUPTI
  * (build/libfakecupti.so, via PHASEPROBE_LIBCUPTI), for spec/truth_spec.lua.
  * Prints "ok <case>" or "FAIL <case>: <why>" per case and exits 1 if any
@@ -10,6 +10,7 @@
  */
 #include "phaseprobe.h"
 #include "pp_cupti.h"
+#include "check_cases.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -40,21 +41,28 @@ static void sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 
-/* A window of n launches of dur_ns, latency lat_ns each, kept for a wait. */
-static uint64_t window(uint64_t n, uint64_t dur, uint64_t lat, int mode) {
+/* A span of n launches of dur_ns, latency lat_ns each, closed in mode;
+ * complete as the fake takes it (1: the kernel's record comes complete, 0:
+ * it stays incomplete until a forced flush, -1: it never comes). */
+static uint64_t span_of(uint64_t n, uint64_t dur, uint64_t lat, int complete,
+                        int mode) {
   uint64_t open = pp_now_ns();
   uint64_t id = pp_cupti_span_begin();
   if (!id)
     return 0;
   for (uint64_t i = 0; i < n; i++)
-    launch(dur, lat, 1);
+    launch(dur, lat, complete);
   pp_cupti_span_end(id);
   pp_cupti_span_close(id, open, pp_now_ns(), mode);
   return id;
 }
 
-static void case_basic(void) {
-  const char *c = "times a span's kernels on the probe clock";
+/* A window of finished kernels. */
+static uint64_t window(uint64_t n, uint64_t dur, uint64_t lat, int mode) {
+  return span_of(n, dur, lat, 1, mode);
+}
+
+static void case_basic(const char *c) {
   char why[256] = "";
   uint64_t id = window(3, 1000, 5000, PP_CUPTI_KEEP);
   CHECK(c, id, "no span");
@@ -76,11 +84,9 @@ static void case_basic(void) {
         "launch latency %llu", U(t.launch_latency_ns));
   CHECK(c, t.window_ns >= t.sum_ns,
         "window %llu shorter than the kernels %llu", U(t.window_ns), U(t.sum_ns));
-  printf("ok %s\n", c);
 }
 
-static void case_split(void) {
-  const char *c = "splits device idle into host gap and launch latency";
+static void case_split(const char *c) {
   char why[256] = "";
   uint64_t open = pp_now_ns();
   uint64_t id = pp_cupti_span_begin();
@@ -109,11 +115,9 @@ static void case_split(void) {
   CHECK(c, t.window_ns - t.sum_ns == t.host_gap_ns + t.launch_latency_ns,
         "idle %llu != gap %llu + latency %llu", U(t.window_ns - t.sum_ns),
         U(t.host_gap_ns), U(t.launch_latency_ns));
-  printf("ok %s\n", c);
 }
 
-static void case_outside(void) {
-  const char *c = "ignores launches outside the span";
+static void case_outside(const char *c) {
   char why[256] = "";
   launch(777, 0, 1);
   uint64_t open = pp_now_ns();
@@ -127,28 +131,56 @@ static void case_outside(void) {
   int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
   CHECK(c, rc == 0 && t.kernels == 2 && t.sum_ns == 300,
         "rc %d kernels %llu sum %llu (%s)", rc, U(t.kernels), U(t.sum_ns), why);
-  printf("ok %s\n", c);
 }
 
-static void case_incomplete(void) {
-  const char *c = "takes an incomplete record with a forced flush, as untimed";
-  char why[256] = "";
-  pp_cupti_stats before, after;
-  pp_cupti_stats_get(&before);
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(5000, 0, 0);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
+/* A wait for a kept span of one 5 us kernel whose record stays incomplete
+ * (wait_incomplete), while `meanwhile` (when given) runs on another thread. */
+typedef struct {
+  int rc;          /* pp_cupti_span_wait's; -2: no thread for `meanwhile` */
   pp_cupti_timeline t;
-  int rc = pp_cupti_span_wait(id, 50000000u, &t, why, sizeof why);
+  uint64_t forced; /* the forced flushes the wait took                     */
+  char why[256];
+} waited;
+
+static void wait_incomplete(uint64_t timeout_ns, void *(*meanwhile)(void *),
+                            waited *w) {
+  pp_cupti_stats before, after;
+  w->why[0] = 0;
+  pp_cupti_stats_get(&before);
+  uint64_t id = span_of(1, 5000, 0, 0, PP_CUPTI_KEEP);
+  pthread_t th;
+  if (meanwhile && pthread_create(&th, NULL, meanwhile, NULL) != 0) {
+    w->rc = -2;
+    return;
+  }
+  w->rc = pp_cupti_span_wait(id, timeout_ns, &w->t, w->why, sizeof w->why);
+  if (meanwhile)
+    pthread_join(th, NULL);
   pp_cupti_stats_get(&after);
-  CHECK(c, rc == 1 && t.kernels == 1 && t.untimed == 1 && t.sum_ns == 0,
-        "rc %d kernels %llu untimed %llu sum %llu (%s)", rc, U(t.kernels),
-        U(t.untimed), U(t.sum_ns), why);
-  CHECK(c, strstr(why, "1 untimed") != NULL, "why: %s", why);
-  CHECK(c, after.forced_flushes > before.forced_flushes, "no forced flush");
-  printf("ok %s\n", c);
+  w->forced = after.forced_flushes - before.forced_flushes;
+}
+
+/* Whether the wait returned rc with its one kernel, untimed of it and
+ * sum_ns; a FAIL line when not. */
+static int waited_as(const char *c, const waited *w, int rc, uint64_t untimed,
+                     uint64_t sum_ns) {
+  const pp_cupti_timeline *t = &w->t;
+  if (w->rc == rc && t->kernels == 1 && t->untimed == untimed &&
+      t->sum_ns == sum_ns)
+    return 1;
+  printf("FAIL %s: rc %d kernels %llu untimed %llu sum %llu (%s)\n", c, w->rc,
+         U(t->kernels), U(t->untimed), U(t->sum_ns), w->why);
+  failures++;
+  return 0;
+}
+
+static void case_incomplete(const char *c) {
+  waited w;
+  wait_incomplete(50000000u, NULL, &w);
+  if (!waited_as(c, &w, 1, 1, 0))
+    return;
+  CHECK(c, strstr(w.why, "1 untimed") != NULL, "why: %s", w.why);
+  CHECK(c, w.forced > 0, "no forced flush");
 }
 
 /* The kernel ends 5 ms into the wait (another thread marks its record
@@ -160,38 +192,18 @@ static void *complete_later(void *arg) {
   return NULL;
 }
 
-static void case_running(void) {
-  const char *c = "waits for a kernel still running, and keeps its times";
-  char why[256] = "";
-  pp_cupti_stats before, after;
-  pp_cupti_stats_get(&before);
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(5000, 0, 0);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
-  pthread_t th;
-  CHECK(c, pthread_create(&th, NULL, complete_later, NULL) == 0, "thread");
-  pp_cupti_timeline t;
-  int rc = pp_cupti_span_wait(id, 1000000000u, &t, why, sizeof why);
-  pthread_join(th, NULL);
-  pp_cupti_stats_get(&after);
-  CHECK(c, rc == 0 && t.kernels == 1 && t.untimed == 0 && t.sum_ns == 5000,
-        "rc %d kernels %llu untimed %llu sum %llu (%s)", rc, U(t.kernels),
-        U(t.untimed), U(t.sum_ns), why);
-  CHECK(c, after.forced_flushes == before.forced_flushes,
-        "a forced flush while the kernel ran");
-  printf("ok %s\n", c);
+static void case_running(const char *c) {
+  waited w;
+  wait_incomplete(1000000000u, complete_later, &w);
+  CHECK(c, w.rc != -2, "thread");
+  if (!waited_as(c, &w, 0, 0, 5000))
+    return;
+  CHECK(c, w.forced == 0, "a forced flush while the kernel ran");
 }
 
-static void case_missing(void) {
-  const char *c = "gives up on a kernel whose record never comes";
+static void case_missing(const char *c) {
   char why[256] = "";
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(100, 0, -1);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_KEEP);
+  uint64_t id = span_of(1, 100, 0, -1, PP_CUPTI_KEEP);
   pp_cupti_timeline t;
   int rc = pp_cupti_span_wait(id, 20000000u, &t, why, sizeof why);
   CHECK(c, rc == 1 && t.launches == 1 && t.kernels == 0, "rc %d kernels %llu",
@@ -199,7 +211,13 @@ static void case_missing(void) {
   CHECK(c, strstr(why, "0 of 1") != NULL, "why: %s", why);
   CHECK(c, pp_cupti_span_wait(id, 0, &t, why, sizeof why) == -1,
         "a span read twice");
-  printf("ok %s\n", c);
+}
+
+/* The line of record r, formatted into `line` (the last one formatted). */
+static char line[4096];
+static const char *line_of(const pp_record *r) {
+  pp_format_line(r, line, sizeof line);
+  return line;
 }
 
 /* The probe's side: a dispatch's record completed by CUPTI. */
@@ -208,8 +226,7 @@ static int stored_last(pp_record *r) {
   return n ? pp_store_get(n - 1, r) : -1;
 }
 
-static void case_deferred(void) {
-  const char *c = "completes a dispatch's record after its emit";
+static void case_deferred(const char *c) {
   pp_store_clear();
   pp_begin();
   uint64_t id = window(2, 3000, 1000, PP_CUPTI_TO_DISPATCH);
@@ -234,15 +251,11 @@ static void case_deferred(void) {
   uint64_t last = pp_record_get(&r, "kernel_last_ns", &found);
   CHECK(c, at < first && first < last, "launch at %llu first %llu last %llu",
         U(at), U(first), U(last));
-  char line[4096];
-  pp_format_line(&r, line, sizeof line);
-  CHECK(c, strstr(line, " kernel_src=cupti kernel_floor_ns=0 kernels=2 ") != NULL,
+  CHECK(c, strstr(line_of(&r), " kernel_src=cupti kernel_floor_ns=0 kernels=2 "),
         "line: %s", line);
-  printf("ok %s\n", c);
 }
 
-static void case_complete_first(void) {
-  const char *c = "fills the record at emit when the kernels came first";
+static void case_complete_first(const char *c) {
   pp_begin();
   window(1, 4000, 100, PP_CUPTI_TO_DISPATCH);
   pp_cupti_stats st;
@@ -259,17 +272,14 @@ static void case_complete_first(void) {
         "kernel_src %llu", U(pp_record_get(&out, "kernel_src", &found)));
   CHECK(c, pp_record_get(&out, "kernel_ns", &found) == 4000, "kernel_ns %llu",
         U(pp_record_get(&out, "kernel_ns", &found)));
-  printf("ok %s\n", c);
 }
 
-static void case_event_fields_absent(void) {
-  const char *c = "prints no device-timeline field without CUPTI's";
+static void case_event_fields_absent(const char *c) {
   pp_begin();
   pp_record_kernel(5000, PP_KSRC_EVENT, 1200);
   pp_record out;
   pp_emit(NULL, &out);
-  char line[4096];
-  pp_format_line(&out, line, sizeof line);
+  line_of(&out);
   CHECK(c, !strstr(line, "kernels=") && !strstr(line, "launch_latency_ns") &&
                !strstr(line, "kernel_error_ns"),
         "line: %s", line);
@@ -277,14 +287,11 @@ static void case_event_fields_absent(void) {
   pp_record_kernel(5000, PP_KSRC_EVENT, 1200);
   pp_record_kernel_error(2500);
   pp_emit(NULL, &out);
-  pp_format_line(&out, line, sizeof line);
-  CHECK(c, strstr(line, " kernel_floor_ns=1200 kernel_error_ns=2500") != NULL,
+  CHECK(c, strstr(line_of(&out), " kernel_floor_ns=1200 kernel_error_ns=2500"),
         "line: %s", line);
-  printf("ok %s\n", c);
 }
 
-static void case_orphan(void) {
-  const char *c = "releases the span of a dispatch dropped before its emit";
+static void case_orphan(const char *c) {
   pp_begin();
   window(1, 100, 0, PP_CUPTI_TO_DISPATCH);
   pp_begin(); /* the first dispatch is dropped */
@@ -293,18 +300,12 @@ static void case_orphan(void) {
   pp_cupti_stats st;
   pp_cupti_stats_get(&st);
   CHECK(c, st.pending == 0, "%llu spans still pending", U(st.pending));
-  printf("ok %s\n", c);
 }
 
-static void case_drain_gives_up(void) {
-  const char *c = "a flush delivers a record whose kernel never came, without kernel time";
+static void case_drain_gives_up(const char *c) {
   pp_store_clear();
   pp_begin();
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  launch(100, 0, -1);
-  pp_cupti_span_end(id);
-  pp_cupti_span_close(id, open, pp_now_ns(), PP_CUPTI_TO_DISPATCH);
+  span_of(1, 100, 0, -1, PP_CUPTI_TO_DISPATCH);
   pp_emit(NULL, NULL);
   pp_flush(100);
   pp_record r;
@@ -317,11 +318,9 @@ static void case_drain_gives_up(void) {
   pp_cupti_stats_get(&st);
   CHECK(c, st.incomplete >= 1 && st.pending == 0, "incomplete %llu pending %llu",
         U(st.incomplete), U(st.pending));
-  printf("ok %s\n", c);
 }
 
-static void case_many(void) {
-  const char *c = "keeps up with more spans than its span table";
+static void case_many(const char *c) {
   char why[256] = "";
   for (int i = 0; i < 3000; i++) {
     uint64_t id = window(1, (uint64_t)i + 1, 0, PP_CUPTI_KEEP);
@@ -334,11 +333,9 @@ static void case_many(void) {
   pp_cupti_stats_get(&st);
   CHECK(c, st.lost == 0 && st.pending == 0, "lost %llu pending %llu",
         U(st.lost), U(st.pending));
-  printf("ok %s\n", c);
 }
 
-static void case_full(void) {
-  const char *c = "refuses a span when every slot waits, and counts it";
+static void case_full(const char *c) {
   uint64_t ids[300];
   int n = 0;
   pp_cupti_stats before, after;
@@ -359,7 +356,6 @@ static void case_full(void) {
   }
   pp_cupti_stats_get(&after);
   CHECK(c, after.pending == 0, "pending %llu", U(after.pending));
-  printf("ok %s\n", c);
 }
 
 static void *thread_body(void *arg) {
@@ -375,8 +371,7 @@ static void *thread_body(void *arg) {
   return NULL;
 }
 
-static void case_threads(void) {
-  const char *c = "attributes spans of concurrent threads apart";
+static void case_threads(const char *c) {
   pthread_t t[4];
   for (uintptr_t i = 0; i < 4; i++)
     pthread_create(&t[i], NULL, thread_body, (void *)(i * 1000 + 10));
@@ -387,11 +382,9 @@ static void case_threads(void) {
     bad += rv != NULL;
   }
   CHECK(c, bad == 0, "%d threads saw wrong sums", bad);
-  printf("ok %s\n", c);
 }
 
-static void case_refcount(void) {
-  const char *c = "counts starts and stops, and pins the probe clock meanwhile";
+static void case_refcount(const char *c) {
   char why[256] = "";
   CHECK(c, pp_clock_select(PP_CLOCK_MONOTONIC) == -1,
         "the probe clock switched while CUPTI converts with it");
@@ -409,7 +402,6 @@ static void case_refcount(void) {
   pp_cupti_timeline t;
   int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
   CHECK(c, rc == 0 && t.sum_ns == 42, "after restart rc %d (%s)", rc, why);
-  printf("ok %s\n", c);
 }
 
 int main(int argc, char **argv) {
@@ -442,25 +434,35 @@ int main(int argc, char **argv) {
   }
   pp_set_enabled(1);
   pp_sink_fd(-1);
+  pp_notices_fd(-1); /* case_orphan drops a dispatch on purpose: its notice
+                        is not one of the cases' lines */
   if (pp_cupti_start(why, sizeof why) != 0) {
     printf("FAIL start: %s\n", why);
     return 1;
   }
-  case_basic();
-  case_split();
-  case_outside();
-  case_incomplete();
-  case_running();
-  case_missing();
-  case_deferred();
-  case_complete_first();
-  case_event_fields_absent();
-  case_orphan();
-  case_drain_gives_up();
-  case_many();
-  case_full();
-  case_threads();
-  case_refcount();
+  static const check_case cases[] = {
+      {case_basic, "times a span's kernels on the probe clock"},
+      {case_split, "splits device idle into host gap and launch latency"},
+      {case_outside, "ignores launches outside the span"},
+      {case_incomplete,
+       "takes an incomplete record with a forced flush, as untimed"},
+      {case_running, "waits for a kernel still running, and keeps its times"},
+      {case_missing, "gives up on a kernel whose record never comes"},
+      {case_deferred, "completes a dispatch's record after its emit"},
+      {case_complete_first,
+       "fills the record at emit when the kernels came first"},
+      {case_event_fields_absent,
+       "prints no device-timeline field without CUPTI's"},
+      {case_orphan, "releases the span of a dispatch dropped before its emit"},
+      {case_drain_gives_up,
+       "a flush delivers a record whose kernel never came, without kernel time"},
+      {case_many, "keeps up with more spans than its span table"},
+      {case_full, "refuses a span when every slot waits, and counts it"},
+      {case_threads, "attributes spans of concurrent threads apart"},
+      {case_refcount,
+       "counts starts and stops, and pins the probe clock meanwhile"},
+  };
+  CHECK_CASES_RUN(cases, failures);
   pp_cupti_stop();
   return failures ? 1 : 0;
 }

@@ -2,13 +2,14 @@
  * fakecupti.c: a scripted stand-in for libcupti, for the non-GPU specs.
  *
  * Built as build/libfakecupti.so and selected with PHASEPROBE_LIBCUPTI. It
- * exports the CUPTI entry points csrc/cuda/cupti.c resolves and imitates the
- * parts of CUPTI it relies on: the launch callback of the callback API
- * (called on the launching thread, with a correlation id), the activity
- * API's buffer protocol, and the timestamp callback (kernel times are read
- * from it, as CUPTI converts device times with it). "Launches" are made by
- * the test through fakecupti_launch(). It drives the logic of
- * csrc/cuda/cupti.c in CI and is never evidence that CUPTI works on a GPU.
+ * exports the CUPTI entry points the CUPTI source (csrc/cuda/cupti*.c)
+ * resolves and imitates the parts of CUPTI it relies on: the launch
+ * callback of the callback API (called on the launching thread, with a
+ * correlation id), the activity API's buffer protocol, and the timestamp
+ * callback (kernel times are read from it, as CUPTI converts device times
+ * with it). "Launches" are made by the test through fakecupti_launch(). It
+ * drives the logic of csrc/cuda/cupti*.c in CI and is never evidence that
+ * CUPTI works on a GPU.
  *
  * Imitated behaviour: a plain flush withholds everything while any record is
  * incomplete; a forced flush delivers all, an incomplete kernel with end 0.

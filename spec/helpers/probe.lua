@@ -48,6 +48,20 @@ function M.raises(text, f, ...)
   return err
 end
 
+-- Checks the answer of an availability query (cu.available(),
+-- cu.cupti_available()): true and no reason, or false and a reason of more
+-- than `min` characters. Returns the answer.
+function M.answer(min, ok, why)
+  assert.is_boolean(ok)
+  if ok then
+    assert.is_nil(why)
+  else
+    assert.is_string(why)
+    assert.is_true(#why > min, why)
+  end
+  return ok, why
+end
+
 -- pp.enabled() in a fresh interpreter started with env ("env -u X Y=1"):
 -- "true" or "false". LUA names the interpreter (PHASEPROBE_LUA).
 function M.enabled_with(env)

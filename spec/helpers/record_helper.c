@@ -114,6 +114,40 @@ static void mask(void) {
   pp_emit(&(pp_emit_args){42, PP_AUTO, 0, 0, PP_AUTO}, &r);
 #pragma GCC diagnostic pop
   done(check(get(&r, "seq") == 42, "seq") & check(get(&r, "enqueue_ns") == 0, "enqueue"));
+
+  /* The example of the 0.1.0 header: only .seq named, the rest left zero by
+   * the designated initializer. A zero is the probe's, not a value. */
+  cs = "the older form: {.seq = n} after a measured dispatch keeps the measured wall";
+  pp_begin();
+  pp_ticks t0 = pp_now();
+  while (pp_ticks_to_ns(t0, pp_now()) < 100000)
+    ;
+  pp_end();
+  pp_emit(&(pp_emit_args){.seq = 7}, &r);
+  done(check(get(&r, "seq") == 7, "seq") &
+       check(get(&r, "wall_ns") >= 100000, "wall measured, not 0") &
+       check(get(&r, "unattributed_ns") == get(&r, "wall_ns"), "unattributed is the wall"));
+
+  cs = "the older form: {.seq = n} keeps a recorded device window";
+  pp_begin();
+  pp_record_device_window_ns(777);
+  pp_end();
+  pp_emit(&(pp_emit_args){.seq = 8}, &r);
+  done(check(get(&r, "seq") == 8, "seq") & check(get(&r, "device_window_ns") == 777, "window") &
+       check(get(&r, "wall_ns") > 0, "wall measured"));
+
+  cs = "the older form: a non-zero value is given, a zero seq is the counter's";
+  pp_record r1;
+  pp_begin();
+  pp_record_device_window_ns(777);
+  pp_emit(&(pp_emit_args){.wall_ns = 5000, .device_window_ns = 900, .enqueue_ns = 3}, &r1);
+  pp_begin();
+  pp_emit(&(pp_emit_args){.seq = 0, .wait_ns = 4}, &r);
+  done(check(get(&r1, "wall_ns") == 5000, "wall given") &
+       check(get(&r1, "device_window_ns") == 900, "window given") &
+       check(get(&r1, "enqueue_ns") == 3, "enqueue given") &
+       check(get(&r, "wait_ns") == 4, "wait given") &
+       check(get(&r, "seq") == get(&r1, "seq") + 1, "seq from the counter"));
 }
 
 static void caches(void) {
@@ -226,6 +260,43 @@ static void environment(void) {
        check(!ours_empty, "PHASEPROBE= (empty) overrides it"));
 }
 
+/* A start that pp_mark cannot have given: counted, nothing charged, and a
+ * lap still returns a start for the next phase. */
+static void bad_starts(void) {
+  cs = "a start that is not a mark is counted and charges nothing";
+  pp_stats_t s0, s1;
+  pp_record r;
+  pp_stats(&s0);
+  pp_begin();
+  pp_ticks t = pp_lap(PP_PREPARE, 1);             /* before the clock's start */
+  pp_charge(PP_PTX, pp_now() + 1000000000000ull); /* minutes ahead */
+  pp_charge_since(PP_PTX, 2);
+  pp_charge_nested(PP_SUB_PTX_DIGEST, 3);
+  pp_charge_remainder(PP_STAGE, 4, PP_PTX);
+  pp_ticks u = pp_lap(PP_LAUNCH, t); /* the first lap's return is a start */
+  pp_stats(&s1);
+  pp_emit(NULL, &r);
+  uint64_t counted = s1.bad_starts - s0.bad_starts;
+  /* pp_now_ns is nanoseconds: on the TSC, which counts ticks, no start */
+  int tsc = pp_clock()->kind == PP_CLOCK_TSC;
+  uint64_t ns_counted = 1;
+  if (tsc) {
+    pp_stats(&s0);
+    pp_begin();
+    pp_lap(PP_PTX, pp_now_ns());
+    pp_stats(&s1);
+    pp_emit(NULL, NULL);
+    ns_counted = s1.bad_starts - s0.bad_starts;
+  }
+  done(check(t != 0 && u > t, "laps return starts") &
+       check(counted == 5, "five counted") &
+       check(get(&r, "prepare_ns") == 0 && get(&r, "ptx_ns") == 0 &&
+                 get(&r, "stage_ns") == 0 && get(&r, "sub_ptx_digest_ns") == 0,
+             "nothing charged") &
+       check(get(&r, "launch_ns") == pp_ticks_to_ns(t, u), "a good start charges") &
+       check(ns_counted == 1, "pp_now_ns() refused on the TSC"));
+}
+
 static void clock_busy(void) {
   cs = "pp_clock_select refuses while this thread has a dispatch or a scope open";
   pp_clock_kind home = pp_clock()->kind;
@@ -254,6 +325,7 @@ int main(void) {
   mask();
   caches();
   tag_race();
+  bad_starts();
   clock_busy();
   return failures ? 1 : 0;
 }

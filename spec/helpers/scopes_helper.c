@@ -9,6 +9,7 @@
  *   scopes_helper
  */
 #include "phaseprobe.h"
+#include "check_cases.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -27,24 +28,23 @@ static uint64_t get(const pp_record *r, const char *f) {
   return pp_record_get(r, f, NULL);
 }
 
-/* got within [want - 64, want + slack] */
-static int near(const char *cs, const char *what, uint64_t got, uint64_t want,
-                uint64_t slack) {
+/* A FAIL line unless got is within [want - 64, want + slack]. */
+static void near(const char *cs, const char *what, uint64_t got, uint64_t want,
+                 uint64_t slack) {
   if (got + 64 >= want && got <= want + slack)
-    return 1;
+    return;
   printf("FAIL %s: %s charged %llu ns, ran %llu ns (slack %llu ns)\n", cs, what,
          (unsigned long long)got, (unsigned long long)want,
          (unsigned long long)slack);
   failures++;
-  return 0;
 }
 
-static int check(const char *cs, int cond, const char *what) {
+/* A FAIL line unless cond holds. */
+static void check(const char *cs, int cond, const char *what) {
   if (!cond) {
     printf("FAIL %s: %s\n", cs, what);
     failures++;
   }
-  return cond;
 }
 
 static uint64_t slack_of(const pp_record *r, uint64_t spun) {
@@ -58,8 +58,7 @@ static void partition(const char *cs, const pp_record *r) {
         "named + unattributed == wall");
 }
 
-static void nested_measure(void) {
-  const char *cs = "nested PP_MEASURE";
+static void nested_measure(const char *cs) {
   uint64_t a = 0, b = 0, c = 0;
   pp_record r;
   pp_begin();
@@ -71,15 +70,12 @@ static void nested_measure(void) {
   pp_end();
   pp_emit(NULL, &r);
   uint64_t sl = slack_of(&r, a + b + c);
-  int ok = near(cs, "prepare", get(&r, "prepare_ns"), a + c, sl) &
-           near(cs, "ptx", get(&r, "ptx_ns"), b, sl);
+  near(cs, "prepare", get(&r, "prepare_ns"), a + c, sl);
+  near(cs, "ptx", get(&r, "ptx_ns"), b, sl);
   partition(cs, &r);
-  if (ok)
-    printf("ok %s\n", cs);
 }
 
-static void out_of_order(void) {
-  const char *cs = "out-of-order close";
+static void out_of_order(const char *cs) {
   pp_record r;
   pp_begin();
   pp_scope s1 = pp_scope_open(PP_PREPARE);
@@ -94,12 +90,10 @@ static void out_of_order(void) {
   pp_end();
   pp_emit(NULL, &r);
   uint64_t sl = slack_of(&r, a + b + c + d);
-  int ok = near(cs, "prepare", get(&r, "prepare_ns"), a, sl) &
-           near(cs, "ptx", get(&r, "ptx_ns"), b + c, sl) &
-           check(cs, get(&r, "unattributed_ns") + 64 >= d, "unattributed holds the unscoped spin");
+  near(cs, "prepare", get(&r, "prepare_ns"), a, sl);
+  near(cs, "ptx", get(&r, "ptx_ns"), b + c, sl);
+  check(cs, get(&r, "unattributed_ns") + 64 >= d, "unattributed holds the unscoped spin");
   partition(cs, &r);
-  if (ok)
-    printf("ok %s\n", cs);
 }
 
 static pp_scope other_scope;
@@ -110,8 +104,7 @@ static void *other_thread(void *p) {
   return NULL;
 }
 
-static void other_threads_scope(void) {
-  const char *cs = "another thread's scope";
+static void other_threads_scope(const char *cs) {
   pthread_t t;
   pthread_create(&t, NULL, other_thread, NULL);
   pthread_join(t, NULL);
@@ -124,15 +117,12 @@ static void other_threads_scope(void) {
   pp_scope_close(s);
   pp_end();
   pp_emit(NULL, &r);
-  int ok = check(cs, other_scope != 0 && other_scope != s, "scopes of two threads differ") &
-           near(cs, "lease", get(&r, "lease_ns"), a + b, slack_of(&r, a + b)) &
-           check(cs, get(&r, "stage_ns") == 0, "stage_ns == 0");
-  if (ok)
-    printf("ok %s\n", cs);
+  check(cs, other_scope != 0 && other_scope != s, "scopes of two threads differ");
+  near(cs, "lease", get(&r, "lease_ns"), a + b, slack_of(&r, a + b));
+  check(cs, get(&r, "stage_ns") == 0, "stage_ns == 0");
 }
 
-static void end_settles(void) {
-  const char *cs = "pp_end closes open scopes";
+static void end_settles(const char *cs) {
   pp_record r;
   pp_begin();
   pp_scope s = pp_scope_open(PP_RELEASE);
@@ -144,17 +134,14 @@ static void end_settles(void) {
   pp_scope_close(late);
   pp_scope_close(s);
   pp_emit(NULL, &r);
-  int ok = near(cs, "release", get(&r, "release_ns"), a, slack_of(&r, a)) &
-           check(cs, late == 0, "no scope opens after pp_end") &
-           check(cs, get(&r, "readback_ns") == 0, "readback_ns == 0") &
-           check(cs, get(&r, "wall_ns") < a + b, "wall_ns ends at pp_end");
+  near(cs, "release", get(&r, "release_ns"), a, slack_of(&r, a));
+  check(cs, late == 0, "no scope opens after pp_end");
+  check(cs, get(&r, "readback_ns") == 0, "readback_ns == 0");
+  check(cs, get(&r, "wall_ns") < a + b, "wall_ns ends at pp_end");
   partition(cs, &r);
-  if (ok)
-    printf("ok %s\n", cs);
 }
 
-static void emit_settles(void) {
-  const char *cs = "pp_emit closes open scopes";
+static void emit_settles(const char *cs) {
   pp_record r, r2;
   pp_begin();
   pp_scope s = pp_scope_open(PP_MODKEY);
@@ -165,16 +152,13 @@ static void emit_settles(void) {
   pp_scope_close(s); /* its dispatch is gone: charges nothing */
   pp_end();
   pp_emit(NULL, &r2);
-  int ok = near(cs, "modkey", get(&r, "modkey_ns"), a, slack_of(&r, a)) &
-           check(cs, get(&r2, "modkey_ns") == 0, "the next record has no modkey") &
-           check(cs, get(&r2, "wall_ns") + 64 >= b, "the next record's wall");
+  near(cs, "modkey", get(&r, "modkey_ns"), a, slack_of(&r, a));
+  check(cs, get(&r2, "modkey_ns") == 0, "the next record has no modkey");
+  check(cs, get(&r2, "wall_ns") + 64 >= b, "the next record's wall");
   partition(cs, &r);
-  if (ok)
-    printf("ok %s\n", cs);
 }
 
-static void depth_limit(void) {
-  const char *cs = "more scopes than PP_SCOPE_DEPTH";
+static void depth_limit(const char *cs) {
   pp_scope s[PP_SCOPE_DEPTH + 1];
   pp_record r;
   pp_begin();
@@ -187,16 +171,13 @@ static void depth_limit(void) {
     pp_scope_close(s[i]);
   pp_end();
   pp_emit(NULL, &r);
-  int ok = check(cs, s[PP_SCOPE_DEPTH] == 0, "the extra scope is 0") &
-           near(cs, "ptx", get(&r, "ptx_ns"), a, slack_of(&r, a)) &
-           check(cs, get(&r, "stage_ns") == 0, "stage_ns == 0");
+  check(cs, s[PP_SCOPE_DEPTH] == 0, "the extra scope is 0");
+  near(cs, "ptx", get(&r, "ptx_ns"), a, slack_of(&r, a));
+  check(cs, get(&r, "stage_ns") == 0, "stage_ns == 0");
   partition(cs, &r);
-  if (ok)
-    printf("ok %s\n", cs);
 }
 
-static void disabled_between(void) {
-  const char *cs = "disabled between open and close";
+static void disabled_between(const char *cs) {
   pp_record r;
   pp_begin();
   pp_scope s1 = pp_scope_open(PP_PREPARE);
@@ -208,21 +189,22 @@ static void disabled_between(void) {
   pp_scope_close(s1);
   pp_end();
   pp_emit(NULL, &r);
-  int ok = near(cs, "prepare", get(&r, "prepare_ns"), a, slack_of(&r, a));
-  if (ok)
-    printf("ok %s\n", cs);
+  near(cs, "prepare", get(&r, "prepare_ns"), a, slack_of(&r, a));
 }
 
 int main(void) {
   pp_set_enabled(1);
   pp_sink_fd(-1);
   pp_store_enable(0);
-  nested_measure();
-  out_of_order();
-  other_threads_scope();
-  end_settles();
-  emit_settles();
-  depth_limit();
-  disabled_between();
+  static const check_case cases[] = {
+      {nested_measure, "nested PP_MEASURE"},
+      {out_of_order, "out-of-order close"},
+      {other_threads_scope, "another thread's scope"},
+      {end_settles, "pp_end closes open scopes"},
+      {emit_settles, "pp_emit closes open scopes"},
+      {depth_limit, "more scopes than PP_SCOPE_DEPTH"},
+      {disabled_between, "disabled between open and close"},
+  };
+  CHECK_CASES_RUN(cases, failures);
   return failures ? 1 : 0;
 }

@@ -23,6 +23,16 @@ function M.checks_pass(cmd, cases)
   return out
 end
 
+-- Runs a check program that prints one summary line: asserts that its
+-- output matches pattern and that it exited 0. Returns its output.
+function M.prints(cmd, pattern)
+  local luassert = require "luassert"
+  local ok, out = M.run(cmd)
+  luassert.truthy(out:find(pattern), out)
+  luassert.is_true(ok, out)
+  return out
+end
+
 -- Runs cmd (a shell command line): whether it exited 0, its standard output
 -- and error together, and its exit code.
 function M.run(cmd)

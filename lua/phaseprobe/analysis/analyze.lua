@@ -12,11 +12,55 @@
 --
 -- Where it sits: record sets (phaseprobe.records) come in; the reports
 -- (output/report.lua, output/html.lua, the commands) print what comes out.
+--
+-- Progress: each step that goes through many fields or records (phases,
+-- scaling, starvation, overrun, variants; compare.sets and the HTML page
+-- too) says how far it is when opts.progress is given: a function(what,
+-- {total=, unit=}) returning an object with update(done, extra, label) and
+-- done(), as a command's ctx.progress does (phaseprobe.cli.progress). The
+-- results are the same with it or without.
 local fit = require "phaseprobe.analysis.fit"
 -- the text a result prints as in the REPL (loaded when first needed)
 local function report() return require "phaseprobe.output.report" end
 
 local M = {}
+
+-- ---- progress of a step -----------------------------------------------------
+
+local Step = {}
+Step.__index = Step
+
+--- Items (k of them, default 1) begin: those before them are done. label
+-- names what is under way.
+function Step:begin(label, k)
+  if self.p then self.p:update(self.n, nil, label) end
+  self.n = self.n + (k or 1)
+end
+
+--- Whether a person is shown the progress (work may then be cut in
+-- pieces so that it moves).
+function Step:active()
+  local p = self.p
+  if not p then return false end
+  if type(p.active) == "function" then return p:active() == true end
+  return true
+end
+
+--- The step is over.
+function Step:finish()
+  if self.p then
+    self.p:update(self.total, nil, nil)
+    self.p:done()
+  end
+end
+
+--- The progress of a step of `total` items of `unit` ("fields"), through
+-- opts.progress (see the header); without it, a step that says nothing.
+function M.step(opts, what, total, unit)
+  local f = opts and opts.progress
+  local p = type(f) == "function" and f(what, { total = total, unit = unit }) or nil
+  return setmetatable({ p = p, n = 0, total = total }, Step)
+end
 
 --- What the set's fields are: {phases={labels}, nested={ {label=, parent=} },
 -- quantities={names}, caches={names}, rule="reference"|"order"|"suffix"}.
@@ -34,29 +78,45 @@ end
 --- Per-phase time: { {name=, summary=, share=}, ... } with share = the
 -- phase's total over the total wall_ns (nil without wall_ns), then the
 -- nested regions (kind = "nested", parent =), then the residue rows.
-function M.phases(set, info)
+-- opts.progress: see the header.
+function M.phases(set, info, opts)
   info = info or M.schema(set)
-  local wall = set:has("wall_ns") and set:summary("wall_ns") or nil
+  local totals = {}
+  for _, f in ipairs({ "named_host_ns", "unattributed_ns", "wall_ns" }) do
+    if set:has(f) then totals[#totals + 1] = f end
+  end
+  local step = M.step(opts, "summarising the phases", #info.phases + #info.nested + #totals,
+    "fields")
+  local wall
+  if set:has("wall_ns") then
+    step:begin("wall_ns")
+    wall = set:summary("wall_ns")
+  end
   local function share(s)
     if not wall or not wall.sum or wall.sum == 0 or not s.sum then return nil end
     return s.sum / wall.sum
   end
   local out = {}
   for _, p in ipairs(info.phases) do
+    step:begin(p)
     local s = set:summary(p)
     out[#out + 1] = { name = p, kind = "phase", summary = s, share = share(s) }
   end
   for _, n in ipairs(info.nested) do
+    step:begin(n.label)
     local s = set:summary(n.label)
     out[#out + 1] = { name = n.label, kind = "nested", parent = n.parent, summary = s,
       share = share(s) }
   end
-  for _, f in ipairs({ "named_host_ns", "unattributed_ns", "wall_ns" }) do
-    if set:has(f) then
-      local s = set:summary(f)
-      out[#out + 1] = { name = f, kind = "total", summary = s, share = share(s) }
+  for _, f in ipairs(totals) do
+    local s = wall
+    if f ~= "wall_ns" then
+      step:begin(f)
+      s = set:summary(f)
     end
+    out[#out + 1] = { name = f, kind = "total", summary = s, share = share(s) }
   end
+  step:finish()
   return report().printable(out, function(t) return "phaseprobe.phases\n" .. report().phases(t) end,
     "phaseprobe.phases")
 end
@@ -109,37 +169,66 @@ end
 -- { {name=, why=} }} (see phaseprobe.analysis.fit). A quantity decides
 -- verdicts only with enough support (fit.support); the others are listed
 -- in `untested`. A verdict whose quantity moves together with another
--- names both (v.collinear).
+-- names both (v.collinear). opts.progress: see the header.
 function M.scaling(set, opts)
   local info = M.schema(set, opts)
   local out = report().printable({ quantities = info.quantities, phases = {}, nested = {},
     rule = info.rule, untested = {} }, function(t) return "phaseprobe.scaling\n" .. report().scaling(t) end,
     "phaseprobe.scaling")
+  local ys, parent = {}, {}
+  for _, p in ipairs(info.phases) do ys[#ys + 1] = p end
+  for _, n in ipairs(info.nested) do
+    ys[#ys + 1] = n.label
+    parent[n.label] = n.parent or false
+  end
+  local step = M.step(opts, "fitting the phases", #ys, "fields")
   local fopts = {}
   for k, v in pairs(opts or {}) do fopts[k] = v end
-  fopts.support = {}
+  fopts.support, fopts.progress = {}, nil
   for _, q in ipairs(info.quantities) do
+    step:begin("the support of " .. q, 0)
     local sup = fit.support(set, q, opts)
     fopts.support[q] = sup
     if not sup.ok then out.untested[#out.untested + 1] = { name = q, why = sup.why } end
   end
-  local ys = {}
-  for _, p in ipairs(info.phases) do ys[#ys + 1] = p end
-  for _, n in ipairs(info.nested) do ys[#ys + 1] = n.label end
-  local all = (#ys > 0 and #info.quantities > 0) and set:fits(info.quantities, ys) or {}
   local cache = {}
-  for _, p in ipairs(info.phases) do
-    local v = fit.verdict(set, p, info.quantities, fopts, all[p])
-    v.kind = "phase"
-    if v.quantity then collinear(set, v, opts, cache, info.quantities) end
-    out.phases[#out.phases + 1] = v
+  for _, batch in ipairs(M.fit_batches(set:count(), #info.quantities, ys, step:active())) do
+    -- (a field is done when its verdict is made)
+    step:begin(#batch == 1 and batch[1] or (batch[1] .. " to " .. batch[#batch]), 0)
+    local all = #info.quantities > 0 and set:fits(info.quantities, batch) or {}
+    for _, y in ipairs(batch) do
+      step:begin(y)
+      local v = fit.verdict(set, y, info.quantities, fopts, all[y])
+      if parent[y] == nil then
+        v.kind = "phase"
+        out.phases[#out.phases + 1] = v
+      else
+        v.kind, v.parent = "nested", parent[y] or nil
+        out.nested[#out.nested + 1] = v
+      end
+      if v.quantity then collinear(set, v, opts, cache, info.quantities) end
+    end
   end
-  for _, n in ipairs(info.nested) do
-    local v = fit.verdict(set, n.label, info.quantities, fopts, all[n.label])
-    v.kind, v.parent = "nested", n.parent
-    if v.quantity then collinear(set, v, opts, cache, info.quantities) end
-    out.nested[#out.nested + 1] = v
-  end
+  step:finish()
+  return out
+end
+
+--- Fits of n records against nq quantities past this many (n * nq per
+-- field) are made a few fields at a time while a person watches the
+-- progress, so that it moves; at least FIT_BATCH fields a time (each piece
+-- reads the quantities again).
+M.FIT_BATCH_WORK = 1 << 24
+M.FIT_BATCH = 4
+
+--- The fields `ys` in the pieces their fits are made in: one piece, or,
+-- when `shown` and the work is large, pieces of FIT_BATCH fields or more.
+function M.fit_batches(n, nq, ys, shown)
+  local work = n * nq * #ys
+  if #ys == 0 then return {} end
+  if not shown or work < M.FIT_BATCH_WORK then return { ys } end
+  local size = math.max(M.FIT_BATCH, math.ceil(#ys * M.FIT_BATCH_WORK / work))
+  local out = {}
+  for i = 1, #ys, size do out[#out + 1] = { table.unpack(ys, i, math.min(i + size - 1, #ys)) } end
   return out
 end
 
@@ -148,7 +237,8 @@ end
 -- prints such records when its caller supplies the wall, saturating
 -- unattributed_ns to 0. Returns {n=, of= (records with both), max_over=,
 -- median_over=, worst = {seq=, named=, wall=, file=, line=}}.
-function M.overrun(set, info)
+-- opts.progress: see the header.
+function M.overrun(set, info, opts)
   local out = { n = 0, of = 0 }
   if not set:has("wall_ns") then return out end
   info = info or M.schema(set)
@@ -170,14 +260,20 @@ function M.overrun(set, info)
   for i, t in ipairs(terms) do cols[i] = both:values(t[1]) end
   local overs, worst, worst_i = {}, 0, nil
   local n = both:count()
-  for i = 1, n do
-    local d = 0
-    for k, t in ipairs(terms) do d = d + t[2] * (cols[k][i] or 0) end
-    if d > 0 then
-      overs[#overs + 1] = d
-      if d > worst then worst, worst_i = d, i end
+  local step = M.step(opts, "finding the records over their wall", n, "records")
+  local CHUNK = 1 << 16
+  for first = 1, n, CHUNK do
+    step:begin(nil, math.min(CHUNK, n - first + 1))
+    for i = first, math.min(first + CHUNK - 1, n) do
+      local d = 0
+      for k, t in ipairs(terms) do d = d + t[2] * (cols[k][i] or 0) end
+      if d > 0 then
+        overs[#overs + 1] = d
+        if d > worst then worst, worst_i = d, i end
+      end
     end
   end
+  step:finish()
   out.n = #overs
   if out.n == 0 then return out end
   table.sort(overs)
@@ -188,6 +284,11 @@ function M.overrun(set, info)
   local wall = cols[1][worst_i]
   out.worst = { seq = r.seq, wall = wall, named = wall + worst,
     file = both:columns():get(row, "@file"), line = both:columns():get(row, "@line") }
+  -- the exact digits of a u64 past 2^63-1 (a float in Lua), for --raw
+  if math.type(wall) == "float" then out.worst.wall_text = r:_text("wall_ns") end
+  if terms[2][1] == "named_host_ns" and math.type(cols[2][worst_i]) == "float" then
+    out.worst.named_text = r:_text("named_host_ns")
+  end
   return out
 end
 
@@ -207,6 +308,7 @@ M.VARIANT_MIN_N = 5
 -- of either group, and by more than 0.5 % of the median wall. Returns the
 -- strongest finding per tag, strongest first: { {tag=, values = {a, b},
 -- phase=, medians = {ma, mb}, ratio=, where = "shape=large", n = {na, nb}} }.
+-- opts.progress: see the header.
 function M.variants(set, opts)
   opts = opts or {}
   local info = M.schema(set)
@@ -221,6 +323,7 @@ function M.variants(set, opts)
   local nfiles = set:distinct("@file", 17)
   if nfiles >= 2 and nfiles <= 16 then tags[#tags + 1] = "@file" end
   if #tags == 0 then return {} end
+  local step = M.step(opts, "looking for variants", #tags, "tags")
   local size = nil
   if set:has("nodes") and set:distinct("nodes", 65) <= 64 then size = "nodes" end
   local phases = {}
@@ -229,6 +332,7 @@ function M.variants(set, opts)
   local min_n = opts.min_n or M.VARIANT_MIN_N
   local found = {}
   for _, tag in ipairs(tags) do
+    step:begin(tag)
     local cells = { { set = set, where = {} } }
     local others = {}
     for _, o in ipairs(tags) do if o ~= tag then others[#others + 1] = o end end
@@ -279,6 +383,7 @@ function M.variants(set, opts)
     end
     if best then found[#found + 1] = best end
   end
+  step:finish()
   table.sort(found, function(x, y) return x.ratio > y.ratio end)
   return found
 end
@@ -296,42 +401,62 @@ end
 --  residue = {summary=, share=}          unattributed_ns;
 --  probe = {summary=, share=}            probe_ns;
 --  notes = {...}}                          what was not measured.
-function M.starvation(set)
+-- opts.progress: see the header.
+function M.starvation(set, opts)
   local out = report().printable({ n = set:count(), notes = {} }, function(t)
     return "phaseprobe.starvation\n" .. report().starvation(t)
   end, "phaseprobe.starvation")
-  out.wall = set:has("wall_ns") and set:summary("wall_ns") or nil
-  if set:has("device_window_ns") and set:has("kernel_ns") then
+  local device = set:has("device_window_ns") and set:has("kernel_ns")
+  local residue = set:has("unattributed_ns") or (set:has("wall_ns") and set:has("named_host_ns"))
+  local step = M.step(opts, "pricing the starvation", (set:has("wall_ns") and 1 or 0)
+    + (device and 6 or 0) + (residue and 1 or 0) + (set:has("probe_ns") and 1 or 0), "summaries")
+  if set:has("wall_ns") then
+    step:begin("wall_ns")
+    out.wall = set:summary("wall_ns")
+  end
+  if device then
+    step:begin("device_window_ns > 0")
     local win = set:range("device_window_ns", 1)
+    step:begin("kernel_ns > 0")
     local both = win:range("kernel_ns", 1)
+    step:begin("device_window_ns - kernel_ns")
     local s = both:lincomb({ { "device_window_ns", 1 }, { "kernel_ns", -1 } }, 0)
-    local bw = both:count() > 0 and both:summary("wall_ns") or nil
+    local some = both:count() > 0
+    step:begin("wall_ns")
+    local bw = some and both:summary("wall_ns") or nil
+    step:begin("device_window_ns")
+    local window = some and both:summary("device_window_ns") or nil
+    step:begin("kernel_ns")
     out.starvation = { n = both:count(), summary = s, share = share_of(s, bw),
-      window = both:count() > 0 and both:summary("device_window_ns") or nil,
-      kernel = both:count() > 0 and both:summary("kernel_ns") or nil }
+      window = window, kernel = some and both:summary("kernel_ns") or nil }
     if win:count() < out.n then
       out.notes[#out.notes + 1] = string.format(
-        "device_window_ns not measured (0) in %d of %d records", out.n - win:count(), out.n)
+        "device_window_ns not measured (0) in %s of %s", report().num(out.n - win:count()),
+        report().count(out.n, "record"))
     end
     if both:count() < win:count() then
       out.notes[#out.notes + 1] = string.format(
-        "kernel_ns not measured (0) in %d of %d records with a device window",
-        win:count() - both:count(), win:count())
+        "kernel_ns not measured (0) in %s of %s with a device window",
+        report().num(win:count() - both:count()), report().count(win:count(), "record"))
     end
   else
     out.notes[#out.notes + 1] = "no device_window_ns/kernel_ns fields: starvation not priced"
   end
   if set:has("unattributed_ns") then
+    step:begin("unattributed_ns")
     local s = set:summary("unattributed_ns")
     out.residue = { summary = s, share = share_of(s, out.wall) }
-  elseif set:has("wall_ns") and set:has("named_host_ns") then
+  elseif residue then
+    step:begin("wall_ns - named_host_ns")
     local s = set:lincomb({ { "wall_ns", 1 }, { "named_host_ns", -1 } }, 0)
     out.residue = { summary = s, share = share_of(s, out.wall) }
   end
   if set:has("probe_ns") then
+    step:begin("probe_ns")
     local s = set:summary("probe_ns")
     out.probe = { summary = s, share = share_of(s, out.wall) }
   end
+  step:finish()
   return out
 end
 

@@ -46,7 +46,8 @@ local function encodes(set, field)
   return n > 0 and n or nil
 end
 
---- Compares sets a and b. opts: {labels={la, lb}, encode="encode"}.
+--- Compares sets a and b. opts: {labels={la, lb}, encode="encode",
+-- progress= (phaseprobe.analysis.analyze's header)}.
 function M.sets(a, b, opts)
   opts = opts or {}
   local labels = opts.labels or { "a", "b" }
@@ -62,6 +63,17 @@ function M.sets(a, b, opts)
   a, b = a:range("wall_ns"), b:range("wall_ns")
   local ia, ib = analyze.schema(a), analyze.schema(b)
   local phases = union(ia.phases, ib.phases)
+  local nested = {}
+  for _, n in ipairs(ia.nested) do nested[n.label] = n.parent end
+  for _, n in ipairs(ib.nested) do nested[n.label] = nested[n.label] or n.parent end
+  local names = {}
+  for _, n in ipairs(ia.nested) do names[#names + 1] = n.label end
+  for _, n in ipairs(ib.nested) do names[#names + 1] = n.label end
+  names = union(names, {})
+  local residue = a:has("unattributed_ns") or b:has("unattributed_ns")
+  local step = analyze.step(opts, "comparing " .. labels[1] .. " with " .. labels[2],
+    1 + #phases + (residue and 1 or 0) + #names, "fields")
+  step:begin("wall_ns")
   local r = {
     metric = "wall_ns",
     a = { label = labels[1], n = a:count(), mean = a:per_record("wall_ns") },
@@ -75,23 +87,19 @@ function M.sets(a, b, opts)
   end
   local acc = 0
   local function add(name, kind)
+    step:begin(name)
     local ma, mb = a:per_record(name), b:per_record(name)
     local row = { name = name, kind = kind, a = ma, b = mb, diff = mb - ma }
     acc = acc + row.diff
     r.rows[#r.rows + 1] = row
   end
   for _, p in ipairs(phases) do add(p, "phase") end
-  if a:has("unattributed_ns") or b:has("unattributed_ns") then add("unattributed_ns", "residue") end
+  if residue then add("unattributed_ns", "residue") end
   local other = r.diff - acc
   r.rows[#r.rows + 1] = { name = "(other)", kind = "other", a = nil, b = nil, diff = other }
   for _, row in ipairs(r.rows) do row.share = share(row.diff) end
-  local nested = {}
-  for _, n in ipairs(ia.nested) do nested[n.label] = n.parent end
-  for _, n in ipairs(ib.nested) do nested[n.label] = nested[n.label] or n.parent end
-  local names = {}
-  for _, n in ipairs(ia.nested) do names[#names + 1] = n.label end
-  for _, n in ipairs(ib.nested) do names[#names + 1] = n.label end
-  for _, name in ipairs(union(names, {})) do
+  for _, name in ipairs(names) do
+    step:begin(name)
     local ma, mb = a:per_record(name), b:per_record(name)
     r.nested[#r.nested + 1] = { name = name, parent = nested[name], a = ma, b = mb,
       diff = mb - ma, share = share(mb - ma) }
@@ -107,6 +115,7 @@ function M.sets(a, b, opts)
     pe.costlier_dispatches = db * (r.b.mean - r.a.mean)
     r.per_encode = pe
   end
+  step:finish()
   return require("phaseprobe.output.report").printable(r, function(t)
     return "phaseprobe.comparison\n" .. require("phaseprobe.output.report").compare(t)
   end, "phaseprobe.comparison")
@@ -116,10 +125,13 @@ local function label(field, v)
   return string.format("%s=%s", field, tostring(v))
 end
 
---- Compares the records whose `field` equals va against those equal to vb.
+--- Compares the records whose `field` equals va against those equal to vb
+-- (a value given as text matches as the command line's F=V does: exactly,
+-- a number by its digits; records.equal).
 function M.by(set, field, va, vb, opts)
   opts = opts or {}
-  local a, b = set:where(field, va), set:where(field, vb)
+  local records = require "phaseprobe.records"
+  local a, b = records.equal(set, field, va), records.equal(set, field, vb)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   o.labels = o.labels or { label(field, va), label(field, vb) }

@@ -68,7 +68,16 @@ local function opt(opts, k)
   return M.defaults[k]
 end
 
-local function pct(x) return string.format("%.0f%%", x * 100) end
+local function pct(x) return report.pct(x, 0) end
+local num = report.num
+
+-- A quantity's value as its lines print it (text: the exact digits of a
+-- u64 past 2^63-1, which is a float in Lua), grouped unless report.raw.
+local function value_text(text, v)
+  if not text then return num(v) end
+  if report.raw or not text:match("^%-?%d+$") then return text end
+  return report.group(text)
+end
 
 --- Whether quantity q has the support to decide a verdict: at least
 -- min_distinct values each held by min_share of the records or by
@@ -84,8 +93,8 @@ function M.support(set, q, opts)
     if s.count > 0 and (s.min == s.p90 or s.median == s.max) then
       local raw = s._raw or {} -- (exact digits: a u64 past 2^63-1 is a float)
       return { ok = false, distinct = distinct, why = string.format(
-        "most records on one value (%s)", s.min == s.p90 and (raw.min or tostring(s.min))
-          or (raw.max or tostring(s.max))) }
+        "most records on one value (%s)", s.min == s.p90 and value_text(raw.min, s.min)
+          or value_text(raw.max, s.max)) }
     end
     return { ok = true, distinct = distinct }
   end
@@ -95,14 +104,15 @@ function M.support(set, q, opts)
     if not g.missing then
       if g.n >= threshold then held = held + 1 end
       if #parts < 6 then -- the value as its lines print it (a float may stand for a u64)
-        local v = math.type(g.key) == "float" and g.set[1]:_text(q) or tostring(g.key)
-        parts[#parts + 1] = string.format("%s on %d", v, g.n)
+        local v = math.type(g.key) == "float" and value_text(g.set[1]:_text(q), g.key)
+          or num(g.key)
+        parts[#parts + 1] = string.format("%s on %s", v, num(g.n))
       end
     end
   end
   if held >= need then return { ok = true, distinct = distinct } end
   return { ok = false, distinct = distinct, need = need, why = string.format(
-    "%d of %d values held: %s%s", held, distinct, table.concat(parts, ", "),
+    "%s of %s held: %s%s", num(held), report.count(distinct, "value"), table.concat(parts, ", "),
     distinct > #parts and ", ..." or "") }
 end
 
@@ -121,16 +131,18 @@ end
 -- y and its fit against each quantity ({[q] = fit}), for values that are
 -- not a field of a set (a difference of two fields, say).
 function M.decide(y, s, fits, quantities, opts)
+  -- (_raw: the summary's exact digits, for --raw: a u64 past 2^53 is a float)
   local res = report.printable({ name = y, n = s.count, median = s.median, fits = {}, also = {},
-    notes = {} }, report.verdict_text, "phaseprobe.verdict")
+    notes = {}, _raw = s._raw and { median = s._raw.median } }, report.verdict_text,
+    "phaseprobe.verdict")
   local function inconclusive(reason)
     res.verdict, res.reason = "inconclusive", reason
     return res
   end
   if s.count == 0 then return inconclusive("no values") end
   if s.count < opt(opts, "min_n") then
-    return inconclusive(string.format("too few records (%d, need %d)", s.count,
-      opt(opts, "min_n")))
+    return inconclusive(string.format("too few records (%s, need %s)", num(s.count),
+      num(opt(opts, "min_n"))))
   end
   if s.max == 0 then return inconclusive("always 0 (never charged?)") end
   local candidates, testable, small, poor, untestable = {}, 0, 0, {}, {}
@@ -195,13 +207,15 @@ function M.decide(y, s, fits, quantities, opts)
   if testable == 0 then
     if #quantities == 0 then return inconclusive("no counted quantities") end
     return inconclusive(string.format(
-      "no quantity has the support to decide (need %d values each on %s of the records or %d "
-      .. "records; most values: %s with %d)", opt(opts, "min_distinct"), pct(opt(opts, "min_share")),
-      opt(opts, "min_records"), most.q, most.d))
+      "no quantity has the support to decide (need %s each on %s of the records or %s; "
+      .. "most values: %s with %s)", report.count(opt(opts, "min_distinct"), "value"),
+      pct(opt(opts, "min_share")), report.count(opt(opts, "min_records"), "record"), most.q,
+      num(most.d)))
   end
   if small == testable then
     res.verdict = "fixed per dispatch"
     res.fixed_ns = s.median
+    if res._raw then res._raw.fixed = res._raw.median end
     res.ns_per_unit = 0
     res.effect = largest.effect
     res.quantity = nil

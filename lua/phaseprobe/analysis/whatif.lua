@@ -49,7 +49,7 @@ function M.resolve(info, name)
   local names = {}
   for _, p in ipairs(info.phases) do names[#names + 1] = record.short(p) end
   for _, n in ipairs(info.nested) do names[#names + 1] = record.short(n.label) end
-  error(string.format("phaseprobe.analysis.whatif: no phase or nested region '%s' (known: %s)",
+  error(string.format("phaseprobe.analysis.whatif: no phase or nested region '%s' (valid: %s)",
     tostring(name), table.concat(names, ", ")), 0)
 end
 
@@ -63,12 +63,26 @@ local function dispatches_per_encode(set, opts)
   return set:count() / n, f
 end
 
+--- The caches of the set whose misses a scenario can turn into hits: those
+-- with a phase C_ns and fields C_cache_misses and C_cache_hits.
+function M.caches(set)
+  local out = {}
+  for _, c in ipairs(set:layout().caches) do
+    if set:has(c .. "_ns") and set:has(c .. "_cache_misses") and set:has(c .. "_cache_hits") then
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
 -- Miss and hit cost of cache c's phase; saving per miss.
 local function cache_price(set, c)
   local phase, misses, hits = c .. "_ns", c .. "_cache_misses", c .. "_cache_hits"
   for _, f in ipairs({ phase, misses, hits }) do
     if not set:has(f) then
-      error(string.format("phaseprobe.analysis.whatif: hits %s: no field '%s'", c, f), 0)
+      local caches = M.caches(set)
+      error(string.format("phaseprobe.analysis.whatif: hits %s: no cache '%s' (valid: %s)", c, c,
+        #caches > 0 and table.concat(caches, ", ") or "none in these records"), 0)
     end
   end
   local miss = set:range(misses, 1)
@@ -197,11 +211,17 @@ end
 --- Splits a set by a knob field into (base, variant): the variant is the
 -- records with field = value; the base those lacking the field or with
 -- field = base_value (default: "none" or "base", the two names a run
--- without the knob goes by).
+-- without the knob goes by). A value given as text matches as the command
+-- line's F=V does (records.condition): exactly, a number by its digits
+-- (a u64 past 2^63-1 included), so "5" finds the records with 5.
 function M.split(set, field, value, base_value)
-  local variant = set:where(field, value)
-  local base = set:where { [field] = base_value and { false, base_value } or { false, "none", "base" } }
-  return base, variant
+  local records = require "phaseprobe.records"
+  local variant = records.equal(set, field, value)
+  local parts = { set:where { [field] = false } }
+  for _, b in ipairs(base_value ~= nil and { base_value } or { "none", "base" }) do
+    parts[#parts + 1] = records.equal(set, field, b)
+  end
+  return records.union(parts), variant
 end
 
 --- Projects base under the scenario and sets the measured variant beside

@@ -2,6 +2,7 @@
 local cli = require "phaseprobe.cli"
 local compare = require "phaseprobe.analysis.compare"
 local report = require "phaseprobe.output.report"
+local records = require "phaseprobe.records"
 
 local C = cli.reader("two groups (files, shapes, runs) side by side: which phases explain the difference", [[
 usage: phaseprobe compare [options] FILE_A FILE_B
@@ -25,16 +26,20 @@ function C.run(args, ctx)
   local r
   if opts.by then
     if #pos < 3 then ctx.usage("--by " .. opts.by .. ": give VALUE_A VALUE_B and then files") end
+    -- (the values as their text: matched exactly, a u64 past 2^63-1 included)
     local va, vb = table.remove(pos, 1), table.remove(pos, 1)
-    va, vb = math.tointeger(tonumber(va)) or va, math.tointeger(tonumber(vb)) or vb
     local set = ctx.read(pos)
-    if not set:has(opts.by) then ctx.fail("no field '" .. opts.by .. "' in the records") end
+    if not set:has(opts.by) then
+      ctx.usage(string.format("--by %s: no field '%s' in the records (%s)", opts.by, opts.by,
+        report.field_choices(set)))
+    end
     for _, v in ipairs({ va, vb }) do
-      if set:where(opts.by, v):count() == 0 then
-        ctx.fail(string.format("no records with %s=%s", opts.by, tostring(v)))
+      if records.equal(set, opts.by, v):count() == 0 then
+        ctx.usage(string.format("--by %s: no records with %s=%s (%s here: %s)", opts.by, opts.by,
+          tostring(v), opts.by, report.field_values(set, opts.by)))
       end
     end
-    r = compare.by(set, opts.by, va, vb, { encode = opts.encode })
+    r = compare.by(set, opts.by, va, vb, { encode = opts.encode, progress = ctx.progress })
   else
     if #pos ~= 2 then
       ctx.usage("give two files (or --by FIELD VALUE_A VALUE_B FILE...), got " .. #pos)
@@ -47,7 +52,7 @@ function C.run(args, ctx)
     for i, g in ipairs({ a, b }) do
       if g:count() == 0 then ctx.fail(names[i] .. ": no record lines") end
     end
-    r = compare.sets(a, b, { labels = names, encode = opts.encode })
+    r = compare.sets(a, b, { labels = names, encode = opts.encode, progress = ctx.progress })
   end
   ctx.write(report.compare(r), "\n")
   return 0

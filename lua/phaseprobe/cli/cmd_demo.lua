@@ -16,7 +16,15 @@ function C.run(args, ctx)
   if type(demo) ~= "table" or type(demo.main) ~= "function" then
     ctx.fail("phaseprobe.dispatch.demo has no main function")
   end
-  local res = demo.main(args, function(line) ctx.write(line, "\n") end)
+  -- an argument the demo does not take is a usage error, said on stderr
+  if type(demo.parse_args) == "function" then
+    local ok, msg = pcall(demo.parse_args, args)
+    if not ok then
+      ctx.usage((tostring(msg):gsub("^phaseprobe demo: ", ""):gsub(" %(see %-%-help%)$", "")))
+    end
+  end
+  local res = demo.main(args, function(line) ctx.write(line, "\n") end, nil,
+    function(line) ctx.err:write(line, "\n") end)
   if res == nil or res == true then return 0 end
   if res == false then return 1 end
   return math.tointeger(res) or 1

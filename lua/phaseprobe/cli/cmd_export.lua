@@ -31,7 +31,11 @@ function C.run(args, ctx)
   end
   if not format then ctx.usage("say --csv or --jsonl") end
   local set = ctx.read(files)
-  local ok, werr = export[format](set, opts.output or "-", ctx.out)
+  local prog = ctx.progress("writing " .. (format == "csv" and "CSV" or "JSON lines"),
+    { total = set:count(), unit = "records" })
+  local ok, werr = export[format](set, opts.output or "-", ctx.out,
+    { progress = function(done) prog:update(done) end })
+  prog:done()
   if not ok then ctx.fail(werr) end
   return 0
 end

@@ -34,8 +34,12 @@ local function find(s, p)
   end
 end
 
-local function verdicts(ctx, set, opts, fopts)
-  local s = analyze.scaling(set, fopts)
+-- progress: the progress lines (ctx.progress, or one whose lines name
+-- the group)
+local function verdicts(ctx, set, opts, fopts, progress)
+  local o = { progress = progress }
+  for k, v in pairs(fopts) do o[k] = v end
+  local s = analyze.scaling(set, o)
   local found = {}
   for i, p in ipairs(opts.phase or {}) do
     found[i] = find(s, p)
@@ -68,34 +72,42 @@ function C.run(args, ctx)
   if opts.min_quality then fopts.min_quality = cli.number(opts.min_quality, "--min-quality", 0) end
   local set = ctx.read(files)
   if opts.quantity then
-    for _, q in ipairs(opts.quantity) do
-      if not set:has(q) then ctx.usage("--quantity: no field '" .. q .. "' in the records") end
-    end
+    for _, q in ipairs(opts.quantity) do cli.need_field(set, "--quantity " .. q, q, "number") end
     fopts.quantities = opts.quantity
   end
   -- every verdict is made (and every option checked) before anything is written
   local writers = {}
   if opts.group then
-    if not set:has(opts.group) then ctx.usage("--group: no field '" .. opts.group .. "'") end
+    if not set:has(opts.group) then
+      ctx.usage(string.format("--group %s: no field '%s' in the records (%s)", opts.group,
+        opts.group, report.field_choices(set)))
+    end
     for _, g in ipairs(set:group(opts.group)) do
-      local w = verdicts(ctx, g.set, opts, fopts)
+      local name = opts.group .. "=" .. (g.missing and "(none)" or tostring(g.key))
+      local w = verdicts(ctx, g.set, opts, fopts, function(what, popts)
+        return ctx.progress(name .. ": " .. what, popts)
+      end)
       writers[#writers + 1] = function()
-        ctx.write("\n#### ", opts.group, "=", g.missing and "(none)" or tostring(g.key), ": ",
-          report.num(g.n), " records\n")
+        ctx.write("\n#### ", name, ": ", report.count(g.n, "record"), "\n")
         w()
       end
     end
   else
-    writers[1] = verdicts(ctx, set, opts, fopts)
+    writers[1] = verdicts(ctx, set, opts, fopts, ctx.progress)
   end
-  local mixed = report.variants(analyze.variants(set))
+  local aopts = { progress = ctx.progress }
+  local mixed = report.variants(analyze.variants(set, aopts))
   if mixed then ctx.write(mixed, "\n") end
+  -- records whose phases exceed their wall: their residue reads 0
+  local over = report.overrun(analyze.overrun(set, nil, aopts))
+  if over then ctx.write(over, "\n") end
   for _, w in ipairs(writers) do w() end
   local d = fit.defaults
-  ctx.write("\n", table.concat(report.wrap(string.format("(verdict rules: a quantity needs %d "
-    .. "distinct values, each on %s of the records or %d records; scaling = change over its "
+  ctx.write("\n", table.concat(report.wrap(string.format("(verdict rules: a quantity needs %s, "
+    .. "each on %s of the records or %s; scaling = change over its "
     .. "range >= %s of the median with Theil-Sen quality >= %.2f)",
-    fopts.min_distinct or d.min_distinct, report.pct(d.min_share), d.min_records,
+    report.count(fopts.min_distinct or d.min_distinct, "distinct value"), report.pct(d.min_share),
+    report.count(d.min_records, "record"),
     report.pct(fopts.min_effect or d.min_effect), fopts.min_quality or d.min_quality),
     report.width), "\n"), "\n")
   return 0

@@ -21,41 +21,27 @@ inputs are reported together.
   --title TEXT        the page title
 ]], { usage_on_error = true })
 
---- A usage error unless the set has each field named by the options
--- `names` (e.g. { "by", "group" }) that opts sets.
-function C.need_fields(ctx, set, opts, names)
-  for _, o in ipairs(names) do
-    local name = opts[o]
-    if name ~= nil and not set:has(name) then
-      local L = set:layout()
-      ctx.usage(("--%s %s: no record has a field '%s' (counts: %s)"):format(o, name, name,
-        table.concat(L.counts, ", ")))
-    end
-  end
-end
 
 function C.run(args, ctx)
   local opts, files = ctx.options(args, {
     ["--output"] = "value", ["--group"] = "value", ["--by"] = "value", ["--title"] = "value",
     short = { ["-o"] = "--output" } })
   local set = ctx.read(files)
-  C.need_fields(ctx, set, opts, { "by", "group" })
+  -- --by names a number to plot against, --group any tag or field: each
+  -- error lists those the records hold
+  if opts.by then cli.need_field(set, "--by " .. opts.by, opts.by, "number") end
+  if opts.group then cli.need_field(set, "--group " .. opts.group, opts.group) end
   local sources = {}
   for _, f in ipairs(files) do sources[#sources + 1] = f == "-" and "(stdin)" or f end
-  local prog = ctx.progress("drawing the plots", { unit = "plots" })
-  prog.every_call = true
-  local drawn = 0
+  -- each step of the page (its tables, the fits, the plots, the warnings)
+  -- with its progress line
   local page = html.report(set, {
     title = opts.title,
     source = table.concat(sources, ", "),
     group = opts.group,
     by = opts.by,
-    progress = function()
-      drawn = drawn + 1
-      prog:update(drawn)
-    end,
+    progress = ctx.progress,
   })
-  prog:done()
   local w = ctx.output(opts.output)
   w.write(page)
   w.close()

@@ -3,6 +3,7 @@ local cli = require "phaseprobe.cli"
 local html = require "phaseprobe.output.html"
 local record = require "phaseprobe.record"
 local svg = require "phaseprobe.output.svg"
+local report = require "phaseprobe.output.report"
 
 local C = cli.reader("write one SVG plot (a phase against a quantity, or the stacked bars)", [[
 usage: phaseprobe plot --phase PHASE [--by QUANTITY] [--group TAG] [-o OUT.svg] FILE...
@@ -11,7 +12,9 @@ usage: phaseprobe plot --phase PHASE [--by QUANTITY] [--group TAG] [-o OUT.svg] 
 With --phase, a scatter of that phase's time (or a nested region's) against
 QUANTITY, one colour per group, with the fitted line and the verdict. With
 --bars, the stacked bar per group of the phase partition, the residue and
-the starvation.
+the starvation. What the analysis warns about (a tag splitting the records
+into variants that behave differently, records whose phases exceed their
+wall) is said on stderr and in the plot.
 
   --phase PHASE       e.g. ptx_ns (or ptx), sub_ptx_digest_ns
   --by QUANTITY       the x axis (default: the quantity of the phase's
@@ -50,15 +53,33 @@ function C.run(args, ctx)
         :format(opts.phase, table.concat(names, ", ")))
     end
   end
-  require("phaseprobe.cli.cmd_html").need_fields(ctx, set, opts, { "by", "group" })
-  local fits = label and html.analysis_fits(set, opts.by) or nil
-  local desc = html.describe(set, { group = opts.group, by = opts.by, fits = fits })
+  -- --by names a number to plot against, --group any tag or field: each
+  -- error lists those the records hold
+  if opts.by then cli.need_field(set, "--by " .. opts.by, opts.by, "number") end
+  if opts.group then cli.need_field(set, "--group " .. opts.group, opts.group) end
+  -- only the plot asked for is drawn (and fitted), each step with its
+  -- progress line
+  local desc = html.describe(set, { group = opts.group, by = opts.by, plots = { label },
+    progress = ctx.progress })
+  -- what the page warns about (mixed variants, phases past their wall):
+  -- on stderr, and in the plot itself
+  local f = desc.findings or {}
+  for _, w in ipairs { report.variants(f.variants) or false, report.overrun(f.overrun) or false } do
+    if w then
+      ctx.err:write(table.concat(report.wrap(ctx.name .. ": " .. w:gsub("\n", " "), report.width,
+        "  ", ""), "\n"), "\n")
+    end
+  end
   local text
   if opts.bars then
+    desc.bars.warnings = desc.warnings
     text = svg.stacked_bars(desc.bars)
   else
     for _, s in ipairs(desc.scatters) do
-      if s.label == label then text = svg.scatter(s.svg) end
+      if s.label == label then
+        s.svg.warnings = desc.warnings
+        text = svg.scatter(s.svg)
+      end
     end
   end
   local w = ctx.output(opts.output)

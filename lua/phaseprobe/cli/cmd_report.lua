@@ -21,25 +21,32 @@ local function section(ctx, title)
   ctx.write("\n== ", title, "\n")
 end
 
-local function body(ctx, set, opts, nrec)
+-- progress: the steps' progress lines (ctx.progress, or one whose lines
+-- name the group)
+local function body(ctx, set, opts, nrec, progress)
+  local aopts = { progress = progress }
   if opts.fields then
     local items = {}
-    for _, f in ipairs(cli.split_list(opts.fields)) do
+    local names = cli.split_list(opts.fields)
+    local step = analyze.step(aopts, "summarising the fields", #names, "fields")
+    for _, f in ipairs(names) do
+      step:begin(f)
       items[#items + 1] = { name = f, summary = set:summary(f) }
     end
+    step:finish()
     section(ctx, "fields")
     ctx.write(report.summaries(items, { fmt = function(v, row)
       return row.name:match("_ns$") and report.ns(v) or report.num(v)
     end }), "\n")
   else
     section(ctx, "time per dispatch, by phase")
-    ctx.write(report.phases(analyze.phases(set)), "\n")
+    ctx.write(report.phases(analyze.phases(set, nil, aopts)), "\n")
   end
   section(ctx, "scaling (Theil-Sen verdicts; least squares beside)")
-  ctx.write(report.scaling(analyze.scaling(set)), "\n")
+  ctx.write(report.scaling(analyze.scaling(set, aopts)), "\n")
   section(ctx, "host starvation, unattributed residue, probe overhead")
-  ctx.write(report.starvation(analyze.starvation(set)), "\n")
-  local over = report.overrun(analyze.overrun(set))
+  ctx.write(report.starvation(analyze.starvation(set, aopts)), "\n")
+  local over = report.overrun(analyze.overrun(set, nil, aopts))
   if over then ctx.write(over, "\n") end
   if nrec then
     local n = nrec
@@ -57,10 +64,12 @@ function C.run(args, ctx)
   local set, rep = ctx.read(files)
   -- every option is checked against the records before anything is written
   if opts.group and not set:has(opts.group) then
-    ctx.usage("--group: no field '" .. opts.group .. "' in the records")
+    ctx.usage(string.format("--group %s: no field '%s' in the records (%s)", opts.group, opts.group,
+      report.field_choices(set)))
   end
+  -- (a tag's text has no summary)
   for _, f in ipairs(opts.fields and cli.split_list(opts.fields) or {}) do
-    if not set:has(f) then ctx.usage("--fields: no field '" .. f .. "' in the records") end
+    cli.need_field(set, "--fields", f, "number")
   end
   ctx.write(report.parse(rep, { limit = 0 }):gsub("\n.*", ""), "\n")
   local pre = {}
@@ -68,19 +77,21 @@ function C.run(args, ctx)
     pre[#pre + 1] = string.format("%s (%s)", p.prefix, report.num(p.n))
   end
   ctx.write("records: ", report.num(set:count()), " [", table.concat(pre, ", "), "]\n")
-  local mixed = report.variants(analyze.variants(set))
+  local mixed = report.variants(analyze.variants(set, { progress = ctx.progress }))
   if mixed then ctx.write(mixed, "\n") end
   if opts.group then
     local groups = set:group(opts.group)
     section(ctx, "groups by " .. opts.group)
     ctx.write(tostring(groups):gsub("^[^\n]*\n", ""), "\n")
     for _, g in ipairs(groups) do
-      ctx.write("\n#### ", opts.group, "=", g.missing and "(none)" or tostring(g.key),
-        ": ", report.num(g.n), " records\n")
-      body(ctx, g.set, opts, nrec)
+      local name = opts.group .. "=" .. (g.missing and "(none)" or tostring(g.key))
+      ctx.write("\n#### ", name, ": ", report.count(g.n, "record"), "\n")
+      body(ctx, g.set, opts, nrec, function(what, popts)
+        return ctx.progress(name .. ": " .. what, popts)
+      end)
     end
   else
-    body(ctx, set, opts, nrec)
+    body(ctx, set, opts, nrec, ctx.progress)
   end
   return 0
 end

@@ -22,7 +22,7 @@ of them, so the file stays one a viewer opens; stderr says what was left out.
 
   -o, --output FILE   where to write (default: standard output)
   --all               every dispatch in full (large inputs give large files)
-  --limit N           N dispatches per input in full (default 5000)
+  --limit N           N dispatches per input in full (default 5,000)
 ]], { usage_on_error = true })
 
 function C.run(args, ctx)

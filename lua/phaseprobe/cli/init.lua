@@ -111,13 +111,15 @@ function M.parse_options(args, spec)
   return opts, pos
 end
 
---- "k=v" -> k, v (v as an integer when it is one).
+--- "k=v" -> k, v: v as its text, which the records are matched against
+-- exactly (records.condition: "k=v" compares numbers by their digits, a
+-- u64 past 2^63-1 included), or read as a number (cli.number).
 function M.pair(s, what)
   local k, v = s:match("^([%w_@]+)=(.+)$")
   if not k then
     M.usage_error(string.format("%s '%s': expected name=value", what, s))
   end
-  return k, math.tointeger(tonumber(v)) or v
+  return k, v
 end
 
 --- A number option.
@@ -128,6 +130,22 @@ function M.number(s, what, min)
       min and (" >= " .. min) or ""))
   end
   return v
+end
+
+--- A usage error unless the record set has the field `name` that the
+-- option (its text, "--group" or "--by x") names; with kind "number", a
+-- field that holds numbers (a tag's text is no quantity to plot or fit
+-- against, nor to summarise). The error lists the fields that would do.
+function M.need_field(set, option, name, kind)
+  local report = require "phaseprobe.output.report"
+  local choices = kind == "number" and report.number_choices or report.field_choices
+  if not set:has(name) then
+    M.usage_error(string.format("%s: no field '%s' in the records (%s)", option, name, choices(set)))
+  end
+  if kind == "number" and set:columns():kind(name) == "string" then
+    M.usage_error(string.format("%s: '%s' is a tag (text), not a number (%s)", option, name,
+      choices(set)))
+  end
 end
 
 --- "a,b,c" -> {"a", "b", "c"}
@@ -272,7 +290,7 @@ local function write_failure(msg)
 end
 
 local function make_ctx(cmd, name, out, err)
-  local ctx = { out = out, err = err, name = name }
+  local ctx = { out = out, err = err, name = name, t0 = require("phaseprobe.cli.progress").now() }
   function ctx.write(...)
     local ok, msg = out:write(...)
     if failed(ok, msg) then M.input_error(write_failure(msg)) end
@@ -289,9 +307,21 @@ local function make_ctx(cmd, name, out, err)
     if opts.wide then report.wide = true end
     return opts, pos
   end
-  function ctx.fail(msg) M.input_error(msg) end
+  -- (an exporter's message names itself, "export.csv: cannot write ...":
+  -- the command names itself already)
+  function ctx.fail(msg)
+    msg = tostring(msg)
+    local lib, rest = msg:match("^(export%.[%a_]+): (.*)$")
+    if lib and (rest:match("^cannot write '") or rest:match("^writing '")) then msg = rest end
+    M.input_error(msg)
+  end
+  -- (each kept, so that a line still shown when an error ends the command
+  -- is cleared before its message)
+  ctx.lines = {}
   function ctx.progress(what, opts)
-    return require("phaseprobe.cli.progress").new(ctx, what, opts)
+    local p = require("phaseprobe.cli.progress").new(ctx, what, opts)
+    if p.on then ctx.lines[#ctx.lines + 1] = p end
+    return p
   end
   function ctx.read(files, ropts)
     return require("phaseprobe.cli.inputs").read(ctx, files, ropts)
@@ -302,7 +332,10 @@ local function make_ctx(cmd, name, out, err)
     local f, oerr = out, nil
     if not to_out then
       f, oerr = io.open(path, "wb")
-      if not f then M.input_error(string.format("cannot write '%s': %s", path, oerr)) end
+      if not f then
+        M.input_error(string.format("cannot write '%s': %s", path,
+          require("phaseprobe.output.files").reason(oerr, path)))
+      end
     end
     local w, bad = {}, nil
     function w.write(s)
@@ -315,7 +348,8 @@ local function make_ctx(cmd, name, out, err)
       if to_out then ok, e = f:flush() else ok, e = f:close() end
       if bad or failed(ok, e) then
         M.input_error(to_out and write_failure(bad or e)
-          or string.format("writing '%s' failed: %s", path, tostring(bad or e)))
+          or string.format("writing '%s' failed: %s", path,
+            require("phaseprobe.output.files").reason(bad or e, path)))
       end
     end
     return w
@@ -351,6 +385,9 @@ function M.run(cmd, name, args, out, err)
     return e
   end, args, ctx)
   report.raw, report.wide = raw, wide
+  if not okr then
+    for _, p in ipairs(ctx.lines) do p:done() end
+  end
   local fok, fmsg = out:flush()
   if okr and failed(fok, fmsg) then
     err:write(string.format("%s: %s\n", ctx.name, write_failure(fmsg)))
@@ -361,17 +398,34 @@ function M.run(cmd, name, args, out, err)
     if mt == UsageError then
       local after = cmd.usage_on_error and cmd.usage
         or ("(see '" .. prog .. " " .. name .. " --help')")
-      err:write(string.format("%s: %s\n%s\n", ctx.name, res.msg, after))
+      M.say_error(err, string.format("%s: %s", ctx.name, res.msg), ctx.wide)
+      err:write(after, "\n")
       return 2
     end
     local msg = mt == InputError and res.msg or tostring(res)
     -- the command names itself: a library's own prefix
     -- ("phaseprobe.whatif: ...") would say it twice
     msg = msg:gsub("^phaseprobe%.[%w_.]+[:%w_]*: ", "")
-    err:write(string.format("%s: %s\n", ctx.name, msg))
+    M.say_error(err, string.format("%s: %s", ctx.name, msg), ctx.wide)
     return 1
   end
   return math.tointeger(res) or (res == false and 1 or 0)
+end
+
+--- Writes a message and a newline to err within report.width columns: a
+-- line too long goes on under its first words, indented by four spaces (as
+-- the damaged lines are named); with wide (--wide), as it is.
+function M.say_error(err, text, wide)
+  local report = require "phaseprobe.output.report"
+  local out = {}
+  for line in (tostring(text) .. "\n"):gmatch("(.-)\n") do
+    if wide or (utf8.len(line) or #line) <= report.width then
+      out[#out + 1] = line
+    else
+      out[#out + 1] = table.concat(report.wrap(line, report.width, "    ", ""), "\n")
+    end
+  end
+  err:write(table.concat(out, "\n"), "\n")
 end
 
 --- Writes text to out and flushes it: status, or 1 (with a message on
@@ -411,7 +465,7 @@ function M.main(argv, out, err)
     return 1
   end
   if not cmd then
-    err:write(string.format("%s: unknown command '%s' (commands: %s; '%s --help' lists them)\n",
+    M.say_error(err, string.format("%s: unknown command '%s' (commands: %s; '%s --help' lists them)",
       prog, name, table.concat(M.commands(), ", "), prog))
     return 2
   end

@@ -1,15 +1,16 @@
 --- phaseprobe.cli.inputs: the one input path of every command that reads
 -- records. Logs of record lines, CSV and JSON-lines exports (told apart by
--- the file's extension, else by its first line: on standard input always
--- by content) all go through the line parser (pp.parse) into one record
--- set; --where then selects from it.
+-- the file's extension, else by content, on standard input always:
+-- M.format_of) all go through the line parser (pp.parse) into one record
+-- set; --where then selects from it (exactly: M.where).
 --
 --   local set, rep = inputs.read(ctx, files)    -- ctx.opts: the input options
 --
 -- Damaged input: a record line the parser rejects, a CSV row with the wrong
 -- number of cells or a broken quote, a JSON line that is not a flat object.
 -- Each is counted in rep.rejected and listed in rep.errors (file, line,
--- column, what); the first few are named on stderr with the count, and the
+-- column, what: for a CSV row, column is the cell and what names it; for
+-- a JSON line, column is 0); the first few are named on stderr with the count, and the
 -- command goes on without them. Under --strict any damaged line is an input
 -- error (exit status 1) before anything is written.
 --
@@ -25,6 +26,8 @@ local cli = require "phaseprobe.cli"
 local records = require "phaseprobe.records"
 local csv = require "phaseprobe.output.csv"
 local json = require "phaseprobe.output.json"
+local files = require "phaseprobe.output.files"
+local report = require "phaseprobe.output.report"
 
 local M = {}
 
@@ -35,19 +38,13 @@ M.SHOW = 5
 
 -- ---- format ----------------------------------------------------------------
 
---- "log", "csv" or "jsonl" for an input: by extension, else by its first
--- non-blank line (a JSON object, a CSV header: commas and no '=').
+--- "log", "csv" or "jsonl" for an input: by the name's extension (.csv,
+-- .jsonl, .ndjson, .log), else by content (standard input always): JSON
+-- lines when the first line that is no comment ('#') is a JSON object, CSV
+-- when it is a header of field names followed by a row of as many cells
+-- (phaseprobe.output.files.format_of).
 function M.format_of(path, head)
-  if path ~= "-" then
-    local lower = path:lower()
-    if lower:match("%.csv$") then return "csv" end
-    if lower:match("%.jsonl$") or lower:match("%.ndjson$") then return "jsonl" end
-    if lower:match("%.log$") or lower:match("%.txt$") then return "log" end
-  end
-  local line = (head or ""):match("^%s*([^\n]*)") or ""
-  if line:match("^{") then return "jsonl" end
-  if line:find(",", 1, true) and not line:find("=", 1, true) then return "csv" end
-  return "log"
+  return files.format_of(path, head or "")
 end
 
 -- ---- lines -----------------------------------------------------------------
@@ -138,10 +135,10 @@ local function bad_value(v)
 end
 
 -- Record lines from CSV lines (csv.rows): the header names the fields.
--- Damaged rows are noted in `bad` ({line=, what=}) and fed as blank lines,
--- as are a row's extra physical lines, so the parser's line numbers stay
--- those of the file.
-local function csv_feed(next_line, name, opts, bad, max_line)
+-- Damaged rows are noted in `bad` ({line=, what= [, cell=]}) and fed as
+-- blank lines, as are a row's extra physical lines, so the parser's line
+-- numbers stay those of the file. The header goes into form.header.
+local function csv_feed(next_line, name, opts, bad, max_line, form)
   local rows = csv.rows(next_line, max_line)
   local header, prefix
   local seen = 0 -- physical lines accounted for
@@ -154,6 +151,9 @@ local function csv_feed(next_line, name, opts, bad, max_line)
       end
       bad[#bad + 1] = { line = row.line, what = row.what }
       return ""
+    end
+    if not header and (row[1] or ""):match("^%s*#") then
+      return "" -- a comment line before the header
     end
     if not header then
       header = {}
@@ -170,19 +170,21 @@ local function csv_feed(next_line, name, opts, bad, max_line)
         header[i] = c
       end
       prefix = prefix_for(names, opts.prefix)
+      form.header = header
       return ""
     end
     if #row ~= #header then
       bad[#bad + 1] = { line = row.line,
-        what = string.format("%d cells, the header has %d", #row, #header) }
+        what = string.format("%s, the header has %s", report.count(#row, "cell"),
+          report.num(#header)) }
       return ""
     end
     local parts = { prefix }
     for i, c in ipairs(row) do
       if c ~= "" then
         if bad_value(c) then
-          bad[#bad + 1] = { line = row.line, what = string.format("column '%s': %s cannot be a "
-            .. "record value (blanks, '=' or control characters)", header[i], shown(c)) }
+          bad[#bad + 1] = { line = row.line, cell = i, what = string.format("cell %d (%s): %s "
+            .. "cannot be a record value (blanks, '=' or control characters)", i, header[i], shown(c)) }
           return ""
         end
         parts[#parts + 1] = header[i] .. "=" .. c
@@ -213,7 +215,8 @@ local function jsonl_feed(next_line, opts, bad)
     local line = next_line()
     if line == nil then return nil end
     lineno = lineno + 1
-    if not line:find("%S") then return "" end
+    -- a blank line, or a comment ('#' first: no JSON object starts so)
+    if not line:find("%S") or line:match("^%s*#") then return "" end
     local what
     local obj, keys, raw = json.fields(line)
     if not obj then
@@ -263,9 +266,22 @@ local function file_size(f)
   return nil
 end
 
--- Feeds one input to the parser. Returns the damaged rows that the
--- parser did not see ({line=, what=}, for CSV and JSON lines).
-local function read_one(ctx, p, path, opts)
+-- The prefixes of the record lines in a log's first chunk, whatever
+-- --prefix says: { {prefix=, n=} } (for the message when --prefix leaves
+-- no records).
+local function prefixes_in(text)
+  local ok, cols = pcall(pp.parse.string, text, {})
+  if not ok or not cols then return {} end
+  return cols:prefixes()
+end
+
+-- Feeds one input to the parser (form.format: which format it holds; for
+-- CSV, form.header: its field names). Returns the damaged rows that the
+-- parser did not see ({line=, what=}, for CSV and JSON lines) and, for a
+-- log, what its first lines look like ("log", "csv", "jsonl":
+-- files.format_of_text, loosely); form.prefixes: under --prefix, the
+-- prefixes of the record lines in a log's first chunk (prefixes_in).
+local function read_one(ctx, p, path, opts, form)
   local name = path == "-" and "(stdin)" or path
   local f, oerr
   if path == "-" then
@@ -280,20 +296,22 @@ local function read_one(ctx, p, path, opts)
     cli.input_error(name .. ": " .. tostring(rerr))
   end
   local format = M.format_of(path, first)
+  form.format = format
+  -- what a log's text looks like, for a message when it holds no records
+  local looks = format == "log" and first and files.format_of_text(first, true) or nil
+  if format == "log" and first and opts.prefix then form.prefixes = prefixes_in(first) end
   local size = path ~= "-" and file_size(f) or nil
   if format == "log" and size then
     -- a regular file: the C reader, with its progress callback
     f:close()
-    local prog = ctx.progress("reading " .. name, { total = size, unit = "B", second = " records" })
-    prog.every_call = true
+    local prog = ctx.progress("reading " .. name, { total = size, unit = "B", second = "records" })
     local ok, msg = p:file(path, function(bytes, recs) prog:update(bytes, recs) end)
     prog:done()
     if not ok then cli.input_error(msg) end
-    return {}
+    return {}, looks
   end
   if size then f:seek("set", first and #first or 0) end
   local prog = ctx.progress("reading " .. name, { total = size, unit = "B" })
-  prog.every_call = true
   local done = first and #first or 0
   local max_line = math.tointeger(pp.parse.max_line) or (1 << 20)
   local lines = line_reader(f, first, max_line, function(n)
@@ -303,7 +321,7 @@ local function read_one(ctx, p, path, opts)
   local bad = {}
   local feed = lines
   if format == "csv" then
-    feed = csv_feed(lines, name, opts, bad, max_line)
+    feed = csv_feed(lines, name, opts, bad, max_line, form)
   elseif format == "jsonl" then
     feed = jsonl_feed(lines, opts, bad)
   end
@@ -311,7 +329,7 @@ local function read_one(ctx, p, path, opts)
   prog:done()
   if f ~= io.stdin then f:close() end
   if not ok then error(err, 0) end
-  return bad
+  return bad, looks
 end
 
 -- Adds the damaged rows found before the parser (fed to it as blank lines,
@@ -330,7 +348,8 @@ local function merge_bad(rep, bad_by_file)
         end
       end
       for _, b in ipairs(bad) do
-        extra[#extra + 1] = { file = file, line = b.line, column = 1, what = b.what }
+        extra[#extra + 1] = { file = file, line = b.line, column = b.cell or 0, cell = b.cell ~= nil,
+          what = b.what }
       end
     end
   end
@@ -346,19 +365,49 @@ local function merge_bad(rep, bad_by_file)
   rep.errors = extra
 end
 
+-- The parser's errors on the record lines made from CSV rows and JSON
+-- objects point into those lines: they are placed in the file instead. A
+-- CSV error names its row's first line and the cell ("cell 2 (wall_ns):
+-- bad number 'abc'", column = the cell number, cell = true); a JSON-lines
+-- error its line (column 0: the message names the field).
+local function place_errors(rep, forms)
+  for _, e in ipairs(rep.errors or {}) do
+    local form = forms[e.file]
+    if form and form.format ~= "log" and not e.placed then
+      e.placed = true
+      e.column = 0
+      local name = e.what:match("^field '([%w_]+)'") or e.what:match("^field %d+ %('([%w_]+)'%)")
+      if form.format == "csv" and name and form.header then
+        for i, h in ipairs(form.header) do
+          if h == name then
+            local rest = e.what:gsub("^field [^:]*: ", "")
+            e.what = string.format("cell %d (%s): %s", i, name, rest)
+            e.column, e.cell = i, true
+            break
+          end
+        end
+      end
+    end
+  end
+end
+
 -- ---- damaged lines on stderr -----------------------------------------------
 
 --- Names the first M.SHOW damaged lines; returns the count per file as
 -- one line ("run.log: 8 damaged record lines (lines 5, 9, ...)"), or nil.
 function M.say_damaged(ctx, rep)
   if rep.rejected == 0 then return nil end
-  local report = require "phaseprobe.output.report"
   local function say(text)
     ctx.err:write(table.concat(report.wrap(text, report.width, ""), "\n    "), "\n")
   end
   for i, e in ipairs(rep.errors or {}) do
     if i > M.SHOW then break end
-    say(string.format("%s:%d:%d: %s", e.file, e.line, e.column, e.what))
+    -- (a CSV cell or a JSON line has no column of its own: the message says where)
+    if e.cell or e.column == 0 then
+      say(string.format("%s:%d: %s", e.file, e.line, e.what))
+    else
+      say(string.format("%s:%d:%d: %s", e.file, e.line, e.column, e.what))
+    end
   end
   local per = {}
   for _, s in ipairs(rep.files or {}) do
@@ -367,8 +416,8 @@ function M.say_damaged(ctx, rep)
       for _, e in ipairs(rep.errors or {}) do
         if e.file == s.file and #lines < M.SHOW then lines[#lines + 1] = tostring(e.line) end
       end
-      per[#per + 1] = string.format("%s: %d damaged record line%s (line%s %s%s)", s.file,
-        s.rejected, s.rejected == 1 and "" or "s", #lines == 1 and "" or "s",
+      per[#per + 1] = string.format("%s: %s (line%s %s%s)", s.file,
+        report.count(s.rejected, "damaged record line"), #lines == 1 and "" or "s",
         table.concat(lines, ", "), s.rejected > #lines and ", ..." or "")
     end
   end
@@ -377,13 +426,13 @@ end
 
 -- ---- --where ----------------------------------------------------------------
 
-local OPS = { ["="] = true, ["!="] = true, ["<"] = true, ["<="] = true, [">"] = true,
-  [">="] = true }
-
 --- One --where condition applied to a set: the records that meet it.
+-- Numbers compare exactly over the whole u64 range and across integers
+-- and floats (each value by its own text: records.condition, cols:compare);
+-- a bound past every value selects nothing.
 function M.where(set, spec)
-  local k, op, v = spec:match("^([%w_@]+)([!<>]?=?)(.*)$")
-  if not k or not OPS[op] or v == "" then
+  local k, op, v = records.condition(spec)
+  if not k then
     cli.usage_error(string.format("--where '%s': expected F=V, F!=V, F<N, F<=N, F>N or F>=N",
       spec))
   end
@@ -395,41 +444,13 @@ function M.where(set, spec)
     cli.usage_error(string.format("--where %s: no field or tag '%s' in the records "
       .. "(tags and counts: %s; and the *_ns times)", spec, k, table.concat(names, ", ")))
   end
-  local num = tonumber(v)
-  local value = math.tointeger(num) or num or v
-  if op == "=" then return set:where(k, value) end
-  if op == "!=" then
-    local rows = {}
-    for _, g in ipairs(set:group(k)) do
-      if g.missing or g.key ~= value then
-        local sel = g.set:selection()
-        if sel then
-          for _, r in ipairs(sel:indices()) do rows[#rows + 1] = r end
-        else
-          for i = 1, g.set:count() do rows[#rows + 1] = g.set:row(i) end
-        end
-      end
-    end
-    table.sort(rows)
-    return records.wrap(set:columns(), set:columns():select(rows))
-  end
-  if not num then
+  local cols = set:columns()
+  local ok, sel = pcall(cols.compare, cols, k, op, v, set:selection())
+  if not ok then
+    if not tostring(sel):find("compares numbers", 1, true) then error(sel, 0) end
     cli.usage_error(string.format("--where %s: %s compares numbers; '%s' is not one", spec, op, v))
   end
-  local lo, hi
-  if op == ">=" then lo = num
-  elseif op == "<=" then hi = num
-  elseif math.type(value) == "integer" then
-    if op == ">" then lo = value + 1 else hi = value - 1 end
-  else
-    return set:filter(function(r)
-      local x = r[k]
-      if type(x) ~= "number" then return false end
-      if op == ">" then return x > num end
-      return x < num
-    end)
-  end
-  return set:range(k, lo, hi)
+  return records.wrap(cols, sel)
 end
 
 -- ---- the one entry point ---------------------------------------------------
@@ -437,22 +458,26 @@ end
 --- Reads the files (a list of paths, "-" for standard input) into one record
 -- set, with ctx.opts' input options: --prefix, --numeric, --strict, --where.
 -- Returns set, report (pp.parse's, with CSV and JSON-lines damage merged).
-function M.read(ctx, files, ropts)
+function M.read(ctx, files_, ropts)
   ropts = ropts or {}
   local opts = ctx.opts or {}
-  if #files == 0 then
+  if #files_ == 0 then
     cli.usage_error("no input: give one or more files, or - for standard input")
   end
   local stdin = 0
-  for _, f in ipairs(files) do if f == "-" then stdin = stdin + 1 end end
+  for _, f in ipairs(files_) do if f == "-" then stdin = stdin + 1 end end
   if stdin > 1 then cli.usage_error("standard input (-) given more than once") end
   local p <close> = pp.parse.new { prefix = opts.prefix, numeric = opts.numeric }
-  local bad_by_file = {}
-  for _, f in ipairs(files) do
-    local bad = read_one(ctx, p, f, opts)
-    if #bad > 0 then bad_by_file[f == "-" and "(stdin)" or f] = bad end
+  local bad_by_file, looks_like, forms = {}, {}, {}
+  for _, f in ipairs(files_) do
+    local name = f == "-" and "(stdin)" or f
+    forms[name] = {}
+    local bad, looks = read_one(ctx, p, f, opts, forms[name])
+    if #bad > 0 then bad_by_file[name] = bad end
+    looks_like[f] = looks
   end
   local cols, rep = p:finish()
+  place_errors(rep, forms)
   merge_bad(rep, bad_by_file)
   local damaged, say = M.say_damaged(ctx, rep)
   if damaged then
@@ -460,17 +485,50 @@ function M.read(ctx, files, ropts)
     say(string.format("%s: %s: left out (--strict refuses them)", ctx.name, damaged))
   end
   if rep.parsed == 0 then
-    local where = #files == 1 and (files[1] == "-" and "(stdin)" or files[1])
-      or (#files .. " files")
-    cli.input_error(string.format("%s: no record lines (%d lines: %d damaged, %d other)",
-      where, rep.total, rep.rejected, rep.other))
+    local where = #files_ == 1 and (files_[1] == "-" and "(stdin)" or files_[1])
+      or (#files_ .. " files")
+    local hints = {}
+    for _, f in ipairs(files_) do
+      local name = f == "-" and "(stdin)" or f
+      local looks = looks_like[f]
+      if looks == "csv" then
+        hints[#hints + 1] = name .. " looks like CSV: it is read as CSV when its name ends in "
+          .. ".csv, or when its header of field names is followed by a row of as many cells"
+      elseif looks == "jsonl" then
+        hints[#hints + 1] = name .. " looks like JSON lines: it is read as such when its name "
+          .. "ends in .jsonl or .ndjson"
+      end
+    end
+    local text = string.format("%s: no record lines (%s: %s damaged, %s other)%s", where,
+      report.count(rep.total, "line"), report.num(rep.rejected), report.num(rep.other),
+      #hints > 0 and ("; " .. table.concat(hints, "; ")) or "")
+    -- under --prefix, the prefixes the input's record lines do have: the
+    -- option's value is then what was wrong (a usage error)
+    local held, any = {}, false
+    for _, f in ipairs(files_) do
+      local name = f == "-" and "(stdin)" or f
+      local list = {}
+      for _, pr in ipairs(forms[name].prefixes or {}) do list[#list + 1] = pr.prefix end
+      if #list > 0 then
+        any = true
+        held[#held + 1] = table.concat(list, ", ") .. (#files_ > 1 and (" in " .. name) or "")
+      end
+    end
+    if any then
+      local given = {}
+      for i, pr in ipairs(opts.prefix) do given[i] = "--prefix " .. pr end
+      cli.usage_error(string.format("%s; %s: no line starts with %s (the record lines start "
+        .. "with %s)", text, table.concat(given, ", "), #opts.prefix == 1 and "it" or "any of them",
+        table.concat(held, "; ")))
+    end
+    cli.input_error(text)
   end
   local set = records.wrap(cols)
   for _, w in ipairs(opts.where or {}) do
     set = M.where(set, w)
     if set:count() == 0 and not ropts.allow_empty then
-      cli.input_error(string.format("no records left after --where %s (%d records read)",
-        w, rep.parsed))
+      cli.input_error(string.format("no records left after --where %s (%s read)",
+        w, report.count(rep.parsed, "record")))
     end
   end
   return set, rep

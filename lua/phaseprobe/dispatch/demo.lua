@@ -54,21 +54,39 @@ local PHASE_FIELDS = {}
 for i, name in ipairs(D.PHASES) do PHASE_FIELDS[i] = name .. "_ns" end
 
 -- ---- formatting ------------------------------------------------------------------
+-- The one number style (phaseprobe.output.report): times in SI units with 3
+-- significant digits, counts with thousands separators, lines within
+-- report.width columns.
+local report = require "phaseprobe.output.report"
+
 local function thousands(x)
-  local s = fmt("%d", math.floor(x + 0.5))
-  local neg = s:sub(1, 1) == "-"
-  if neg then s = s:sub(2) end
-  s = s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
-  return (neg and "-" or "") .. s
+  return report.num(math.floor(x + 0.5))
 end
 M.thousands = thousands
 
 local function pct(x)
-  return fmt("%5.1f%%", 100 * x)
+  local s = report.pct(x)
+  return string.rep(" ", 6 - #s) .. s
 end
 
 local function kb(bytes)
-  return fmt("%.1f KB", bytes / 1000)
+  return report.plain(bytes / 1000) .. " KB"
+end
+
+local ns = report.ns
+
+-- A line of text wrapped at the report's width, later lines under `indent`.
+local function say(out, text, first, indent)
+  for _, l in ipairs(report.wrap(text, report.width, indent or ((first or "") .. "  "), first or "")) do
+    out(l)
+  end
+end
+
+-- "a/b" as recorded in a log's checks line, as "a of b" with separators.
+local function of_text(s)
+  local a, b = tostring(s):match("^(%d+)/(%d+)$")
+  if not a then return tostring(s) end
+  return thousands(tonumber(a)) .. " of " .. thousands(tonumber(b))
 end
 
 -- ---- record logs -------------------------------------------------------------------
@@ -90,6 +108,7 @@ M.parse_kv = parse_kv
 --- the run's device, date and checks. Any other line that is not a record
 --- with a wall_ns refuses the log, naming file and line.
 function M.load_log(path)
+  require("phaseprobe.output.files").check_path(path, "demo.load_log", "log", 2)
   local f, err = io.open(path, "r")
   if not f then return nil, err end
   local log = { meta = {}, checks = nil, path = path }
@@ -208,32 +227,38 @@ local function rpad(s, n) return s .. string.rep(" ", n - #s) end
 local function lpad(s, n) return string.rep(" ", n - #s) .. s end
 
 local function report_shape(out, name, s, per_round)
-  out(fmt("shape %s: %s nodes, %s PTX, %d grid blocks, fixpoint %d, %d buffers; %d dispatches%s",
-    name, thousands(s.nodes), kb(s.ptx_bytes), s.grid_blocks, s.fixpoint, s.buffers, s.count,
-    per_round and fmt(", %d per round", per_round) or ""))
-  out("  phase            median ns   share of wall (totals)")
+  local count = report.count
+  say(out, fmt("shape %s: %s, %s PTX, %s, fixpoint %s, %s; %s%s", name,
+    count(math.floor(s.nodes + 0.5), "node"), kb(s.ptx_bytes),
+    count(math.floor(s.grid_blocks + 0.5), "grid block"), thousands(s.fixpoint),
+    count(math.floor(s.buffers + 0.5), "buffer"), count(s.count, "dispatch"),
+    per_round and fmt(", %s per round", thousands(per_round)) or ""))
+  out("  phase               median   share of wall (totals)")
   local wall_total = s.total.wall_ns > 0 and s.total.wall_ns or 1
+  local function row(label, v, share)
+    out(fmt("  %s %10s   %s", rpad(label, 14), ns(v), share))
+  end
   for i, name_ in ipairs(D.PHASES) do
     local f = PHASE_FIELDS[i]
-    out(fmt("  %s %12s   %s", rpad(name_, 14), thousands(s.med[f]), pct(s.total[f] / wall_total)))
+    row(name_, s.med[f], pct(s.total[f] / wall_total))
   end
-  out(fmt("  %s %12s   %s", rpad("named host", 14), thousands(s.med.named_host_ns),
-    pct(s.total.named_host_ns / wall_total)))
-  out(fmt("  %s %12s   %s", rpad("residue", 14), thousands(s.med.unattributed_ns),
-    pct(s.total.unattributed_ns / wall_total)))
-  out(fmt("  %s %12s   %s", rpad("wall", 14), thousands(s.med.wall_ns), pct(1)))
-  out(fmt("  inside ptx: sub_ptx_digest %s ns, sub_ptx_vsa %s ns", thousands(s.med.sub_ptx_digest_ns),
-    thousands(s.med.sub_ptx_vsa_ns)))
-  out(fmt("  enqueue %s ns, wait %s ns; device window %s ns, kernel %s ns, starvation (window - kernel) %s ns",
-    thousands(s.med.enqueue_ns), thousands(s.med.wait_ns), thousands(s.med.device_window_ns),
-    thousands(s.med.kernel_ns), thousands(s.med.starvation_ns)))
+  row("named host", s.med.named_host_ns, pct(s.total.named_host_ns / wall_total))
+  row("residue", s.med.unattributed_ns, pct(s.total.unattributed_ns / wall_total))
+  row("wall", s.med.wall_ns, pct(1))
+  say(out, fmt("inside ptx: sub_ptx_digest %s, sub_ptx_vsa %s", ns(s.med.sub_ptx_digest_ns),
+    ns(s.med.sub_ptx_vsa_ns)), "  ")
+  say(out, fmt("enqueue %s, wait %s; device window %s, kernel %s, starvation (window - kernel) %s",
+    ns(s.med.enqueue_ns), ns(s.med.wait_ns), ns(s.med.device_window_ns), ns(s.med.kernel_ns),
+    ns(s.med.starvation_ns)), "  ")
   if s.med.launch_latency_ns then
-    out(fmt("  device timeline (CUPTI, probe clock): %s kernels; idle in the window: launch latency %s ns, "
-      .. "host gap %s ns", thousands(s.med.kernels), thousands(s.med.launch_latency_ns),
-      thousands(s.med.host_gap_ns)))
+    say(out, fmt("device timeline (CUPTI, probe clock): %s; idle in the window: launch "
+      .. "latency %s, host gap %s", report.count(math.floor(s.med.kernels + 0.5), "kernel"),
+      ns(s.med.launch_latency_ns),
+      ns(s.med.host_gap_ns)), "  ")
   end
   if per_round then
-    out(fmt("  per round of %d dispatches: wall %.3f ms", per_round, per_round * s.med.wall_ns / 1e6))
+    say(out, fmt("per round of %s: wall %s", report.count(per_round, "dispatch"),
+      ns(per_round * s.med.wall_ns)), "  ")
   end
 end
 
@@ -301,11 +326,11 @@ function M.report(set, opts, out)
   if #usable >= 2 then
     local base_set = knob_set(set, base)
     out("")
-    out(fmt("what grows with program size (knobs %s; median ns per dispatch; slope and verdict: Theil-Sen "
-      .. "over every dispatch against nodes, as phaseprobe fit gives them)", base))
+    say(out, fmt("what grows with program size (knobs %s; median per dispatch; slope and verdict: "
+      .. "Theil-Sen over every dispatch against nodes, as phaseprobe fit gives them)", base))
     local head = "  " .. rpad("", 16)
     for _, name in ipairs(usable) do head = head .. lpad(name, 12) end
-    out(head .. lpad("ns/node", 11) .. "  verdict")
+    out(head .. lpad("per node", 11) .. "  verdict")
     local nodes_line = "  " .. rpad("nodes", 16)
     for _, x in ipairs(xs) do nodes_line = nodes_line .. lpad(thousands(x), 12) end
     out(nodes_line)
@@ -317,23 +342,24 @@ function M.report(set, opts, out)
     for _, f in ipairs(rows) do
       local line = "  " .. rpad(f, 16)
       for _, name in ipairs(usable) do
-        line = line .. lpad(thousands(result.summaries[name][base].med[f]), 12)
+        line = line .. lpad(ns(result.summaries[name][base].med[f]), 12)
       end
       local v, sl = verdict(base_set, f)
       result.slopes[f] = sl
       result.verdicts[f] = v.verdict
       if v.quantity == "nodes" and f ~= "wall_ns" then growing[#growing + 1] = f end
-      out(line .. lpad(fmt("%.1f", sl), 11) .. "  " .. v.verdict)
+      out(line .. lpad(ns(sl), 11) .. "  " .. v.verdict)
     end
-    out("  -> grows with program size: " .. (#growing > 0 and table.concat(growing, ", ") or "nothing"))
+    say(out, "-> grows with program size: " .. (#growing > 0 and table.concat(growing, ", ")
+      or "nothing"), "  ", "     ")
     -- the knob sets against each other
     if #knobs > 1 then
       out("")
       local w = 16
       for _, k in ipairs(knobs) do w = math.max(w, #k + 4) end
-      local khead = "  " .. rpad("knob sets (median ns)", w)
+      local khead = "  " .. rpad("knob sets (median)", w)
       for _, name in ipairs(usable) do khead = khead .. lpad(name, 12) end
-      out(khead .. lpad("ns/node", 11))
+      out(khead .. lpad("per node", 11))
       result.knob_slopes = {}
       for _, f in ipairs{ "ptx_ns", "sub_ptx_digest_ns", "sub_ptx_vsa_ns", "lease_ns", "wall_ns" } do
         out("  " .. f)
@@ -343,7 +369,7 @@ function M.report(set, opts, out)
           for _, name in ipairs(usable) do
             local s = result.summaries[name][k]
             if s then
-              line = line .. lpad(thousands(s.med[f]), 12)
+              line = line .. lpad(ns(s.med[f]), 12)
             else
               complete = false
               line = line .. lpad("-", 12)
@@ -351,7 +377,7 @@ function M.report(set, opts, out)
           end
           local sl = complete and slope_of(knob_set(set, k), f) or 0
           result.knob_slopes[k .. ":" .. f] = sl
-          out(line .. lpad(complete and fmt("%.1f", sl) or "-", 11))
+          out(line .. lpad(complete and ns(sl) or "-", 11))
         end
       end
       if result.summaries[usable[1]].memo_digest then
@@ -361,12 +387,14 @@ function M.report(set, opts, out)
         local stops = base_grows and m <= 0.05 * b
         local first, last = result.summaries[usable[1]].memo_digest, result.summaries[usable[#usable]].memo_digest
         result.memo = { base_slope = b, memo_slope = m, base_grows = base_grows, stops = stops }
-        out(fmt("  -> ptx phase: %.1f ns/node with the digest walked per dispatch, %.1f ns/node with it memoised"
-          .. " (%.1f%% of the per-node cost gone)", b, m, b > 0 and 100 * (1 - m / b) or 0))
+        say(out, fmt("-> ptx phase: %s per node with the digest walked per dispatch, %s per node "
+          .. "with it memoised (%s of the per-node cost gone)", ns(b), ns(m),
+          report.pct(b > 0 and (1 - m / b) or 0)), "  ", "     ")
         if stops then
-          out(fmt("     with the digest memoised the ptx phase stops growing with program size; what is left is"
-            .. " sub_ptx_vsa (%s to %s ns), a walk over the access summary, not over the nodes",
-            thousands(first and first.med.sub_ptx_vsa_ns or 0), thousands(last and last.med.sub_ptx_vsa_ns or 0)))
+          say(out, fmt("with the digest memoised the ptx phase stops growing with program size; "
+            .. "what is left is sub_ptx_vsa (%s to %s), a walk over the access summary, not over "
+            .. "the nodes", ns(first and first.med.sub_ptx_vsa_ns or 0),
+            ns(last and last.med.sub_ptx_vsa_ns or 0)), "     ", "     ")
         elseif not base_grows then
           out("     the ptx phase did not grow with program size in this run to begin with")
         else
@@ -406,13 +434,13 @@ local function print_checks(out, c, recorded)
     out("  outputs: not checked (" .. (c.why or "this run dispatched no kernels") .. ")")
   else
     out(fmt("  outputs match the CPU evaluation in %s dispatches (every shape and knob set)",
-      tostring(c.outputs or fmt("%d/%d", c.outputs_ok, c.outputs_n))))
+      of_text(c.outputs or fmt("%d/%d", c.outputs_ok, c.outputs_n))))
   end
   out(fmt("  arrival audit equals markers x blocks in %s barrier dispatches",
-    tostring(c.audit or fmt("%d/%d", c.audit_ok, c.audit_n))))
+    of_text(c.audit or fmt("%d/%d", c.audit_ok, c.audit_n))))
   out(fmt("  named_host_ns + unattributed_ns == wall_ns in %s records",
-    tostring(c.sums or fmt("%d/%d", c.sums_ok, c.sums_n))))
-  for _, f in ipairs(c.failures or {}) do out("  FAILED: " .. f) end
+    of_text(c.sums or fmt("%d/%d", c.sums_ok, c.sums_n))))
+  for _, f in ipairs(c.failures or {}) do say(out, "FAILED: " .. f, "  ") end
 end
 
 local function frac_ok(s)
@@ -469,8 +497,9 @@ function M.run(o)
     local inputs = P.inputs(prog, sh.n, sh.seed)
     local want
     if verify then
-      progress(err, fmt("phaseprobe demo: %s: CPU evaluation of %d nodes x %d elements x %d iterations",
-        sh.name, prog.nodes, sh.n, sh.fixpoint))
+      progress(err, fmt("phaseprobe demo: %s: CPU evaluation of %s x %s x %s", sh.name,
+        report.count(prog.nodes, "node"), report.count(sh.n, "element"),
+        report.count(sh.fixpoint, "iteration")))
       want = prog:evaluate(inputs, sh.n, sh.fixpoint)
     end
     for _, knobs in ipairs(knob_sets) do
@@ -497,15 +526,18 @@ function M.run(o)
           if res.arrivals == res.ceiling and res.markers == prog.barriers then
             checks.audit_ok = checks.audit_ok + 1
           elseif #checks.failures < 5 then
-            checks.failures[#checks.failures + 1] = fmt("%s seq %d: %s arrivals, ceiling %d markers x %d blocks",
-              sh.name, res.seq, tostring(res.arrivals), res.markers or -1, res.grid)
+            checks.failures[#checks.failures + 1] = fmt("%s seq %d: %s, ceiling %s x %s",
+              sh.name, res.seq, report.count(res.arrivals, "arrival"),
+              res.markers and report.count(res.markers, "marker") or "? markers",
+              report.count(res.grid, "block"))
           end
         end
         done = done + 1
         local now = pp.now()
         if err and (now - last_progress > 100000000 or done == total) then
           last_progress = now
-          progress(err, fmt("phaseprobe demo: %s/%s %d/%d dispatches", sh.name, d:knob_label(), done, total))
+          progress(err, fmt("phaseprobe demo: %s/%s %s of %s", sh.name, d:knob_label(),
+            thousands(done), report.count(total, "dispatch")))
         end
       end
     end
@@ -533,6 +565,8 @@ local function usage(out)
   out("  pairs). Without one: reports a log recorded on the GPU machine (--verbose: why no GPU).")
 end
 
+--- demo.parse_args(args) -> options; raises "phaseprobe demo: ..." for an
+-- argument it does not take (a usage error).
 local function parse_args(args)
   local o = {}
   local i = 1
@@ -565,6 +599,7 @@ local function parse_args(args)
   end
   return o
 end
+M.parse_args = parse_args
 
 -- The recorded log: installed beside the modules (phaseprobe/data/, where
 -- `make install` and the rock put it), else in the checkout's examples/data/.
@@ -585,20 +620,23 @@ local function default_data()
   return M.DATA_FILE
 end
 
---- demo.replay(path, out) -> exit code: the report of a recorded log.
-function M.replay(path, out)
+--- demo.replay(path, out [, fail]) -> exit code: the report of a recorded
+-- log (fail(line): where an error goes, default out).
+function M.replay(path, out, fail)
   local log, err = M.load_log(path)
   if not log then
-    out("phaseprobe demo: cannot read the recorded log: " .. tostring(err))
+    for _, l in ipairs(report.wrap("phaseprobe demo: cannot read the recorded log: " .. tostring(err),
+      report.width, "  ", "")) do (fail or out)(l) end
     return 1
   end
   local m = log.meta
-  out(fmt("recorded on %s (%s, sm %s, %s SMs) on %s, %s rounds; log %s",
+  say(out, fmt("recorded on %s (%s, sm %s, %s SMs) on %s, %s rounds",
     m.device or "an unknown device", m.kind or "?", m.cc or "?", m.sm_count or "?",
-    m.recorded or "an unknown date", m.rounds or "?", path))
+    m.recorded or "an unknown date", m.rounds or "?"))
+  say(out, "log " .. path, "  ")
   if m.kind and m.kind ~= "cuda" then
-    out("NOTE: this log was not recorded on a GPU: its device times are host clock readings and its "
-      .. "outputs were not checked")
+    say(out, "NOTE: this log was not recorded on a GPU: its device times are host clock readings "
+      .. "and its outputs were not checked")
   end
   M.report(log.records, {}, out)
   local c = new_checks()
@@ -651,9 +689,10 @@ function M.live(dev, o, out, err)
   else
     pp.sink("none")
   end
-  out(fmt("phaseprobe demo on %s (%s, sm_%d%d, %d SMs): %d shapes x %d knob sets x %d rounds; kernel times: %s",
-    tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0, dev.sm_count or 0,
-    #(o.shapes or M.SHAPES), #(o.knob_sets or M.KNOB_SETS), rounds,
+  say(out, fmt("phaseprobe demo on %s (%s, sm_%d%d, %s): %s x %s x %s; kernel times: %s",
+    tostring(dev.name), dev.kind or "?", dev.cc_major or 0, dev.cc_minor or 0,
+    report.count(dev.sm_count or 0, "SM"), report.count(#(o.shapes or M.SHAPES), "shape"),
+    report.count(#(o.knob_sets or M.KNOB_SETS), "knob set"), report.count(rounds, "round"),
     source == "cupti" and "CUPTI's timeline" or "the event pairs"))
   local list, checks = M.run{ device = dev, rounds = rounds, verify = o.verify, err = err,
     shapes = o.shapes, knob_sets = o.knob_sets, why_unverified = o.why_unverified }
@@ -664,22 +703,26 @@ function M.live(dev, o, out, err)
   M.report(records.from_list(list), {}, out)
   print_checks(out, checks, false)
   local seconds = (pp.now() - clock0) / 1e9
-  out(fmt("demo took %.1f s%s", seconds, o.log and ("; records in " .. o.log) or ""))
+  say(out, fmt("demo took %s%s", ns(seconds * 1e9), o.log and ("; records in " .. o.log) or ""))
   local ok = frac_ok(checks_line(checks):match("outputs=(%S+)")) and checks.audit_ok == checks.audit_n
     and checks.sums_ok == checks.sums_n
   return ok and 0 or 1
 end
 
---- demo.main(args [, out [, err]]) -> exit code. args: a list of strings.
-function M.main(args, out, err)
+--- demo.main(args [, out [, err [, fail]]]) -> exit code (2: an argument
+-- it does not take). args: a list of strings; out(line): the report; err:
+-- the stream of the progress line (false: none); fail(line): where errors
+-- go (default: standard error).
+function M.main(args, out, err, fail)
   args = args or {}
   out = out or function(line) io.stdout:write(line, "\n") end
+  fail = fail or function(line) io.stderr:write(line, "\n") end
   if err == nil then err = io.stderr end
   -- the status line only on a terminal (one rule: phaseprobe.cli.progress)
   if err and not require("phaseprobe.cli.progress").enabled(err) then err = false end
   local ok, o = pcall(parse_args, args)
   if not ok then
-    out(tostring(o))
+    fail(tostring(o))
     return 2
   end
   if o.help then
@@ -687,20 +730,21 @@ function M.main(args, out, err)
     return 0
   end
   if o.replay then
-    return M.replay(o.replay, out)
+    return M.replay(o.replay, out, fail)
   end
   local dev, why = D.cuda_device(0)
   if not dev then
     local data = o.data or default_data()
     out("phaseprobe demo: no GPU here; the log recorded on the GPU machine follows"
       .. (o.verbose and "" or " (--verbose: why)"))
-    if o.verbose then out("  why: " .. tostring(why)) end
-    return M.replay(data, out)
+    -- (within 100 columns: a long reason goes on under its first words)
+    if o.verbose then say(out, "why: " .. tostring(why), "  ") end
+    return M.replay(data, out, fail)
   end
   local ran, code = xpcall(M.live, debug.traceback, dev, o, out, err)
   if not ran then
     progress_clear(err)
-    out("phaseprobe demo: the run failed: " .. tostring(code))
+    fail("phaseprobe demo: the run failed: " .. tostring(code))
     return 1
   end
   return code

@@ -10,6 +10,8 @@
 -- is caught.
 return function(M, Program)
   local f32, OP, OP_NAMES = M.f32, M.OP, M.OP_NAMES
+  -- counts as the reports write them: "1 element", "65,536 elements"
+  local function count(...) return require("phaseprobe.output.report").count(...) end
 
   -- ---- the CPU evaluation -----------------------------------------------------
   -- Column-wise: each node computes all n elements before the next node runs.
@@ -75,12 +77,12 @@ return function(M, Program)
 
   local function check_input(prog, bd, data, n)
     if type(data) ~= "table" then
-      error(string.format("program '%s': input '%s' must be an array of %d %s values, got %s",
-        prog.name, bd.name, n, bd.type, type(data)), 0)
+      error(string.format("program '%s': input '%s' must be an array of %s, got %s",
+        prog.name, bd.name, count(n, bd.type .. " value"), type(data)), 0)
     end
     if #data ~= n then
-      error(string.format("program '%s': input '%s' has %d elements, expected n = %d",
-        prog.name, bd.name, #data, n), 0)
+      error(string.format("program '%s': input '%s' has %s, expected n = %s",
+        prog.name, bd.name, count(#data, "element"), count(n)), 0)
     end
     local col = {}
     for i = 1, n do
@@ -193,7 +195,8 @@ return function(M, Program)
           return false, string.format("buffer '%s' was not read back", bd.name)
         end
         if #g ~= #w then
-          return false, string.format("buffer '%s': %d elements read back, %d expected", bd.name, #g, #w)
+          return false, string.format("buffer '%s': %s read back, %s expected", bd.name,
+            count(#g, "element"), count(#w))
         end
         local bad, first = 0, nil
         for i = 1, #w do
@@ -211,8 +214,8 @@ return function(M, Program)
           end
         end
         if bad > 0 then
-          return false, string.format("buffer '%s': %d of %d elements differ; first at gid %d: got %s, expected %s",
-            bd.name, bad, #w, first - 1, tostring(g[first]), tostring(w[first]))
+          return false, string.format("buffer '%s': %s of %s differ; first at gid %d: got %s, expected %s",
+            bd.name, count(bad), count(#w, "element"), first - 1, tostring(g[first]), tostring(w[first]))
         end
       end
     end

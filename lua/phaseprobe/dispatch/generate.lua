@@ -51,8 +51,9 @@ return function(M)
     -- per stage at least one store of a 3-node value (4 nodes), the last stage two
     local min_nodes = stages * 4 + 4 + barriers
     if math.type(nodes) ~= "integer" or nodes < min_nodes then
-      error(string.format("phaseprobe.dispatch.program.generate: nodes must be an integer >= %d for %d barriers, got %s",
-        min_nodes, barriers, tostring(nodes)), 2)
+      local count = require("phaseprobe.output.report").count
+      error(string.format("phaseprobe.dispatch.program.generate: nodes must be an integer >= %s "
+        .. "for %s, got %s", count(min_nodes), count(barriers, "barrier"), tostring(nodes)), 2)
     end
     local r = rng_new(o.seed or 1)
     local window = o.window or 8

@@ -84,6 +84,8 @@ local KNOBS = { memo_digest = "boolean", cache_scan = "boolean", skip_gate = "bo
 M.KNOB_NAMES = { "memo_digest", "cache_scan", "skip_gate", "fixpoint" }
 
 local fmt = string.format
+-- counts as the reports write them: "1 dispatch", "65,536 elements"
+local count = require("phaseprobe.output.report").count
 
 -- ---- hashing ----------------------------------------------------------------
 local FNV_OFFSET, FNV_PRIME = -3750763034362895579, 0x100000001B3 -- 0xcbf29ce484222325
@@ -184,8 +186,8 @@ function CudaDevice:close()
   if self.ctx.close then self.ctx:close() end
 end
 function CudaDevice:__tostring()
-  return fmt("cuda device %d (%s, sm_%d%d, %d SMs)", self.ordinal or 0, tostring(self.name),
-    self.cc_major or 0, self.cc_minor or 0, self.sm_count or 0)
+  return fmt("cuda device %d (%s, sm_%d%d, %s)", self.ordinal or 0, tostring(self.name),
+    self.cc_major or 0, self.cc_minor or 0, count(self.sm_count or 0, "SM"))
 end
 
 -- ---- the dispatcher ------------------------------------------------------------
@@ -278,8 +280,8 @@ function M.new(o)
 end
 
 function Dispatcher:__tostring()
-  return fmt("phaseprobe.dispatcher (%s; %d dispatches, %d modules)", tostring(self.device.name),
-    self.seq, self.stats.module_loads)
+  return fmt("phaseprobe.dispatcher (%s; %s, %s)", tostring(self.device.name),
+    count(self.seq, "dispatch"), count(self.stats.module_loads, "module"))
 end
 
 --- d:set_knobs{...}: replaces the knobs (checked).
@@ -333,7 +335,8 @@ function steps.prepare(d, ctx)
           prog.name, bd.role, bd.name, bd.name), 0)
       end
       if #data ~= n then
-        error(fmt("dispatch '%s': input '%s' has %d elements, expected n = %d", prog.name, bd.name, #data, n), 0)
+        error(fmt("dispatch '%s': input '%s' has %s, expected n = %s", prog.name, bd.name,
+          count(#data, "element"), count(n)), 0)
       end
     end
     bindings[i] = { slot = i, name = bd.name, type = bd.type, role = bd.role, bytes = 4 * n, data = data }
@@ -497,9 +500,10 @@ function steps.resolve(d, ctx)
     end
     local limit = per_sm * (dev.sm_count or 0)
     if ctx.grid > limit then
-      error(fmt("dispatch '%s': resolve: a cooperative launch of %d blocks of %d threads cannot be co-resident "
-        .. "(at most %d blocks per SM x %d SMs = %d); use a smaller n or a larger block",
-        ctx.program.name, ctx.grid, ctx.block, per_sm, dev.sm_count or 0, limit), 0)
+      error(fmt("dispatch '%s': resolve: a cooperative launch of %s of %s cannot be co-resident "
+        .. "(at most %s per SM x %s = %s); use a smaller n or a larger block",
+        ctx.program.name, count(ctx.grid, "block"), count(ctx.block, "thread"),
+        count(per_sm, "block"), count(dev.sm_count or 0, "SM"), count(limit)), 0)
     end
   end
   local args = {}
@@ -548,9 +552,9 @@ function steps.release(d, ctx)
     local arrivals = ctx.entry.counter:read_u32()
     ctx.arrivals = arrivals
     if arrivals > ctx.ceiling then
-      error(fmt("dispatch '%s': release: arrival audit failed: the counter holds %d arrivals, above the "
-        .. "ceiling of %d markers x %d blocks = %d", ctx.program.name, arrivals, ctx.markers, ctx.grid,
-        ctx.ceiling), 0)
+      error(fmt("dispatch '%s': release: arrival audit failed: the counter holds %s, above the "
+        .. "ceiling of %s x %s = %s", ctx.program.name, count(arrivals, "arrival"),
+        count(ctx.markers, "marker"), count(ctx.grid, "block"), count(ctx.ceiling)), 0)
     end
   end
   if ctx.gate then

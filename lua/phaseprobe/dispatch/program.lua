@@ -124,6 +124,9 @@ local function new_builder(name)
   }
 end
 
+-- counts as the reports write them: "1 operand", "1,024 nodes"
+local function count(...) return require("phaseprobe.output.report").count(...) end
+
 local function fail(B, path, fmt, ...)
   error(string.format("program '%s': %s: " .. fmt, B.name, path, ...), 0)
 end
@@ -191,13 +194,19 @@ local function buffer_of(B, name, path, what)
   return bi
 end
 
+-- The operation of node x (`what`: an expression or a statement), or a
+-- failure when x is no table.
+local function op_of(B, x, what, path)
+  if type(x) ~= "table" then
+    fail(B, path, "expected %s table, got %s", what, type(x))
+  end
+  return x.op
+end
+
 -- Emits expression `e` (children first) with type `ty`; returns its index.
 local function emit_expr(B, e, ty, path)
   e = as_expr(e)
-  if type(e) ~= "table" then
-    fail(B, path, "expected an expression table, got %s", type(e))
-  end
-  local op = e.op
+  local op = op_of(B, e, "an expression", path)
   if op == "load" then
     local bi = buffer_of(B, e.buf, path, "load of")
     local bt = B.buffers[bi].tcode
@@ -251,12 +260,12 @@ local function emit_expr(B, e, ty, path)
     local kids = {}
     for k = 1, n do
       if e[k] == nil then
-        fail(B, path, "%s needs %d operands, operand %d is missing", op, n, k)
+        fail(B, path, "%s needs %s, operand %d is missing", op, count(n, "operand"), k)
       end
       kids[k] = emit_expr(B, e[k], t, path .. "[" .. k .. "]")
     end
     if e[n + 1] ~= nil then
-      fail(B, path, "%s takes %d operands, got more", op, n)
+      fail(B, path, "%s takes %s, got more", op, count(n, "operand"))
     end
     return push(B, OP[op], t, kids[1], kids[2], kids[3] or 0), t
   elseif op == "let" or op == "store" or op == "barrier" then
@@ -266,10 +275,7 @@ local function emit_expr(B, e, ty, path)
 end
 
 local function emit_stmt(B, s, path)
-  if type(s) ~= "table" then
-    fail(B, path, "expected a statement table, got %s", type(s))
-  end
-  local op = s.op
+  local op = op_of(B, s, "a statement", path)
   if op == "store" then
     local bi = buffer_of(B, s.buf, path, "store to")
     local bd = B.buffers[bi]
@@ -310,7 +316,7 @@ local function read_buffers(B, list)
     fail(B, "buffers", "a program needs a list of at least one buffer")
   end
   if #list > MAX_BUFFERS then
-    fail(B, "buffers", "%d buffers, at most %d", #list, MAX_BUFFERS)
+    fail(B, "buffers", "%s, at most %s", count(#list, "buffer"), count(MAX_BUFFERS))
   end
   local names = {}
   for i, d in ipairs(list) do
@@ -373,8 +379,9 @@ function M.new(desc)
 end
 
 function Program:__tostring()
-  return string.format("phaseprobe.dispatch.program '%s' (%d nodes, %d buffers, %d grid barriers, fixpoint %d)",
-    self.name, self.nodes, #self.buffers, self.barriers, self.fixpoint)
+  return string.format("phaseprobe.dispatch.program '%s' (%s, %s, %s, fixpoint %s)",
+    self.name, count(self.nodes, "node"), count(#self.buffers, "buffer"),
+    count(self.barriers, "grid barrier"), count(self.fixpoint))
 end
 
 -- ---- validation (the per-dispatch whole-program walk) -----------------------

@@ -1,6 +1,8 @@
 -- phaseprobe.output.csv: records as CSV, and CSV read back as records.
 --
---   csv.csv(set, path [, stream])   one row per record, header first
+--   csv.csv(set, path [, stream [, opts]])
+--                                   one row per record, header first
+--                                   (streamed; opts.progress(done, total))
 --   csv.read_csv(path [, opts])     -> record set, or nil, "path:line: what"
 --   csv.rows(next_line [, max_row])  RFC 4180 rows read line by line (the
 --                                   command's inputs read CSV through it)
@@ -21,8 +23,6 @@ local json = require "phaseprobe.output.json"
 
 local M = {}
 
-local value_text = json.value_text
-
 local function csv_quote(s)
   return '"' .. s:gsub('"', '""') .. '"'
 end
@@ -33,30 +33,77 @@ local function csv_name(s)
 end
 
 -- Columns: the set's fields in order of first appearance (a one-schema set
--- reads back in its own print order).
-function M.csv(set, path, stream)
+-- reads back in its own print order). Streams: a chunk of records at a
+-- time (json.each_chunk), each value its record's own text (strings
+-- quoted), so its memory does not grow with the set. opts.progress(done,
+-- total) is called per chunk.
+function M.csv(set, path, stream, opts)
   json.check_set(set, "export.csv")
-  local cols = set:fields()
-  local lines = {}
+  local cols, stringy = json.export_fields(set, "export.csv")
   local head = {}
   for i, c in ipairs(cols) do head[i] = csv_name(c) end
-  if #cols > 0 then lines[1] = table.concat(head, ",") end
-  for i = 1, set:count() do
-    local r = set:record(i)
-    local cells = {}
-    for j, c in ipairs(cols) do
-      local v = r[c]
-      if v == nil then
-        cells[j] = ""
-      elseif type(v) == "string" then
-        cells[j] = csv_quote(v)
-      else
-        cells[j] = value_text(r, i, c, v)
-      end
+  local has_of = {} -- per layout: field -> true
+  local function has_in(L)
+    local has = has_of[L]
+    if not has then
+      has = {}
+      for _, f in ipairs(L) do has[f] = true end
+      has_of[L] = has
     end
-    lines[#lines + 1] = table.concat(cells, ",")
+    return has
   end
-  return files.write_lines(path, "export.csv", stream, lines)
+  local cells = {}
+  local makers = {} -- per layout: its row maker, or false
+  local out, T = {}, {}
+  return json.write_chunks(set, path, stream, "export.csv", cols,
+    #cols > 0 and (table.concat(head, ",") .. "\n") or nil,
+    function(m, _, texts, layouts, add)
+      if #cols > 0 and json.uniform(layouts, m) then
+        local L = layouts[1]
+        local has = has_in(L)
+        local make = makers[L]
+        if make == nil then
+          local pieces = {}
+          for k, c in ipairs(cols) do
+            if k > 1 then pieces[#pieces + 1] = "," end
+            if has[c] then pieces[#pieces + 1] = k end
+          end
+          pieces[#pieces + 1] = "\n"
+          make = json.row_maker(pieces) or false
+          makers[L] = make
+        end
+        if make then
+          for k, c in ipairs(cols) do
+            local t = texts[c]
+            if has[c] and stringy[c] then
+              local qt = {}
+              for j = 1, m do qt[j] = csv_quote(t[j]) end
+              t = qt
+            end
+            T[k] = t
+          end
+          make(T, m, out)
+          add(table.concat(out, "", 1, m))
+          return
+        end
+      end
+      local cur = {}
+      for _, c in ipairs(cols) do cur[c] = 0 end
+      for j = 1, m do
+        local has = has_in(layouts[j])
+        for k, c in ipairs(cols) do
+          if has[c] then
+            local n = cur[c] + 1
+            cur[c] = n
+            local t = texts[c][n]
+            cells[k] = stringy[c] and csv_quote(t) or t
+          else
+            cells[k] = ""
+          end
+        end
+        add(table.concat(cells, ",", 1, #cols) .. "\n")
+      end
+    end, opts)
 end
 
 -- One RFC 4180 row held in `text` (its physical lines joined by "\n"):
@@ -167,7 +214,10 @@ function M.read_csv(path, opts)
   if not next_line then return nil, state end
   local _ <close> = state
   local rows = M.rows(next_line)
+  -- comment lines ('#' first) before the header are skipped, as the
+  -- command's reader skips them
   local header = rows() or {}
+  while not header.what and (header[1] or ""):match("^%s*#") do header = rows() or {} end
   if state.err then return nil, state.err end
   if header.what then return nil, ("%s:%d: %s"):format(path, header.line, header.what) end
   local cols, seen = {}, {}
@@ -182,7 +232,9 @@ function M.read_csv(path, opts)
     if state.err then return nil, state.err end
     if row.what then return nil, ("%s:%d: %s"):format(path, row.line, row.what) end
     if #row ~= #cols then
-      return nil, ("%s:%d: %d fields, the header has %d"):format(path, row.line, #row, #cols)
+      local report = require "phaseprobe.output.report"
+      return nil, ("%s:%d: %s, the header has %s"):format(path, row.line,
+        report.count(#row, "field"), report.num(#cols))
     end
     local pairs_ = {}
     for i, cell in ipairs(row) do pairs_[#pairs_ + 1] = cell_pair(cols[i], cell, row.quoted[i]) end

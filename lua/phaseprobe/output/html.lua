@@ -4,7 +4,7 @@
 --   html.describe(set, opts) -> desc      the report as plain data
 --   html.render(desc)        -> string    the page for a description
 --   html.report(set, opts)   -> string    render(describe(set, opts))
---   html.write(set, path, opts) -> true | nil, message
+--   html.write(set, path, opts) -> true | nil, message   ("-": standard output)
 --
 -- `set` is a record set (phaseprobe.records; records.from_list makes one
 -- from a list). opts: title=, source= (shown under the title), group= (tag or
@@ -14,19 +14,31 @@
 -- slope=, verdict=, quantity=, r2=} } (default html.analysis_fits(set, by):
 -- the analysis's verdicts), nested = false to leave nested regions out,
 -- max_points = points drawn per scatter before they are binned (default
--- output/points.lua's), progress = function(label) called per plot.
+-- output/points.lua's), plots = the labels of the phases and nested
+-- regions to plot (default all; {} for none), progress = function(what, {total=, unit=}) -> an
+-- object with update(done, extra, label) and done() (a command's
+-- ctx.progress): each step of the page (the tables, the fits, the plots,
+-- the warnings) says how far it is through it.
 --
 -- Sits at the end of the flow: record sets -> analysis (verdicts) -> this
 -- page; its tables are the C summaries of each group, its scatters come
 -- from output/points.lua (every record looked at once, binned past
 -- max_points, outliers kept), its plots from output/svg.lua.
 --
+-- Numbers are those of the text reports (output/report.lua: times in SI
+-- units with 3 significant digits, counts with thousands separators), with
+-- "µs" for microseconds as on the plots' axes.
+--
 -- The description (what render takes) is:
---   { title=, source=, notes = {string}, summary = {{label, value}},
+--   { title=, source=, warnings = {string}, notes = {string}, summary = {{label, value}},
 --     group_by=, groups = { {name=, n=, rows = {row}, counts = {{name, mean}}} },
 --     bars = <svg.stacked_bars options>, scatters = { {label=, svg=<svg.scatter options>} } }
 --   row = { name=, kind = "phase"|"nested"|"residue"|"total"|"device", parent=,
 --           mean=, median=, min=, max=, share= (of mean wall, 0..1, or nil) }
+-- warnings are said near the top of the page: tags that split the records
+-- into variants (analysis.analyze.variants), records whose named phases
+-- exceed their wall (analysis.analyze.overrun); findings = {variants=,
+-- overrun=} holds what the analysis found, for other outputs to say.
 local record = require "phaseprobe.record"
 local records = require "phaseprobe.records"
 local svg = require "phaseprobe.output.svg"
@@ -44,10 +56,11 @@ local esc = svg.esc
 -- page and plots take: { [label] = {intercept=, slope=, verdict=, note=,
 -- quantity=, r2=, method=} }. With `by` (the user's --by), only fits
 -- against that quantity are kept (and verdicts without one: fixed,
--- inconclusive), so the plots show what was asked.
-function M.analysis_fits(set, by)
+-- inconclusive), so the plots show what was asked. opts.progress: as
+-- describe's.
+function M.analysis_fits(set, by, opts)
   local analyze = require "phaseprobe.analysis.analyze"
-  local s = analyze.scaling(set)
+  local s = analyze.scaling(set, opts and { progress = opts.progress } or nil)
   local fits = {}
   for _, list in ipairs { s.phases or {}, s.nested or {} } do
     for _, v in ipairs(list) do
@@ -86,9 +99,12 @@ local function pick_group(set, want)
   return tags[1] or "nodes"
 end
 
+-- A group's name: its key as the records' lines print it (a u64 past
+-- 2^63-1 is a float in Lua: its digits come from the text).
 local function key_text(g, by)
   if g.missing then return "(no " .. by .. ")" end
   if math.type(g.key) == "integer" then return string.format("%d", g.key) end
+  if math.type(g.key) == "float" then return g.set[1]:_text(by) end
   return tostring(g.key)
 end
 
@@ -113,23 +129,32 @@ end
 local ZERO = { mean = 0, median = 0, min = 0, max = 0 }
 
 -- mean, median, min, max of a field over a group (the C summary; a field
--- the group lacks reads as 0, as the line would print it)
-local function stats(set, name)
+-- the group lacks reads as 0, as the line would print it); step: the
+-- progress of the tables, told of each field
+local function stats(set, name, step, group)
+  if step then step:begin(group .. ", " .. name) end
   local s = set:has(name) and set:summary(name)
   if not s or s.count == 0 then return ZERO end
   return { mean = s.mean, median = s.median, min = s.min, max = s.max }
 end
 
-local function starvation(set)
+local function starvation(set, step, group)
+  if step then step:begin(group .. ", starvation_ns") end
   if not (set:has("device_window_ns") and set:has("kernel_ns")) then return ZERO end
   local s = set:lincomb({ { "device_window_ns", 1 }, { "kernel_ns", -1 } }, 0)
   if s.count == 0 then return ZERO end
   return { mean = s.mean, median = s.median, min = s.min, max = s.max }
 end
 
-local function group_rows(g, L, with_nested)
+-- The fields group_rows summarises (for the progress of the tables).
+local function row_count(L, with_nested)
+  return #L.phases + (with_nested and #L.nested or 0) + 6
+end
+
+local function group_rows(g, L, with_nested, step)
   local rows = {}
-  local wall = stats(g.set, "wall_ns")
+  local function stats_of(name) return stats(g.set, name, step, g.name) end
+  local wall = stats_of("wall_ns")
   local function add(name, kind, st, parent)
     local row = { name = name, kind = kind, parent = parent, mean = st.mean, median = st.median,
       min = st.min, max = st.max }
@@ -139,24 +164,24 @@ local function group_rows(g, L, with_nested)
     rows[#rows + 1] = row
   end
   for _, p in ipairs(L.phases) do
-    add(p, "phase", stats(g.set, p))
+    add(p, "phase", stats_of(p))
     if with_nested then
       for _, n in ipairs(L.nested) do
-        if L.parent[n] == p then add(n, "nested", stats(g.set, n), p) end
+        if L.parent[n] == p then add(n, "nested", stats_of(n), p) end
       end
     end
   end
   if with_nested then
     for _, n in ipairs(L.nested) do
-      if not L.parent[n] then add(n, "nested", stats(g.set, n)) end
+      if not L.parent[n] then add(n, "nested", stats_of(n)) end
     end
   end
-  add("unattributed_ns", "residue", stats(g.set, "unattributed_ns"))
-  add("named_host_ns", "total", stats(g.set, "named_host_ns"))
+  add("unattributed_ns", "residue", stats_of("unattributed_ns"))
+  add("named_host_ns", "total", stats_of("named_host_ns"))
   add("wall_ns", "total", wall)
-  add("device_window_ns", "device", stats(g.set, "device_window_ns"))
-  add("kernel_ns", "device", stats(g.set, "kernel_ns"))
-  add("starvation_ns", "device", starvation(g.set))
+  add("device_window_ns", "device", stats_of("device_window_ns"))
+  add("kernel_ns", "device", stats_of("kernel_ns"))
+  add("starvation_ns", "device", starvation(g.set, step, g.name))
   return rows
 end
 
@@ -171,13 +196,26 @@ local function as_set(set)
     .. type(set), 3)
 end
 
+local describe
+
 -- The report as plain data: see the header for the shape.
 function M.describe(set, opts)
-  opts = opts or {}
   set = as_set(set)
+  -- microseconds as the axes write them, for this page only
+  local report = require "phaseprobe.output.report"
+  local micro = report.micro
+  report.micro = "µs"
+  local ok, desc = pcall(describe, set, opts or {})
+  report.micro = micro
+  if not ok then error(desc, 0) end
+  return desc
+end
+
+function describe(set, opts)
   local desc = {
     title = opts.title or "phaseprobe report",
     source = opts.source,
+    warnings = {},
     notes = {},
     summary = {},
     groups = {},
@@ -198,17 +236,21 @@ function M.describe(set, opts)
   desc.summary = {
     { "dispatches", report.num(n) },
     { "grouped by", by },
-    { "groups", #groups },
-    { "phases", #L.phases },
+    { "groups", report.num(#groups) },
+    { "phases", report.num(#L.phases) },
   }
 
   -- tables
+  local analyze = require "phaseprobe.analysis.analyze"
+  local step = analyze.step(opts, "summarising the groups",
+    #groups * (#L.counts + row_count(L, with_nested)), "fields")
   for _, g in ipairs(groups) do
     local counts = {}
-    for _, c in ipairs(L.counts) do counts[#counts + 1] = { c, stats(g.set, c).mean } end
+    for _, c in ipairs(L.counts) do counts[#counts + 1] = { c, stats(g.set, c, step, g.name).mean } end
     desc.groups[#desc.groups + 1] = { name = group_label(by, g.name), n = g.n,
-      rows = group_rows(g, L, with_nested), counts = counts }
+      rows = group_rows(g, L, with_nested, step), counts = counts }
   end
+  step:finish()
 
   -- stacked bars: the phase partition of the mean wall, the residue, then the
   -- device-side starvation kept apart
@@ -234,16 +276,26 @@ function M.describe(set, opts)
 
   -- scatters: each phase against the quantity it scales with; every record
   -- is looked at, large sets through a grid (output/points.lua)
-  local plotted = {}
-  for _, p in ipairs(L.phases) do plotted[#plotted + 1] = p end
-  if with_nested then
-    for _, nl in ipairs(L.nested) do plotted[#plotted + 1] = nl end
+  -- (opts.plots: only these, as phaseprobe plot asks for one, or none)
+  local plotted, wanted = {}, nil
+  if opts.plots then
+    wanted = {}
+    for _, p in ipairs(opts.plots) do wanted[p] = true end
   end
-  local fits = opts.fits or M.analysis_fits(set, opts.by)
+  for _, p in ipairs(L.phases) do
+    if not wanted or wanted[p] then plotted[#plotted + 1] = p end
+  end
+  if with_nested then
+    for _, nl in ipairs(L.nested) do
+      if not wanted or wanted[nl] then plotted[#plotted + 1] = nl end
+    end
+  end
+  local fits = opts.fits or (#plotted > 0 and M.analysis_fits(set, opts.by, opts)) or {}
   local named = {}
   for gi, g in ipairs(groups) do named[gi] = { name = group_label(by, g.name), set = g.set } end
+  step = analyze.step(opts, "drawing the plots", #plotted, "plots")
   for _, label in ipairs(plotted) do
-    if opts.progress then opts.progress(label) end
+    step:begin(label)
     local fit = fits[label]
     local quantity = fit and fit.quantity or opts.by or "nodes"
     local pts = points.gather(named, quantity, label, { max_points = opts.max_points })
@@ -251,7 +303,7 @@ function M.describe(set, opts)
     local subtitle = fit.verdict or ""
     if fit.slope and fit.intercept and fit.slope ~= 0 then
       subtitle = ("%s: %s%s"):format(subtitle, report.equation(fit.intercept, fit.slope, quantity),
-        fit.r2 and (", least squares R² %.2f"):format(fit.r2) or "")
+        fit.r2 and (", least squares R² %s"):format(report.q(fit.r2)) or "")
     elseif fit.intercept and fit.slope == 0 then
       subtitle = ("%s: %s"):format(subtitle, report.ns(fit.intercept))
     elseif fit.note then
@@ -259,8 +311,8 @@ function M.describe(set, opts)
     end
     local note
     if pts.binned then
-      note = ("%s dispatches; each dot stands for those in one small cell of the plot (at their "
-        .. "mean, larger for more)"):format(report.num(pts.n))
+      note = ("%s; each dot stands for those in one small cell of the plot (at their "
+        .. "mean, larger for more)"):format(report.count(pts.n, "dispatch"))
     end
     if pts.outliers > 0 then
       note = (note and (note .. ". ") or "") .. ("%s above %s drawn above the axis break, up to %s%s")
@@ -288,11 +340,18 @@ function M.describe(set, opts)
       },
     }
   end
+  step:finish()
 
   desc.notes[#desc.notes + 1] = "Fits and verdicts come from the analysis (phaseprobe.analysis.fit): "
     .. "each phase against every counted quantity, Theil-Sen; the plot shows the quantity of the verdict."
-  local mixed = require("phaseprobe.analysis.analyze").variants(set)
-  if #mixed > 0 then desc.notes[#desc.notes + 1] = report.variants(mixed):gsub("\n", " ") end
+  local aopts = { progress = opts.progress }
+  desc.findings = { variants = analyze.variants(set, aopts),
+    overrun = analyze.overrun(set, nil, aopts) }
+  for _, v in ipairs(desc.findings.variants) do
+    desc.warnings[#desc.warnings + 1] = (report.variants({ v }):gsub("\n", " "))
+  end
+  local over = report.overrun(desc.findings.overrun)
+  if over then desc.warnings[#desc.warnings + 1] = (over:gsub("\n", " ")) end
   desc.notes[#desc.notes + 1] = "Phases are a partition of the host time charged to a dispatch: they add "
     .. "up to named_host_ns, and unattributed_ns = wall_ns - named_host_ns is the rest. Nested regions "
     .. "(sub_*) are measured inside a phase and are not added again. Starvation is device_window_ns - "
@@ -326,7 +385,11 @@ dl.summary dt { color: #555; }
 dl.summary dd { margin: 0; font-weight: 600; }
 p.counts { font-size: 13px; color: #444; margin: 2px 0 10px 0; }
 p.note { font-size: 13px; color: #444; max-width: 900px; }
+span.nowrap { white-space: nowrap; }
+p.warning { font-size: 14px; color: #7a1616; background: #fdf1f0; border-left: 4px solid #c0392b;
+  padding: 6px 10px; max-width: 1000px; }
 figure { margin: 12px 0 18px 0; }
+h1, h3, p.src, dl.summary dd, p.note, p.warning { overflow-wrap: anywhere; }
 ]]
 
 local function td(s, class)
@@ -337,7 +400,8 @@ local KIND_TEXT = { phase = "phase", nested = "nested", residue = "residue", tot
   device = "device" }
 
 local function render_group(out, g, colors)
-  out[#out + 1] = ("<h3>%s <small>(%d dispatches)</small></h3>"):format(esc(g.name), g.n)
+  out[#out + 1] = ("<h3>%s <small>(%s %s)</small></h3>"):format(esc(g.name), esc(svg.fmt(g.n)),
+    g.n == 1 and "dispatch" or "dispatches")
   if g.counts and #g.counts > 0 then
     local parts = {}
     for _, c in ipairs(g.counts) do parts[#parts + 1] = ("%s %s"):format(esc(c[1]), esc(svg.fmt(c[2]))) end
@@ -354,7 +418,7 @@ local function render_group(out, g, colors)
     out[#out + 1] = ('<tr class="%s"><td class="name">%s</td>%s%s%s%s%s%s</tr>'):format(
       esc(r.kind or ""), name, td(kind, "kind"), td(svg.fmt_ns(r.mean)), td(svg.fmt_ns(r.median)),
       td(svg.fmt_ns(r.min)), td(svg.fmt_ns(r.max)),
-      td(r.share and string.format("%.1f%%", 100 * r.share) or ""))
+      td(r.share and require("phaseprobe.output.report").pct(r.share) or ""))
   end
   out[#out + 1] = "</tbody></table>"
 end
@@ -376,6 +440,11 @@ function M.render(desc)
       out[#out + 1] = ("<dt>%s</dt><dd>%s</dd>"):format(esc(kv[1]), esc(kv[2]))
     end
     out[#out + 1] = "</dl>"
+  end
+  -- (an option and its value, "--where knob=base", are kept on one line)
+  for _, w in ipairs(desc.warnings or {}) do
+    out[#out + 1] = '<p class="warning">' .. esc(w):gsub("%-%-[%w%-]+ [^%s;,()]+",
+      '<span class="nowrap">%0</span>') .. "</p>"
   end
 
   local colors = {}
@@ -407,14 +476,16 @@ function M.report(set, opts)
   return M.render(M.describe(set, opts))
 end
 
+-- (the path: files.check_path's rule, "-" for standard output; the
+-- messages those of the exporters, "html.write: cannot write 'x': ...")
 function M.write(set, path, opts)
+  local files = require "phaseprobe.output.files"
+  files.check_path(path, "html.write", "output", 2)
   local page = M.report(set, opts)
-  local f, err = io.open(path, "wb")
-  if not f then return nil, ("html: cannot write '%s': %s"):format(path, err) end
-  local ok, werr = f:write(page)
-  f:close()
-  if not ok then return nil, ("html: writing '%s' failed: %s"):format(path, werr) end
-  return true
+  local w, err = files.open_out(path, "html.write")
+  if not w then return nil, err end
+  w.write(page)
+  return w.close()
 end
 
 return M

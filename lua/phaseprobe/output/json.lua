@@ -1,7 +1,9 @@
 -- phaseprobe.output.json: records as JSON lines, and the JSON text the
 -- trace writer shares.
 --
---   json.jsonl(set, path [, stream])  one JSON object per record and line
+--   json.jsonl(set, path [, stream [, opts]])
+--                                     one JSON object per record and line
+--                                     (streamed; opts.progress(done, total))
 --   json.read_jsonl(path [, opts])    -> records, or nil, "path:line: what"
 --                                     (opts.prefix: the prefix they print with;
 --                                     opts.max_bytes: the largest file read,
@@ -182,14 +184,228 @@ function M.check_set(set, what)
 end
 
 ------------------------------------------------------------------------------
+-- the writers' walk over a set, a chunk at a time
+------------------------------------------------------------------------------
+
+--- Records per chunk of the CSV and JSON-lines writers.
+M.CHUNK = 2048
+
+--- The set's fields (its view, or those of its records) with, per field,
+-- whether its values are strings (a column that holds a string holds
+-- every value as its text: records.lua) -- and a refusal, before anything
+-- is written, of a value no format can hold (a NaN or an infinity, which
+-- only a set made with text = "any" can carry), naming record and field.
+function M.export_fields(set, what)
+  local cols = set:columns()
+  local fields = set:fields()
+  local stringy = {}
+  for _, f in ipairs(fields) do
+    local kind = cols:kind(f)
+    stringy[f] = kind == "string"
+    if kind == "number" then
+      local s = cols:summary(f, set:selection())
+      if (s.nan or 0) > 0 or s.min == -math.huge or s.max == math.huge then
+        for i = 1, set:count() do
+          local v = cols:get(set:row(i), f)
+          if type(v) == "number" and v - v ~= 0 then
+            error(("%s: %s: %s cannot be written (JSON and CSV have no non-finite numbers)")
+              :format(what, where_field(i, f), tostring(v)), 0)
+          end
+        end
+      end
+    end
+  end
+  return fields, stringy
+end
+
+--- Calls fn(m, i0, texts, layouts, done) for each chunk of the set's
+-- records, in order: m records from the i0-th; texts[f], the texts of
+-- field f of the chunk's records that have it, in order (the exact texts
+-- their lines print: cols:values(f, sel, "text")); layouts[j], the field
+-- list of its j-th record in line order (r._fields; one table per layout,
+-- whose members are the fields that record has).
+function M.each_chunk(set, fields, fn)
+  local cols = set:columns()
+  local n = set:count()
+  for i0 = 1, n, M.CHUNK do
+    local m = math.min(M.CHUNK, n - i0 + 1)
+    local rows = {}
+    for j = 1, m do rows[j] = set:row(i0 + j - 1) end
+    local sel = cols:select(rows)
+    local layouts = {}
+    for j = 1, m do layouts[j] = cols:row(rows[j])._fields end
+    local texts = {}
+    for _, f in ipairs(fields) do texts[f] = cols:values(f, sel, "text") end
+    fn(m, i0, texts, layouts, i0 + m - 1)
+  end
+end
+
+--- A function(T, m, out) that sets out[j], for j = 1..m, to a row's text:
+-- the pieces joined, each a string (written as it is) or an index k (the
+-- j-th text of T[k]). Made as Lua code, one concatenation a row (about
+-- twice as fast as filling and joining a table); nil when a row has too
+-- many pieces for one expression (the caller then joins them itself).
+function M.row_maker(pieces)
+  local merged = {}
+  for _, p in ipairs(pieces) do
+    local last = merged[#merged]
+    if type(p) == "string" and type(last) == "string" then
+      merged[#merged] = last .. p
+    elseif p ~= "" then
+      merged[#merged + 1] = p
+    end
+  end
+  local src, used, nused = { "local T, m, out = ...\n" }, {}, 0
+  for _, p in ipairs(merged) do
+    if type(p) == "number" and not used[p] then
+      used[p] = true
+      nused = nused + 1
+      src[#src + 1] = ("local t%d = T[%d]\n"):format(p, p)
+    end
+  end
+  if #merged + nused > 230 or #merged == 0 then return nil end -- (Lua's 255 registers)
+  src[#src + 1] = "for j = 1, m do out[j] = "
+  for i, p in ipairs(merged) do
+    src[#src + 1] = (i > 1 and " .. " or "") .. (type(p) == "number" and ("t%d[j]"):format(p)
+      or ("%q"):format(p):gsub("\\\n", "\\n"))
+  end
+  src[#src + 1] = " end\n"
+  return assert(load(table.concat(src), "=export row", "t", {}))
+end
+
+--- Whether every record of a chunk has the same layout (one field list).
+function M.uniform(layouts, m)
+  local L = layouts[1]
+  for j = 2, m do if layouts[j] ~= L then return false end end
+  return true
+end
+
+--- A writer's stream: writes go out in batches of about 64 KiB. Returns
+-- add(s), flush().
+function M.batcher(write)
+  local buf, nb, bytes = {}, 0, 0
+  local function flush()
+    if nb > 0 then
+      write(table.concat(buf, "", 1, nb))
+      nb, bytes = 0, 0
+    end
+  end
+  local function add(s)
+    nb = nb + 1
+    buf[nb] = s
+    bytes = bytes + #s
+    if bytes >= 65536 then flush() end
+  end
+  return add, flush
+end
+
+--- Writes the set through open_out (path "-": stream or stdout), each
+-- chunk's text made by chunk_text(m, i0, texts, layouts, add); first (a
+-- header) before them. opts.progress(done, total) is called per chunk.
+-- Returns true, or nil and a message when the file cannot be written.
+function M.write_chunks(set, path, stream, what, fields, first, chunk_text, opts)
+  local w, err = files.open_out(path, what, stream)
+  if not w then return nil, err end
+  local add, flush = M.batcher(w.write)
+  local total = set:count()
+  local progress = opts and opts.progress
+  local ok, perr = pcall(function()
+    if first then add(first) end
+    M.each_chunk(set, fields, function(m, i0, texts, layouts, done)
+      chunk_text(m, i0, texts, layouts, add)
+      if progress then
+        flush()
+        progress(done, total)
+      end
+    end)
+    flush()
+  end)
+  if not ok then
+    w.close()
+    error(perr, 0)
+  end
+  return w.close()
+end
+
+------------------------------------------------------------------------------
 -- JSON lines
 ------------------------------------------------------------------------------
 
-function M.jsonl(set, path, stream)
+--- Writes one JSON object per record and line, keys in the record's line
+-- order (a view's order for a set with a view), numbers as their records'
+-- texts. Streams: a chunk of records at a time (M.CHUNK), so its memory
+-- does not grow with the set. opts.progress(done, total): per chunk.
+function M.jsonl(set, path, stream, opts)
   M.check_set(set, "export.jsonl")
-  local lines = {}
-  for i = 1, set:count() do lines[i] = record_json(set:record(i), i) end
-  return files.write_lines(path, "export.jsonl", stream, lines)
+  local fields, stringy = M.export_fields(set, "export.jsonl")
+  local view = set._view
+  -- per layout: its keys (the view's fields it has, for a set with a view)
+  local keys_of = {}
+  local function keys(L)
+    local k = keys_of[L]
+    if not k then
+      if view then
+        local has = {}
+        for _, f in ipairs(L) do has[f] = true end
+        k = {}
+        for _, f in ipairs(view) do if has[f] then k[#k + 1] = f end end
+      else
+        k = L
+      end
+      keys_of[L] = k
+    end
+    return k
+  end
+  local parts = {}
+  local makers = {} -- per layout: its row maker, or false
+  local out, T = {}, {}
+  return M.write_chunks(set, path, stream, "export.jsonl", fields, nil,
+    function(m, _, texts, layouts, add)
+      if M.uniform(layouts, m) then
+        local ks = keys(layouts[1])
+        local make = makers[ks]
+        if make == nil then
+          local pieces = {}
+          for q, f in ipairs(ks) do
+            pieces[#pieces + 1] = (q == 1 and "{" or ",") .. key_cache[f]
+            pieces[#pieces + 1] = q
+          end
+          pieces[#pieces + 1] = #ks == 0 and "{}\n" or "}\n"
+          make = #ks > 0 and M.row_maker(pieces) or false
+          makers[ks] = make
+        end
+        if make then
+          for q, f in ipairs(ks) do
+            local t = texts[f]
+            if stringy[f] then
+              local e = {}
+              for j = 1, m do e[j] = cjson.encode(t[j]) end
+              t = e
+            end
+            T[q] = t
+          end
+          make(T, m, out)
+          add(table.concat(out, "", 1, m))
+          return
+        end
+      end
+      local cur = {}
+      for _, f in ipairs(fields) do cur[f] = 0 end
+      for j = 1, m do
+        local ks = keys(layouts[j])
+        local np = 0
+        for q, f in ipairs(ks) do
+          local c = cur[f] + 1
+          cur[f] = c
+          local t = texts[f][c]
+          np = np + 1
+          parts[np] = (q == 1 and "{" or ",") .. key_cache[f]
+          np = np + 1
+          parts[np] = stringy[f] and cjson.encode(t) or t
+        end
+        add(np == 0 and "{}\n" or (table.concat(parts, "", 1, np) .. "}\n"))
+      end
+    end, opts)
 end
 
 -- The keys of a flat JSON object in text order with their raw number
@@ -256,7 +472,9 @@ function M.read_jsonl(path, opts)
   for line in next_line do
     local lineno = state.line
     line = line:gsub("\r$", "")
-    if line:find("%S") then
+    -- (a comment line, '#' first, is no JSON: skipped, as the command's
+    -- reader skips it)
+    if line:find("%S") and not line:match("^%s*#") then
       local obj, keys, raw = M.fields(line)
       if not obj then return nil, ("%s:%d: %s"):format(path, lineno, keys) end
       local row = {}

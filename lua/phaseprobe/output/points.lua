@@ -5,6 +5,7 @@
 --   -- groups = { {name=, set=}, ... } (record sets); opts.max_points
 --   -- p = { n = points, binned = bool, x = {max=}, y = {max=, bulk=},
 --   --       series = { {name=, points = { {x, y, n}, ... }, outliers = { {x, y, seq} } } },
+--   --       (seq: the record's, a string of digits past 2^63-1)
 --   --       outliers = count, outliers_drawn = count }
 --
 -- Sits between the record sets and the SVG scatter: every record that has
@@ -29,7 +30,8 @@ M.MAX_OUTLIERS = 200
 -- lists, and the seq of each (when the set has one).
 local function columns(set, quantity, label)
   local both = set:range(quantity):range(label)
-  return both:values(quantity), both:values(label), both:has("seq") and both:values("seq") or nil
+  return both:values(quantity), both:values(label), both:has("seq") and both:values("seq") or nil,
+    both
 end
 
 function M.gather(groups, quantity, label, opts)
@@ -37,10 +39,12 @@ function M.gather(groups, quantity, label, opts)
   local max_points = opts.max_points or M.MAX_POINTS
   local cols, n, xmax, ymax = {}, 0, 0, 0
   for gi, g in ipairs(groups) do
-    local xs, ys, seqs = {}, {}, nil
-    if g.set:has(quantity) and g.set:has(label) then xs, ys, seqs = columns(g.set, quantity, label) end
+    local xs, ys, seqs, both = {}, {}, nil, nil
+    if g.set:has(quantity) and g.set:has(label) then
+      xs, ys, seqs, both = columns(g.set, quantity, label)
+    end
     if seqs and #seqs ~= #xs then seqs = nil end
-    cols[gi] = { xs = xs, ys = ys, seqs = seqs }
+    cols[gi] = { xs = xs, ys = ys, seqs = seqs, both = both }
     n = n + #xs
     for i = 1, #xs do
       local x, y = xs[i], ys[i]
@@ -82,7 +86,10 @@ function M.gather(groups, quantity, label, opts)
     for i = 1, #xs do
       local x, y = xs[i], ys[i]
       if y > bulk then
-        outl[#outl + 1] = { x, y, seqs and seqs[i] or nil }
+        -- (a seq past 2^63-1 is a float in Lua: its digits from the record)
+        local seq = seqs and seqs[i] or nil
+        if math.type(seq) == "float" then seq = c.both:record(i):_text("seq") end
+        outl[#outl + 1] = { x, y, seq }
       elseif not binned then
         pts[#pts + 1] = { x, y, 1 }
       else

@@ -9,11 +9,14 @@
 --     { key = "why", title = "why", wrap = true },   -- under the row when too wide
 --   }))
 --
--- Numbers: times in SI units with 3 significant digits (950 ns, 12.3 us,
--- 4.56 ms, 1.23 s), counts with thousands separators (1,350), signs as a
--- person writes them (-18.6 us, +1.20 ms; an equation "a - b x q", never
--- "+ -b"). With report.raw set (the command's --raw) every integer prints
--- exactly, time in ns and u64 values above 2^63-1 included.
+-- Numbers: times in SI units with 3 significant digits (700 ps, 950 ns,
+-- 12.3 us, 4.56 ms, 1.23 s, 9.22 Gs), counts with thousands separators
+-- (1,350), signs as a person writes them (-18.6 us, +1.20 ms; an equation
+-- "a - b x q", never "+ -b"; a value that rounds to zero has no sign: "0
+-- ns", "0.0%", never "-0%"). With report.raw set (the command's --raw)
+-- every integer prints exactly, time in ns and u64 values above 2^63-1
+-- included. report.micro is the symbol of microseconds: "us" in text, "µs"
+-- in the HTML page and the SVG plots (report.si(v, "µs")).
 --
 -- Tables are at most report.width (100) columns wide: a column marked
 -- wrap = true (a long explanation) moves under its row, indented and
@@ -35,6 +38,13 @@ local function u64_text(v)
   return string.format("%d%d", q, v - q * 10)
 end
 
+-- A number's text without its minus when it rounds to zero ("-0", "-0.00").
+local function unsigned_zero(s)
+  if s:sub(1, 1) == "-" and not s:find("[1-9]") then return s:sub(2) end
+  return s
+end
+
+-- v (1 <= |v| < 1000, or a rounding of it) with 3 significant digits.
 local function sig3(v)
   local a = math.abs(v)
   if a >= 99.95 then return string.format("%.0f", v) end
@@ -52,69 +62,122 @@ function M.group(digits)
   return neg .. table.concat(parts, ",") .. frac
 end
 
---- Nanoseconds with a unit: "950 ns", "12.3 us", "4.56 ms", "1.23 s";
--- with report.raw, the integer ns. Negative values keep their minus
--- ("-18.6 us"); an integer below 0 in raw mode is a u64 above 2^63-1.
-function M.ns(v)
+M.micro = "us"
+
+-- The units of time past the nanosecond, each 1000 times the one before.
+local UNITS = { "ns", false, "ms", "s", "ks", "Ms", "Gs" }
+
+--- Nanoseconds in SI units with 3 significant digits, whatever report.raw
+-- says: "700 ps", "950 ns", "12.3 us", "4.56 ms", "1.23 s", "9.22 Gs".
+-- An integer below 1000 prints as it is ("5 ns"); a value below 0.001 ps
+-- (float noise) is 0; an integer below -2^62 is a u64 above 2^63-1.
+-- micro: the symbol of microseconds (default report.micro).
+function M.si(v, micro)
   if v == nil or v ~= v then return "-" end
   if type(v) ~= "number" then return tostring(v) end
-  if M.raw then
-    if math.type(v) == "integer" then return u64_text(v) end
-    return string.format("%.0f", v)
-  end
-  if math.type(v) == "integer" and v < 0 and v < -(1 << 62) then v = v + 2.0 ^ 64 end
+  if type(micro) ~= "string" then micro = M.micro end
+  if v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
+  if math.type(v) == "integer" and v < -(1 << 62) then v = v + 2.0 ^ 64 end
   local a = math.abs(v)
+  if a < 0.0000005 then return "0 ns" end
+  if a < 0.9995 then
+    local ps = v * 1000
+    if math.abs(ps) >= 0.9995 then return unsigned_zero(sig3(ps)) .. " ps" end
+    return unsigned_zero(string.format("%#.3g", ps)) .. " ps"
+  end
   if a < 999.5 then
-    if math.type(v) == "integer" or v == math.floor(v) or a >= 99.95 then
+    if math.type(v) == "integer" or v == math.floor(v) then
       return string.format("%.0f ns", v)
     end
     return sig3(v) .. " ns"
-  elseif a < 999.5e3 then return sig3(v / 1e3) .. " us"
-  elseif a < 999.5e6 then return sig3(v / 1e6) .. " ms"
   end
-  return sig3(v / 1e9) .. " s"
+  local k, x = 1, v
+  while math.abs(x) >= 999.5 and k < #UNITS do
+    x = x / 1000
+    k = k + 1
+  end
+  local text = math.abs(x) >= 999.5 and M.group(string.format("%.0f", x)) or sig3(x)
+  return text .. " " .. (UNITS[k] or micro)
 end
 
---- A signed ns difference: "+1.20 ms", "-950 ns", "0 ns".
-function M.dns(v)
+--- Nanoseconds with a unit (report.si); with report.raw, the integer ns
+-- (a non-integer to 3 decimals at most).
+function M.ns(v, micro)
+  if M.raw and type(v) == "number" and v == v then
+    if math.type(v) == "integer" then
+      return v < -(1 << 62) and u64_text(v) or string.format("%d", v)
+    end
+    if v == math.floor(v) or math.abs(v) >= 1e15 then return unsigned_zero(string.format("%.0f", v)) end
+    return unsigned_zero((string.format("%.3f", v):gsub("0+$", ""):gsub("%.$", "")))
+  end
+  return M.si(v, micro)
+end
+
+--- A signed ns difference: "+1.20 ms", "-950 ns", "0 ns" (no sign on a
+-- value that rounds to zero).
+function M.dns(v, micro)
   if v == nil or v ~= v then return "-" end
-  local s = M.ns(math.abs(v))
+  local s = M.ns(math.abs(v), micro)
+  if not s:find("[1-9]") then return s end
   if v > 0 then return "+" .. s elseif v < 0 then return "-" .. s end
   return s
 end
 
---- A share (0.25 -> "25.0%").
-function M.pct(v)
-  if v == nil or v ~= v or v == math.huge or v == -math.huge then return "-" end
-  if math.abs(v) < 0.0005 then v = 0 end -- no "-0.0%"
-  return string.format("%.1f%%", v * 100)
+--- A share: 0.25 -> "25.0%" (decimals: default 1); past 1,000% grouped
+-- and whole ("1,889%"); no sign on a share that rounds to zero.
+function M.pct(v, decimals)
+  if v == nil or type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+    return "-"
+  end
+  decimals = type(decimals) == "number" and math.tointeger(decimals) or 1
+  local p = v * 100
+  if math.abs(p) >= 999.5 then decimals = 0 end
+  return unsigned_zero(M.group(string.format("%." .. decimals .. "f", p))) .. "%"
 end
 
---- A count: integers with thousands separators ("1,350"; exact digits
--- with report.raw); other numbers to 3 significant digits, grouped past
--- 1,000 ("2,394", "17.5", "0.125").
-function M.num(v)
+--- A number for people, whatever report.raw says: integers with thousands
+-- separators ("1,350"); other numbers to 3 significant digits, grouped past
+-- 1,000 ("2,394", "17.5", "0.125"), never an exponent down to 1e-5.
+function M.plain(v)
   if v == nil then return "-" end
   if type(v) ~= "number" then return tostring(v) end
   if v ~= v then return "-" end
-  if math.type(v) == "integer" then
-    if M.raw then return string.format("%d", v) end
-    return M.group(string.format("%d", v))
-  end
+  if math.type(v) == "integer" then return M.group(string.format("%d", v)) end
   if v == math.huge then return "inf" end
   if v == -math.huge then return "-inf" end
-  if M.raw then return string.format("%.17g", v) end
   local a = math.abs(v)
-  if a >= 999.5 then return M.group(string.format("%.0f", v)) end
+  if a >= 999.5 then return unsigned_zero(M.group(string.format("%.0f", v))) end
   if a == 0 then return "0" end
-  if a >= 0.001 then
-    local s = string.format("%.3g", v)
-    if s:find("e", 1, true) then s = string.format("%.3f", v) end
-    return s
-  end
-  return string.format("%.3g", v)
+  local s = string.format("%.3g", v)
+  if s:find("e", 1, true) then s = string.format("%.3f", v) end
+  return unsigned_zero(s)
 end
-M.count = M.num
+
+--- A count: report.plain; with report.raw, integers exactly (floats to 17
+-- significant digits).
+function M.num(v)
+  if M.raw and type(v) == "number" and v == v then
+    if math.type(v) == "integer" then return string.format("%d", v) end
+    if v ~= math.huge and v ~= -math.huge then return string.format("%.17g", v) end
+  end
+  return M.plain(v)
+end
+
+-- The plural of an English noun: "records", "dispatches", "entries".
+local function plural_of(word)
+  if word:match("[sxz]$") or word:match("[cs]h$") then return word .. "es" end
+  if word:match("[^aeiou]y$") then return (word:gsub("y$", "ies")) end
+  return word .. "s"
+end
+
+--- A count and what it counts, as a person writes them: "1 record",
+-- "2,048 records", "1 dispatch", "3 dispatches" (plural: the word for
+-- many, when it is not word .. "s" or the other English rules). Without
+-- a word, report.num.
+function M.count(v, word, plural)
+  if word == nil then return M.num(v) end
+  return M.num(v) .. " " .. (v == 1 and word or plural or plural_of(word))
+end
 
 --- "a + b x q" as a person writes it: "22.4 us + 136 ns x nodes",
 -- "-766 ns + 7.16 us x fixpoint", "2.94 us - 1.20 ns x nodes".
@@ -142,25 +205,55 @@ local function pad(s, w, right)
   return s .. string.rep(" ", n)
 end
 
+-- A word wider than w columns in pieces that fit: cut after a '/', '+',
+-- ',', '_' or '-' where one lies in reach, else at w.
+local function pieces(word, w)
+  local out = {}
+  w = math.max(w, 8)
+  while width(word) > w do
+    local cut = utf8.offset(word, w + 1) - 1
+    local head = word:sub(1, cut)
+    local at = head:match("^.*()[/+,_%-]")
+    if at and at > w // 3 then cut = at end
+    out[#out + 1] = word:sub(1, cut)
+    word = word:sub(cut + 1)
+  end
+  out[#out + 1] = word
+  return out
+end
+
 --- Words of `text` in lines of at most `w` columns, each starting with
--- `indent`.
-function M.wrap(text, w, indent)
+-- `indent` (the first with `first`, default indent); a word wider than the
+-- line (a long path) is cut where it can be (after a '/', '+', ',', '_' or
+-- '-').
+function M.wrap(text, w, indent, first)
   indent = indent or ""
-  local out, line = {}, indent
+  local out, lead = {}, first or indent
+  local line, empty = lead, true
+  local function flush()
+    out[#out + 1] = line
+    lead = indent
+    line, empty = lead, true
+  end
+  local function add(word)
+    if not empty and width(line) + 1 + width(word) > w then flush() end
+    line = empty and (lead .. word) or (line .. " " .. word)
+    empty = false
+  end
   -- a number stays on the line of its unit ("1.16 ns")
   text = tostring(text):gsub("(%d) (%a?s)%f[%A]", "%1\1%2")
   for word in text:gmatch("%S+") do
     word = word:gsub("\1", " ")
-    if line ~= indent and width(line) + 1 + width(word) > w then
-      out[#out + 1] = line
-      line = indent .. word
-    elseif line == indent then
-      line = indent .. word
+    if width(indent) + width(word) > w then
+      for _, p in ipairs(pieces(word, w - math.max(width(indent), width(lead)))) do
+        if not empty then flush() end
+        add(p)
+      end
     else
-      line = line .. " " .. word
+      add(word)
     end
   end
-  if line ~= indent then out[#out + 1] = line end
+  if not empty then out[#out + 1] = line end
   return out
 end
 
@@ -170,7 +263,9 @@ end
 -- width=, wide=} (sep: between columns, default two spaces; the header is
 -- underlined with dashes). A wrap column that would make the table wider
 -- than opts.width (default report.width) is written under each row instead,
--- unless opts.wide or report.wide.
+-- unless opts.wide or report.wide; a table still too wide is written in
+-- parts, each within the width and each led by the first column (unless
+-- opts.wide or report.wide).
 function M.table(rows, columns, opts)
   opts = opts or {}
   local sep = opts.sep or "  "
@@ -213,26 +308,46 @@ function M.table(rows, columns, opts)
       shown[#shown + 1] = c
     end
   end
+  -- parts of at most maxw columns, each led by the first column
+  local parts = { shown }
+  if total > maxw and not wide and #shown > 2 then
+    parts = {}
+    local first = shown[1]
+    local part, w = { first }, width(indent) + widths[first]
+    for i = 2, #shown do
+      local c = shown[i]
+      if #part > 1 and w + #sep + widths[c] > maxw then
+        parts[#parts + 1] = part
+        part, w = { first }, width(indent) + widths[first]
+      end
+      part[#part + 1] = c
+      w = w + #sep + widths[c]
+    end
+    parts[#parts + 1] = part
+  end
   local out = {}
-  local function line(parts)
-    out[#out + 1] = (indent .. table.concat(parts, sep)):gsub("%s+$", "")
+  local function line(items)
+    out[#out + 1] = (indent .. table.concat(items, sep)):gsub("%s+$", "")
   end
-  local head, rule = {}, {}
-  for i, c in ipairs(shown) do
-    local col = columns[c]
-    head[i] = pad(col.title or tostring(col.key), widths[c], right[c])
-    rule[i] = string.rep("-", widths[c])
-  end
-  line(head)
-  line(rule)
-  for r = 1, #rows do
-    local parts = {}
-    for i, c in ipairs(shown) do parts[i] = pad(cells[r][c], widths[c], right[c]) end
-    line(parts)
-    for _, c in ipairs(under) do
-      local text = cells[r][c]
-      if text ~= "" and text ~= "-" then
-        for _, l in ipairs(M.wrap(text, maxw, indent .. "    ")) do out[#out + 1] = l end
+  for p, cols in ipairs(parts) do
+    if p > 1 then out[#out + 1] = "" end
+    local head, rule = {}, {}
+    for i, c in ipairs(cols) do
+      local col = columns[c]
+      head[i] = pad(col.title or tostring(col.key), widths[c], right[c])
+      rule[i] = string.rep("-", widths[c])
+    end
+    line(head)
+    line(rule)
+    for r = 1, #rows do
+      local items = {}
+      for i, c in ipairs(cols) do items[i] = pad(cells[r][c], widths[c], right[c]) end
+      line(items)
+      for _, c in ipairs(p == #parts and under or {}) do
+        local text = cells[r][c]
+        if text ~= "" and text ~= "-" then
+          for _, l in ipairs(M.wrap(text, maxw, indent .. "    ")) do out[#out + 1] = l end
+        end
       end
     end
   end
@@ -301,9 +416,68 @@ function M.summaries(items, opts)
   for _, c in ipairs(M.summary_columns(fmt, { same_count = n ~= nil })) do cols[#cols + 1] = c end
   for _, c in ipairs(opts.extra or {}) do cols[#cols + 1] = c end
   local text = M.table(rows, cols, opts)
-  if n then text = string.format("%s%s record%s each\n", opts.indent or "", M.num(n),
-    n == 1 and "" or "s") .. text end
+  if n then text = string.format("%s%s each\n", opts.indent or "", M.count(n, "record")) .. text end
   return text
+end
+
+-- ---- the choices of an option, for its error ------------------------------
+
+--- What a field option may name in a record set, for an error that lists
+-- the choices: "tags: a, b; fields: x, y, ..." (tags: fields holding text).
+function M.field_choices(set)
+  local cols = set:columns()
+  local tags, fields = {}, {}
+  for _, f in ipairs(set:fields()) do
+    if cols:kind(f) == "string" then tags[#tags + 1] = f else fields[#fields + 1] = f end
+  end
+  local parts = {}
+  if #tags > 0 then parts[#parts + 1] = "tags: " .. table.concat(tags, ", ") end
+  if #fields > 0 then parts[#parts + 1] = "fields: " .. table.concat(fields, ", ") end
+  return #parts > 0 and table.concat(parts, "; ") or "no fields"
+end
+
+--- The numeric fields of a record set, for the error of an option that
+-- takes one: "quantities: nodes, ptx_bytes; other fields: seq, wall_ns".
+function M.number_choices(set)
+  local cols = set:columns()
+  local quantities, is_q, others = {}, {}, {}
+  for _, q in ipairs(set:layout().quantities) do
+    if set:has(q) then
+      quantities[#quantities + 1] = q
+      is_q[q] = true
+    end
+  end
+  for _, f in ipairs(set:fields()) do
+    if cols:kind(f) ~= "string" and not is_q[f] then others[#others + 1] = f end
+  end
+  local parts = {}
+  if #quantities > 0 then parts[#parts + 1] = "quantities: " .. table.concat(quantities, ", ") end
+  if #others > 0 then
+    parts[#parts + 1] = (#quantities > 0 and "other fields: " or "fields: ") .. table.concat(others, ", ")
+  end
+  return #parts > 0 and table.concat(parts, "; ") or "no numeric fields"
+end
+
+--- The key of a group of set:group(f) as its records' lines write it
+-- (a u64 past 2^63-1 by its digits, not as a float); "(none)" for the
+-- records that lack f.
+function M.key_text(g, f)
+  if g.missing then return "(none)" end
+  if math.type(g.key) == "float" then return g.set[1]:_text(f) end
+  return tostring(g.key)
+end
+
+--- The values field f takes in a record set, as text (at most `limit`,
+-- default 20, then "..."; a u64 past 2^63-1 by its digits).
+function M.field_values(set, f, limit)
+  limit = limit or 20
+  local out = {}
+  if not set:has(f) then return "none" end
+  for _, g in ipairs(set:group(f)) do
+    if #out == limit then out[#out + 1] = "..."; break end
+    out[#out + 1] = M.key_text(g, f)
+  end
+  return table.concat(out, ", ")
 end
 
 -- ---- printable results (the REPL prints them with tostring) --------------
@@ -335,16 +509,16 @@ end
 --- A line fit (set:fit, fit.line) of y against x, both methods.
 function M.fit_text(x, y)
   return function(f)
-    local out = { string.format("phaseprobe.fit of %s against %s: %s points, %s distinct %s",
-      y or "y", x or "x", M.num(f.n or 0), M.num(f.distinct_x or 0), x or "x") }
+    local out = { string.format("phaseprobe.fit of %s against %s: %s, %s distinct %s",
+      y or "y", x or "x", M.count(f.n or 0, "point"), M.num(f.distinct_x or 0), x or "x") }
     if f.ok and f.ls and f.ts then
       local fmt = (y or ""):match("_ns$") and M.equation or function(a, b, q)
         return string.format("%s %s %s x %s", M.num(a), b < 0 and "-" or "+", M.num(math.abs(b)), q)
       end
       out[#out + 1] = string.format("  least squares  %s  (R2 %s)", fmt(f.ls.intercept, f.ls.slope,
         x or "x"), M.q(f.ls.r2))
-      out[#out + 1] = string.format("  Theil-Sen      %s  (quality %s, %s pairs%s)",
-        fmt(f.ts.intercept, f.ts.slope, x or "x"), M.q(f.ts.quality), M.num(f.ts.pairs or 0),
+      out[#out + 1] = string.format("  Theil-Sen      %s  (quality %s, %s%s)",
+        fmt(f.ts.intercept, f.ts.slope, x or "x"), M.q(f.ts.quality), M.count(f.ts.pairs or 0, "pair"),
         f.ts.sampled and ", sampled" or "")
     else
       out[#out + 1] = "  no fit (fewer than 2 distinct x)"
@@ -358,7 +532,7 @@ function M.list_text(title)
   return function(list)
     local names = {}
     for i, v in ipairs(list) do names[i] = tostring(v) end
-    return table.concat(M.wrap(string.format("%s (%d): %s", title, #names,
+    return table.concat(M.wrap(string.format("%s (%s): %s", title, M.num(#names),
       table.concat(names, ", ")), M.width, ""), "\n")
   end
 end
@@ -421,7 +595,7 @@ function M.scaling(s)
     rows[#rows + 1] = {
       name = indent .. v.name, n = v.n, median = v.median, verdict = v.verdict,
       fixed = v.fixed_ns, per = v.ns_per_unit ~= 0 and v.ns_per_unit or nil,
-      quality = v.quality, r2 = v.r2, reason = table.concat(why, "; "),
+      quality = v.quality, r2 = v.r2, reason = table.concat(why, "; "), _raw = v._raw,
     }
   end
   for _, v in ipairs(s.phases) do add(v, "") end
@@ -432,13 +606,15 @@ function M.scaling(s)
     for _, u in ipairs(s.untested) do parts[#parts + 1] = u.name .. " (" .. u.why .. ")" end
     local d = require("phaseprobe.analysis.fit").defaults
     head = head .. "\n" .. table.concat(M.wrap(string.format("not used for verdicts (a quantity needs "
-      .. "%d values, each held by %s of the records or %d of them): %s", d.min_distinct,
-      M.pct(d.min_share), d.min_records, table.concat(parts, "; ")), M.width, ""), "\n")
+      .. "%s, each held by %s of the records or %s of them): %s", M.count(d.min_distinct, "value"),
+      M.pct(d.min_share), M.num(d.min_records), table.concat(parts, "; ")), M.width, ""), "\n")
   end
   local cols = with_n(rows, { key = "name", title = "phase" }, {
-    { key = "median", title = "median", fmt = M.ns, align = "right" },
+    { key = "median", title = "median", align = "right",
+      fmt = function(x, row) return M.figure("median", x, row, M.ns) end },
     { key = "verdict", title = "verdict" },
-    { key = "fixed", title = "fixed", fmt = M.ns, align = "right" },
+    { key = "fixed", title = "fixed", align = "right",
+      fmt = function(x, row) return M.figure("fixed", x, row, M.ns) end },
     { key = "per", title = "per unit", fmt = M.ns, align = "right" },
     { key = "quality", title = "quality", fmt = M.q, align = "right" },
     { key = "r2", title = "LS R2", fmt = M.q, align = "right" },
@@ -470,7 +646,7 @@ function M.fits(v)
     { key = "ts_q", title = "quality", fmt = M.q, align = "right" },
     { key = "effect", title = "effect", fmt = M.pct, align = "right" },
   })
-  return (same and rows[1] and (M.num(rows[1].n) .. " records each\n") or "") .. M.table(rows, cols)
+  return (same and rows[1] and (M.count(rows[1].n, "record") .. " each\n") or "") .. M.table(rows, cols)
 end
 
 --- Starvation, residue and probe overhead (analyze.starvation).
@@ -505,12 +681,13 @@ function M.overrun(o)
   if not o or o.n == 0 then return nil end
   local w = o.worst
   local where = w.file and string.format(" (%s:%s)", tostring(w.file), tostring(w.line)) or ""
-  local text = string.format("note: named phases exceed wall_ns on %s of %s records (%s), by up "
+  local text = string.format("note: named phases exceed wall_ns on %s of %s (%s), by up "
     .. "to %s (median %s); worst: seq=%s%s, named %s, wall %s. unattributed_ns is 0 on them "
     .. "(saturated), so the residue reads low and phase shares of wall can pass 100%%: the wall "
     .. "was supplied by the caller (the reference's emit) or time was charged outside the "
-    .. "dispatch.", M.num(o.n), M.num(o.of), M.pct(o.n / o.of), M.ns(o.max_over),
-    M.ns(o.median_over), tostring(w.seq or "?"), where, M.ns(w.named), M.ns(w.wall))
+    .. "dispatch.", M.num(o.n), M.count(o.of, "record"), M.pct(o.n / o.of), M.ns(o.max_over),
+    M.ns(o.median_over), tostring(w.seq or "?"), where,
+    M.raw and w.named_text or M.ns(w.named), M.raw and w.wall_text or M.ns(w.wall))
   return table.concat(M.wrap(text, M.width, ""), "\n")
 end
 
@@ -532,41 +709,94 @@ function M.variants(found)
   return table.concat(out, "\n")
 end
 
---- A comparison (compare.sets), rows ranked by how much they explain.
-function M.compare(r)
-  local ranked = require("phaseprobe.analysis.compare").ranked(r)
-  local out = {
-    string.format("%s: %d dispatches, mean wall %s", r.a.label, r.a.n, M.ns(r.a.mean)),
-    string.format("%s: %d dispatches, mean wall %s", r.b.label, r.b.n, M.ns(r.b.mean)),
-    string.format("difference per dispatch (%s - %s): %s", r.b.label, r.a.label, M.dns(r.diff)),
-  }
+-- A number of dispatches that may be a fraction (per encode): "2.50
+-- dispatches", "1 dispatch".
+local function dispatches(d)
+  return M.plain(d) .. (d == 1 and " dispatch" or " dispatches")
+end
+
+-- The tables of a comparison with column heads ha, hb.
+local function compare_tables(r, ranked, ha, hb, wide)
+  local out = {}
   local rows = {}
   for _, row in ipairs(ranked) do rows[#rows + 1] = row end
   rows[#rows + 1] = { name = "total", a = r.a.mean, b = r.b.mean, diff = r.diff,
     share = r.diff ~= 0 and 1 or nil }
   out[#out + 1] = M.table(rows, {
     { key = "name", title = "phase" },
-    { key = "a", title = r.a.label, fmt = M.ns },
-    { key = "b", title = r.b.label, fmt = M.ns },
+    { key = "a", title = ha, fmt = M.ns },
+    { key = "b", title = hb, fmt = M.ns },
     { key = "diff", title = "difference", fmt = M.dns },
     { key = "share", title = "of difference", fmt = M.pct },
-  })
+  }, { wide = wide })
   if #r.nested > 0 then
     out[#out + 1] = "nested regions (inside their phase, not added):"
     out[#out + 1] = M.table(r.nested, {
       { key = "name", title = "region" }, { key = "parent", title = "in" },
-      { key = "a", title = r.a.label, fmt = M.ns }, { key = "b", title = r.b.label, fmt = M.ns },
+      { key = "a", title = ha, fmt = M.ns }, { key = "b", title = hb, fmt = M.ns },
       { key = "diff", title = "difference", fmt = M.dns },
       { key = "share", title = "of difference", fmt = M.pct },
-    }, { indent = "  " })
+    }, { indent = "  ", wide = wide })
   end
+  return out
+end
+
+local function widest(list)
+  local w = 0
+  for _, text in ipairs(list) do
+    for l in tostring(text):gmatch("[^\n]+") do w = math.max(w, width(l)) end
+  end
+  return w
+end
+
+-- Shorter names for two labels: the values of "F=a" and "F=b", the last
+-- parts of two paths, or nil (each pair distinct and not empty).
+local function short_labels(la, lb)
+  local out = {}
+  local fa, va = la:match("^([^=]+)=(.+)$")
+  local fb, vb = lb:match("^([^=]+)=(.+)$")
+  if fa and fa == fb and va ~= vb then out[#out + 1] = { va, vb } end
+  local ba, bb = la:match("([^/]+)/*$"), lb:match("([^/]+)/*$")
+  if ba and bb and ba ~= bb and (ba ~= la or bb ~= lb) then out[#out + 1] = { ba, bb } end
+  out[#out + 1] = { "A", "B" }
+  return out
+end
+
+--- A comparison (compare.sets), rows ranked by how much they explain.
+-- The columns are headed by the two labels when the tables then fit
+-- report.width (always with report.wide), else by shorter names (a tag's
+-- two values, the files' last names, or A and B), each said in full above.
+function M.compare(r)
+  local ranked = require("phaseprobe.analysis.compare").ranked(r)
+  local la, lb = tostring(r.a.label), tostring(r.b.label)
+  local ha, hb = la, lb
+  if not M.wide and widest(compare_tables(r, ranked, ha, hb, true)) > M.width then
+    for _, pair in ipairs(short_labels(la, lb)) do
+      ha, hb = pair[1], pair[2]
+      if widest(compare_tables(r, ranked, ha, hb, true)) <= M.width then break end
+    end
+  end
+  local tables = compare_tables(r, ranked, ha, hb)
+  local out = {}
+  local function say(text)
+    if M.wide then out[#out + 1] = text; return end
+    for _, l in ipairs(M.wrap(text, M.width, "    ", "")) do out[#out + 1] = l end
+  end
+  -- each group said in full: its column's head is the end of its label
+  -- (a tag's value, a file's name), or A and B, said here
+  for _, g in ipairs { { ha, la, r.a }, { hb, lb, r.b } } do
+    local named = g[2]:sub(-#g[1]) == g[1] and g[2] or (g[1] .. " = " .. g[2])
+    say(string.format("%s: %s, mean wall %s", named, M.count(g[3].n, "dispatch"), M.ns(g[3].mean)))
+  end
+  say(string.format("difference per dispatch (%s - %s): %s", hb, ha, M.dns(r.diff)))
+  for _, t in ipairs(tables) do out[#out + 1] = t end
   local pe = r.per_encode
   if pe then
-    out[#out + 1] = string.format(
-      "per encode (by %s): %s %.2f dispatches, %s; %s %.2f dispatches, %s; difference %s"
+    say(string.format(
+      "per encode (by %s): %s %s, %s; %s %s, %s; difference %s"
         .. " = %s from more dispatches + %s from costlier dispatches",
-      pe.field, r.a.label, pe.a_dispatches, M.ns(pe.a), r.b.label, pe.b_dispatches, M.ns(pe.b),
-      M.dns(pe.diff), M.dns(pe.more_dispatches), M.dns(pe.costlier_dispatches))
+      pe.field, ha, dispatches(pe.a_dispatches), M.ns(pe.a), hb, dispatches(pe.b_dispatches), M.ns(pe.b),
+      M.dns(pe.diff), M.dns(pe.more_dispatches), M.dns(pe.costlier_dispatches)))
   end
   return lines(out)
 end
@@ -578,8 +808,9 @@ function M.whatif(r)
   for i, s in ipairs(r.steps) do
     local what = s.what
     if s.price then
-      what = string.format("%s (miss %s, hit %s over %d/%d dispatches)", what,
-        M.ns(s.price.miss_cost), M.ns(s.price.hit_cost), s.price.n_miss, s.price.n_hit)
+      what = string.format("%s (miss %s over %s, hit %s over %s)", what,
+        M.ns(s.price.miss_cost), M.count(s.price.n_miss, "dispatch"), M.ns(s.price.hit_cost),
+        M.num(s.price.n_hit))
     end
     steps[i] = { what = what, wall = -s.saved_wall, enq = s.saved_enqueue and -s.saved_enqueue }
   end
@@ -603,8 +834,8 @@ function M.whatif(r)
   local pe = r.per_encode
   if pe then
     local d = pe.dispatches
-    add(string.format("wall per encode (%s -> %s dispatches)",
-      d and string.format("%.2f", d) or "?", M.num(pe.projected_dispatches)),
+    add(string.format("wall per encode (%s -> %s)",
+      d and M.plain(d) or "?", M.count(pe.projected_dispatches, "dispatch")),
       pe.measured and pe.measured.wall, pe.projected.wall,
       d and v.wall and d * v.wall, nil)
     if pe.projected.enqueue then
@@ -613,7 +844,7 @@ function M.whatif(r)
     end
   end
   local cols = {
-    { key = "name", title = M.num(r.n) .. " dispatches" },
+    { key = "name", title = M.count(r.n, "dispatch") },
     { key = "measured", title = "measured", fmt = M.ns },
     { key = "projected", title = "projected", fmt = M.ns },
     { key = "change", title = "change", fmt = M.pct },
@@ -623,7 +854,9 @@ function M.whatif(r)
     cols[#cols + 1] = { key = "err", title = "projection error", fmt = M.pct }
   end
   out[#out + 1] = M.table(rows, cols)
-  for _, n in ipairs(r.notes or {}) do out[#out + 1] = "note: " .. n end
+  for _, n in ipairs(r.notes or {}) do
+    for _, l in ipairs(M.wrap("note: " .. n, M.width, "")) do out[#out + 1] = l end
+  end
   return lines(out)
 end
 
@@ -690,12 +923,14 @@ end
 --- A parse report (pp.parse.*): the counts, then each error as file:line:column: what.
 function M.parse(rep, opts)
   opts = opts or {}
-  local out = { string.format("%s lines: %s records, %s damaged, %s other",
-    M.num(rep.total), M.num(rep.parsed), M.num(rep.rejected), M.num(rep.other)) }
+  local out = { string.format("%s: %s, %s damaged, %s other", M.count(rep.total, "line"),
+    M.count(rep.parsed, "record"), M.num(rep.rejected), M.num(rep.other)) }
   local limit = opts.limit or 20
   for i, e in ipairs(rep.errors or {}) do
     if i > limit then
-      out[#out + 1] = string.format("... and %d more rejected lines", rep.rejected - limit)
+      local more = rep.rejected - limit
+      out[#out + 1] = string.format("... and %s more rejected line%s", M.num(more),
+        more == 1 and "" or "s")
       break
     end
     out[#out + 1] = string.format("%s:%d:%d: %s", e.file, e.line, e.column, e.what)

@@ -1,16 +1,18 @@
 -- phaseprobe.output.svg: the two plots the report needs, as SVG text.
 --
---   svg.scatter{ title=, subtitle=, x = {label=, unit=}, y = {label=, unit=},
+--   svg.scatter{ title=, subtitle=, warnings = {string}, x = {label=, unit=}, y = {label=, unit=},
 --                series = { {name=, points = {{x, y}, ...}}, ... } | points = {...},
 --                fit = {intercept=, slope=, verdict=, quantity=, r2=, method=, legend=},
 --                width=, height= }
---   svg.stacked_bars{ title=, unit=, value_label=,
+--   svg.stacked_bars{ title=, subtitle=, warnings = {string}, unit=, value_label=,
 --                     series = { {name=, color=, hatch=, gap_before=, note=}, ... },
 --                     bars = { {label=, values = {name = v}, note=}, ... }, width= }
 --
 -- Both return a complete <svg> element (standalone-valid: it carries its
 -- namespace) that can be written to a .svg file or inlined in HTML. A unit of
 -- "ns" makes the axis pick ns, µs, ms or s from the data and say which.
+-- warnings: lines said in dark red under the subtitle, wrapped to the width.
+-- Numbers are those of the text reports (output/report.lua), with "µs".
 --
 -- Where it sits: output/html.lua describes the plots from record sets and
 -- the analysis; this module only draws them.
@@ -24,6 +26,7 @@ M.PALETTE = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", 
   "#7a5195" }
 M.GREY = "#b8b0ac"
 M.DARK = "#7f2704"
+M.WARN = "#9b1c1c"
 
 function M.color(i) return M.PALETTE[(i - 1) % #M.PALETTE + 1] end
 
@@ -63,59 +66,19 @@ function M.unit_for(unit, max)
   return { name = unit, scale = 1 }
 end
 
-local function trim(s)
-  if s:find("%.") then s = s:gsub("0+$", ""):gsub("%.$", "") end
-  return s
-end
+-- Numbers as the text reports write them (output/report.lua: 3 significant
+-- digits, thousands separated), whatever --raw says.
+local function report() return require "phaseprobe.output.report" end
 
--- A number for people: 3 significant digits, thousands kept whole.
+-- A number for people: "0.25", "17.5", "2,500", "10,000".
 function M.fmt(v)
-  if v ~= v then return "n/a" end
-  local a = math.abs(v)
-  if a >= 1000 or math.type(v) == "integer" then
-    local s = string.format("%.0f", v)
-    -- thousands separators (thin space)
-    local neg, digits = s:match("^(%-?)(%d+)$")
-    if digits and #digits > 4 then
-      local head = #digits % 3
-      local parts = { head > 0 and digits:sub(1, head) or nil }
-      for i = head + 1, #digits, 3 do parts[#parts + 1] = digits:sub(i, i + 2) end
-      return neg .. table.concat(parts, "\226\128\137") -- thin space
-    end
-    return s
-  elseif a >= 100 then
-    return trim(string.format("%.1f", v))
-  elseif a >= 10 then
-    return trim(string.format("%.2f", v))
-  elseif a >= 1 then
-    return trim(string.format("%.3f", v))
-  elseif a == 0 then
-    return "0"
-  end
-  return trim(string.format("%.3g", v))
+  if type(v) == "number" and v ~= v then return "n/a" end
+  return report().plain(v)
 end
 
 -- A duration in nanoseconds for people: "850 ns", "12.3 µs", "4.56 ms".
 function M.fmt_ns(ns)
-  local a = math.abs(ns)
-  if a == 0 then return "0 ns" end
-  if a < 1 then return string.format("%.3g ns", ns) end
-  for _, u in ipairs(TIME_UNITS) do
-    if a >= u[2] then
-      local v = ns / u[2]
-      local s
-      if u[2] == 1 and math.type(ns) == "integer" then
-        s = string.format("%d", ns)
-      elseif math.abs(v) >= 100 then
-        s = string.format("%.0f", v)
-      elseif math.abs(v) >= 10 then
-        s = string.format("%.1f", v)
-      else
-        s = string.format("%.2f", v)
-      end
-      return s .. " " .. u[1]
-    end
-  end
+  return report().si(ns, "µs")
 end
 
 -- Evenly spaced round ticks covering [lo, hi]: step 1, 2, 2.5 or 5 x 10^k.
@@ -184,15 +147,66 @@ function M.wrap(s, w, size, bold)
   return lines
 end
 
--- s cut with an ellipsis to at most w px.
-local function fit_text(s, w, size)
-  s = tostring(s)
-  if M.text_width(s, size) <= w then return s end
-  local n = math.max(1, math.floor(w / (size * 0.6)) - 1)
-  local cut = s:sub(1, utf8.offset(s, n + 1) and (utf8.offset(s, n + 1) - 1) or #s)
-  return cut .. "…"
+-- Lines of s no wider than w px, a word too wide for one cut after a '+',
+-- '/', ',' or '=' (else a '_' or '-') where it can be (a label such as
+-- "memo_digest+cache_scan+skip_gate" is wrapped, never cut short).
+function M.wrap_label(s, w, size, bold)
+  local words = {}
+  for word in tostring(s):gmatch("%S+") do
+    while M.text_width(word, size, bold) > w do
+      local n = math.max(1, math.floor(w / (size * (bold and 0.66 or 0.6))))
+      local head = word:sub(1, utf8.offset(word, n + 1) and (utf8.offset(word, n + 1) - 1) or #word)
+      -- after a '+', '/', ',' or '=' first, else after '_' or '-'
+      local at = head:match("^.*()[+/,=]")
+      if not (at and at > #head // 3) then at = head:match("^.*()[_%-]") end
+      local cut = (at and at > #head // 3) and at or #head
+      words[#words + 1] = word:sub(1, cut)
+      word = word:sub(cut + 1)
+    end
+    if word ~= "" then words[#words + 1] = word end
+  end
+  local lines, line = {}, nil
+  for _, word in ipairs(words) do
+    local try = line and (line .. " " .. word) or word
+    if line and M.text_width(try, size, bold) > w then
+      lines[#lines + 1] = line
+      line = word
+    else
+      line = try
+    end
+  end
+  if line then lines[#lines + 1] = line end
+  return lines
 end
-M.fit_text = fit_text
+
+-- Legend items laid out in rows within w px: each item {label=} gets
+-- lines (its label wrapped to w - mark px, never cut), x (from 0) and y
+-- (from the first row's line, px); items of one line share a row while
+-- they fit, an item of several lines has rows of its own. Returns the
+-- height the legend takes. mark: the room before a label (its swatch),
+-- gap: after it, min: an item's least width, line: px per line, row: px
+-- from one row to the next.
+function M.legend_layout(items, w, o)
+  local mark, gap, min_w = o.mark, o.gap or 18, o.min or 0
+  local line, row = o.line or 16, o.row or 20
+  local x, y, used = 0, 0, false
+  for _, it in ipairs(items) do
+    it.lines = M.wrap_label(it.label, w - mark, 12)
+    local iw = math.max(mark + M.text_width(it.lines[1] or "", 12) + gap, min_w)
+    if #it.lines > 1 or (used and x + iw > w) then
+      if used then y, x = y + row, 0 end
+    end
+    it.x, it.y = x, y
+    if #it.lines > 1 then
+      -- a row of its own: the next item starts under its last line
+      y = y + line * (#it.lines - 1) + row
+      x, used = 0, false
+    else
+      x, used = x + iw, true
+    end
+  end
+  return y + (used and row or 0)
+end
 
 ------------------------------------------------------------------------------
 -- scatter
@@ -262,6 +276,12 @@ function M.scatter(o)
     head[#head + 1] = text(ml, y, l, 'font-size="13" fill="#333"')
     y = y + 17
   end
+  for _, w in ipairs(o.warnings or {}) do
+    for _, l in ipairs(M.wrap(w, W - ml - 12, 12)) do
+      head[#head + 1] = text(ml, y, l, 'font-size="12" fill="' .. M.WARN .. '"')
+      y = y + 16
+    end
+  end
   local top = y + 6
   local band_h, gap = bulk and 64 or 0, bulk and 14 or 0
   local ph = o.height and (o.height - top - 60) or 330
@@ -286,17 +306,12 @@ function M.scatter(o)
   if nout > 0 then
     items[#items + 1] = { kind = "outlier", label = "outlier above the break, one dispatch" }
   end
-  local rows, lx, row = {}, 0, 1
-  for _, it in ipairs(items) do
-    it.label = fit_text(it.label, pw - 30, 12)
-    local w = 26 + M.text_width(it.label, 12) + 18
-    if lx > 0 and lx + w > pw then row, lx = row + 1, 0 end
-    it.x, it.row = ml + lx, row
-    lx = lx + w
-  end
+  -- (a long label, a tag's value or a file's path, is wrapped, never cut)
+  local legend_h = M.legend_layout(items, pw, { mark = 22, gap = 22 })
+  for _, it in ipairs(items) do it.x = ml + it.x end
   local legend_top = axis_y + 58
   local notes = o.note and M.wrap(o.note, pw, 12) or {}
-  local H = legend_top + (#items > 0 and row * 20 or 0) + #notes * 16 + 10
+  local H = legend_top + legend_h + #notes * 16 + 10
 
   local out = open_svg(W, H, o.title)
   local clip = next_id("clip")
@@ -384,7 +399,7 @@ function M.scatter(o)
 
   -- legend and note
   for _, it in ipairs(items) do
-    local ly = legend_top + (it.row - 1) * 20
+    local ly = legend_top + it.y
     if it.kind == "dot" then
       out[#out + 1] = ('<circle cx="%s" cy="%s" r="5" fill="%s" fill-opacity="0.75" stroke="%s"/>'):format(
         num(it.x + 6), num(ly), it.color, it.color)
@@ -395,9 +410,11 @@ function M.scatter(o)
       out[#out + 1] = ('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#222" stroke-width="2" '
         .. 'stroke-dasharray="7 4"/>'):format(num(it.x), num(ly), num(it.x + 16), num(ly))
     end
-    out[#out + 1] = text(it.x + 22, ly + 4, it.label, 'font-size="12"')
+    for k, l in ipairs(it.lines) do
+      out[#out + 1] = text(it.x + 22, ly + 4 + (k - 1) * 16, l, 'font-size="12"')
+    end
   end
-  local ny = legend_top + (#items > 0 and row * 20 or 0)
+  local ny = legend_top + legend_h
   for _, l in ipairs(notes) do
     out[#out + 1] = text(ml, ny, l, 'font-size="12" fill="#555"')
     ny = ny + 16
@@ -453,22 +470,32 @@ function M.stacked_bars(o)
   end
   local subtitle = o.subtitle and M.wrap(o.subtitle, W - 32, 13) or {}
   local title = o.title and M.wrap(o.title, W - 32, 16, true) or {}
-  local ml, mt = label_w, 26 + 20 * math.max(#title - 1, 0) + 17 * #subtitle + 8
-  local bar_h, bar_gap = 26, 14
-  local pw = W - ml - mr
-  local plot_h = #bars * (bar_h + bar_gap) + bar_gap
-  -- legend rows below the axis
-  local legend, lx, lrow = {}, 16, 0
-  for i, s in ipairs(series) do
-    local label = fit_text(s.name .. (s.note and (" (" .. s.note .. ")") or ""), W - 60, 12)
-    local w = 34 + M.text_width(label, 12)
-    if lx + w > W - 8 and lx > 16 then
-      lx, lrow = 16, lrow + 1
-    end
-    legend[i] = { x = lx, row = lrow, label = label }
-    lx = lx + math.max(w, 110)
+  local warn = {}
+  for _, w in ipairs(o.warnings or {}) do
+    for _, l in ipairs(M.wrap(w, W - 32, 12)) do warn[#warn + 1] = l end
   end
-  local H = mt + plot_h + 48 + (lrow + 1) * 22 + 16
+  local ml, mt = label_w, 26 + 20 * math.max(#title - 1, 0) + 17 * #subtitle + 16 * #warn + 8
+  local bar_gap = 14
+  local pw = W - ml - mr
+  -- each bar's label in lines that fit the label column; a bar is as tall
+  -- as its label
+  local labels, heights, tops = {}, {}, {}
+  local plot_h = bar_gap
+  for i, b in ipairs(bars) do
+    labels[i] = M.wrap_label(b.label or ("bar " .. i), ml - 16, 13)
+    heights[i] = math.max(26, 16 * #labels[i] + 6)
+    tops[i] = mt + plot_h
+    plot_h = plot_h + heights[i] + bar_gap
+  end
+  -- legend rows below the axis
+  -- (wrapped, never cut)
+  local legend = {}
+  for i, s in ipairs(series) do
+    legend[i] = { label = s.name .. (s.note and (" (" .. s.note .. ")") or "") }
+  end
+  local legend_h = M.legend_layout(legend, W - 24, { mark = 20, gap = 14, min = 110, row = 22 })
+  for _, item in ipairs(legend) do item.x = 16 + item.x end
+  local H = mt + plot_h + 48 + legend_h + 16
   local u = M.unit_for(o.unit, total_max)
   local ticks, _, hi = M.ticks(0, total_max > 0 and total_max / u.scale or 1, 6)
   local ngaps = 0
@@ -498,6 +525,10 @@ function M.stacked_bars(o)
     out[#out + 1] = text(16, ty, l, 'font-size="13" fill="#333"')
     ty = ty + 17
   end
+  for _, l in ipairs(warn) do
+    out[#out + 1] = text(16, ty, l, 'font-size="12" fill="' .. M.WARN .. '"')
+    ty = ty + 16
+  end
 
   -- grid
   out[#out + 1] = '<g stroke="#e3e3e3" stroke-width="1">'
@@ -508,9 +539,11 @@ function M.stacked_bars(o)
   out[#out + 1] = "</g>"
 
   for i, b in ipairs(bars) do
-    local y = mt + bar_gap + (i - 1) * (bar_h + bar_gap)
-    out[#out + 1] = text(ml - 10, y + bar_h / 2 + 5, fit_text(b.label or ("bar " .. i), ml - 16, 13),
-      'text-anchor="end" font-size="13"')
+    local y, bar_h = tops[i], heights[i]
+    local ly = y + bar_h / 2 + 5 - 8 * (#labels[i] - 1)
+    for k, l in ipairs(labels[i]) do
+      out[#out + 1] = text(ml - 10, ly + 16 * (k - 1), l, 'text-anchor="end" font-size="13"')
+    end
     local x = ml
     for _, s in ipairs(series) do
       if s.gap_before then x = x + gap end
@@ -519,7 +552,8 @@ function M.stacked_bars(o)
         local w = Wd(v)
         local share = totals[i] > 0 and (100 * v / totals[i]) or 0
         local vt = o.unit == "ns" and M.fmt_ns(v) or (M.fmt(v) .. (o.unit and (" " .. o.unit) or ""))
-        local tip = ("%s | %s: %s (%.1f%% of the bar)%s"):format(b.label or "", s.name, vt, share,
+        local tip = ("%s | %s: %s (%s of the bar)%s"):format(b.label or "", s.name, vt,
+          report().pct(share / 100),
           s.note and (", " .. s.note) or "")
         out[#out + 1] = ('<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#ffffff" '
           .. 'stroke-width="0.6"><title>%s</title></rect>'):format(num(x), num(y), num(math.max(w, 0.5)),
@@ -548,10 +582,12 @@ function M.stacked_bars(o)
   local ly0 = ay + 58
   for si, s in ipairs(series) do
     local item = legend[si]
-    local ly = ly0 + item.row * 22
+    local ly = ly0 + item.y
     out[#out + 1] = ('<rect x="%s" y="%s" width="14" height="14" fill="%s" stroke="#555" stroke-width="0.5"/>')
         :format(num(item.x), num(ly - 11), s._pattern and ("url(#" .. s._pattern .. ")") or s._color)
-    out[#out + 1] = text(item.x + 20, ly + 1, item.label, 'font-size="12"')
+    for k, l in ipairs(item.lines) do
+      out[#out + 1] = text(item.x + 20, ly + 1 + (k - 1) * 16, l, 'font-size="12"')
+    end
   end
   out[#out + 1] = "</svg>"
   return table.concat(out, "\n")

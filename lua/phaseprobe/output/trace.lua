@@ -37,11 +37,14 @@
 -- Per run, counter tracks: each phase's mean ns per dispatch and the
 -- largest wall, over bins of consecutive dispatches (about M.BINS bins).
 -- Integer args past 2^63-1 are written as strings (trace readers parse
--- integers as int64).
+-- integers as int64); every arg is the record's own value, exact, while a
+-- duration or a time past 2^63-1 ns is drawn saturated at 2^63-1 ns (the
+-- metadata says so).
 local record = require "phaseprobe.record"
 local records_mod = require "phaseprobe.records"
 local files = require "phaseprobe.output.files"
 local json = require "phaseprobe.output.json"
+local report = require "phaseprobe.output.report"
 local cjson = require("cjson").new() -- own instance: no global settings touched
 
 local M = {}
@@ -101,11 +104,12 @@ local function clamp(v, lo, hi)
   return v
 end
 
--- A u64 read from a column: negative integers are values past 2^63-1;
--- for durations such values are absurd and read as saturated.
+-- A value read from a column, as a duration or a time in ns: a u64 past
+-- 2^63-1 (a float in Lua) saturates at 2^63-1, a negative value or a NaN is
+-- 0. (The args keep the exact value: see arg_text.)
 local function u(v)
   if v == nil then return 0 end
-  if math.type(v) == "integer" then return v < 0 and math.maxinteger or v end
+  if math.type(v) == "integer" then return v < 0 and 0 or v end
   if v ~= v or v < 0 then return 0 end
   if v >= 2 ^ 63 then return math.maxinteger end
   return math.floor(v)
@@ -242,6 +246,7 @@ local format = string.format
 -- (big(i): the record, for the exact digits of a u64 past 2^63-1, which
 -- reaches Lua as a float; written as a string, as trace readers parse
 -- integers as int64)
+local arg_text
 local function value_json(v, k, big)
   if math.type(v) == "integer" then
     return tostring(v)
@@ -250,6 +255,16 @@ local function value_json(v, k, big)
     return number_text(v, "trace arg")
   end
   return str_cache[v]
+end
+
+-- The arg text of a duration field's value v when it is no plain u64 below
+-- 2^63 (which "%d" writes): a u64 past 2^63-1 as a string of its digits
+-- (the record's text), a negative or fractional value as it is; nil for a
+-- plain one. record(): the record, for the digits.
+function arg_text(v, k, record)
+  if math.type(v) == "integer" and v >= 0 then return nil end
+  if v == nil then return nil end
+  return value_json(v, k, record)
 end
 
 -- The text of a format string: '%' doubled.
@@ -276,9 +291,12 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
   local pid, L = run.pid, run.layout
   local DISPATCH = slice_format(pid, "host", "dispatch", "%s")
   local UNATTR = slice_format(pid, "phase", "unattributed", '{"unattributed_ns":%d}')
-  local pf, nested = {}, {}
+  -- (pft, fmt_s, clipped_s: the same with the arg as text, for a value
+  -- that is no plain u64 below 2^63: see arg_text)
+  local pf, pft, nested = {}, {}, {}
   for k, p in ipairs(L.phases) do
     pf[k] = slice_format(pid, "phase", record.short(p), "{" .. lit(key_cache[p]) .. "%d}")
+    pft[k] = slice_format(pid, "phase", record.short(p), "{" .. lit(key_cache[p]) .. "%s}")
     nested[k] = {}
   end
   for _, nl in ipairs(L.nested) do
@@ -289,7 +307,10 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
         list[#list + 1] = { label = nl,
           fmt = slice_format(pid, "nested", name, "{" .. lit(key_cache[nl]) .. "%d}"),
           clipped = slice_format(pid, "nested", name, "{" .. lit(key_cache[nl])
-            .. '%d,"note":"clipped to the enclosing phase"}') }
+            .. '%d,"note":"clipped to the enclosing phase"}'),
+          fmt_s = slice_format(pid, "nested", name, "{" .. lit(key_cache[nl]) .. "%s}"),
+          clipped_s = slice_format(pid, "nested", name, "{" .. lit(key_cache[nl])
+            .. '%s,"note":"clipped to the enclosing phase"}') }
       end
     end
   end
@@ -303,10 +324,10 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
       "start // 1000", "start % 1000" }
     local nphases = #L.phases
     local conds = {}
-    src[#src + 1] = "local format, F, u = ...\nreturn function(d, emit)\n"
+    src[#src + 1] = "local format, F, mtype, MAXI = ...\nreturn function(d, emit)\n"
       .. "  local ph, get = d.phases, d.get\n"
       .. "  local tid, start, dur, named = d.track.tid, d.start, d.dur, d.named\n"
-      .. "  if dur <= named then return false end\n"
+      .. "  if dur <= named or d.inexact or start > MAXI - dur then return false end\n"
     for k = 1, nphases do
       src[#src + 1] = ("  local p%d = ph[%d].dur\n  if p%d <= 0 then return false end\n"
         .. "  local t%d = start + ph[%d].at\n"):format(k, k, k, k, k)
@@ -317,7 +338,8 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
       local at = {}
       for j, n in ipairs(nested[k]) do
         local v = ("n%d_%d"):format(k, j)
-        src[#src + 1] = ("  local %s = u(get(%q))\n  if %s <= 0 then return false end\n"):format(v, n.label, v)
+        src[#src + 1] = ("  local %s = get(%q)\n  if mtype(%s) ~= 'integer' or %s <= 0 then return false end\n")
+          :format(v, n.label, v, v)
         local ts = ("(t%d%s)"):format(k, #at > 0 and (" + " .. table.concat(at, " + ")) or "")
         fmts[#fmts + 1] = n.fmt
         for _, a in ipairs { v, v .. " // 1000", v .. " % 1000", "tid", ts .. " // 1000", ts .. " % 1000" } do
@@ -338,7 +360,7 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
     src[#src + 1] = "  emit(format(F, " .. table.concat(args, ", ") .. "))\n  return true\nend\n"
     if #args < 200 then
       local chunk = load(table.concat(src), "=trace host", "t", {})
-      fast = chunk and chunk(format, table.concat(fmts), u)
+      fast = chunk and chunk(format, table.concat(fmts), math.type, math.maxinteger)
     end
   end
   return function(d, emit)
@@ -349,17 +371,28 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
     for k, ph in ipairs(d.phases) do
       local pd = ph.dur
       if pd > 0 then
-        local ts = start + ph.at
-        emit(format(pf[k], pd, pd // 1000, pd % 1000, tid, ts // 1000, ts % 1000))
+        local ts = sat_add(start, ph.at)
+        if ph.text then
+          emit(format(pft[k], ph.text, pd // 1000, pd % 1000, tid, ts // 1000, ts % 1000))
+        else
+          emit(format(pf[k], pd, pd // 1000, pd % 1000, tid, ts // 1000, ts % 1000))
+        end
         local at = 0
         for _, n in ipairs(nested[k]) do
-          local nd = u(d.get(n.label))
+          local raw = d.get(n.label)
+          local nd = u(raw)
           if nd > 0 then
             local len = math.min(nd, pd - at)
             if len > 0 then
-              local nts = ts + at
-              emit(format(len < nd and n.clipped or n.fmt, nd, len // 1000, len % 1000, tid,
-                nts // 1000, nts % 1000))
+              local nts = sat_add(ts, at)
+              local text = arg_text(raw, n.label, d.record)
+              if text then
+                emit(format(len < nd and n.clipped_s or n.fmt_s, text, len // 1000, len % 1000, tid,
+                  nts // 1000, nts % 1000))
+              else
+                emit(format(len < nd and n.clipped or n.fmt, nd, len // 1000, len % 1000, tid,
+                  nts // 1000, nts % 1000))
+              end
               at = at + len
             end
           end
@@ -367,7 +400,7 @@ M.TRACKS[1] = function(run) -- host: the dispatch, its phases, nested regions, r
       end
     end
     if dur > d.named then
-      local r, ts = dur - d.named, start + d.named
+      local r, ts = dur - d.named, sat_add(start, d.named)
       emit(format(UNATTR, r, r // 1000, r % 1000, tid, ts // 1000, ts % 1000))
     end
   end
@@ -543,16 +576,19 @@ local function run_events(run, pid, tids, emit, opts, progress)
   local function flush_bin()
     if bin.n == 0 then return end
     for k, p in ipairs(labels) do
-      emit(table.concat { ',\n{"args":{"ns":', string.format("%.0f", bin.sums[k] / bin.n),
+      local mean = bin.sums[k] / bin.n -- (saturated as the slices are)
+      emit(table.concat { ',\n{"args":{"ns":', mean >= 0x1p63 and tostring(math.maxinteger)
+        or string.format("%.0f", mean),
         '},"name":', str_cache[p.short .. " (mean ns per dispatch)"], ',"ph":"C","pid":', pid,
         ',"tid":0,"ts":', us_text(bin.ts), "}" })
     end
     emit(table.concat { ',\n{"args":{"ns":', bin.max_wall, '},"name":"wall (largest ns in the bin)",',
       '"ph":"C","pid":', pid, ',"tid":0,"ts":', us_text(bin.ts), "}" })
     bin.n, bin.max_wall, bin.ts = 0, 0, nil
-    for k = 1, #labels do bin.sums[k] = 0 end
+    for k = 1, #labels do bin.sums[k] = 0.0 end
   end
-  for k = 1, #labels do bin.sums[k] = 0 end
+  -- (sums as floats: durations saturated at 2^63-1 would wrap as integers)
+  for k = 1, #labels do bin.sums[k] = 0.0 end
 
   -- one dispatch at a time: its phases and its view are reused
   local phases = {}
@@ -564,6 +600,7 @@ local function run_events(run, pid, tids, emit, opts, progress)
     local c = d.vals[f]
     return c and c[d.j]
   end
+  function d.record() return set:record(d.i) end
   local nphases = #phases
   local done = 0
   each_chunk(set, need, function(vals, m, i0)
@@ -573,11 +610,18 @@ local function run_events(run, pid, tids, emit, opts, progress)
     for fi = 1, nfields do fcols[fi] = vals[fields[fi]] end
     for j = 1, m do
       local i = i0 + j - 1
-      local named = 0
+      local named, inexact = 0, false
       for k = 1, nphases do
         local ph = phases[k]
         local dv = pcols[k][j]
-        if math.type(dv) ~= "integer" or dv < 0 then dv = u(dv) end
+        ph.text = nil
+        if math.type(dv) ~= "integer" or dv < 0 then
+          if dv ~= nil then
+            ph.text = arg_text(dv, ph.label, function() return set:record(i) end)
+            inexact = true
+          end
+          dv = u(dv)
+        end
         ph.at, ph.dur = named, dv
         named = sat_add(named, dv)
       end
@@ -638,7 +682,7 @@ local function run_events(run, pid, tids, emit, opts, progress)
           text = table.concat(parts)
         end
         d.track, d.start, d.dur, d.named, d.args = t, start, dur, named, text
-        d.vals, d.j = vals, j
+        d.vals, d.j, d.inexact, d.i = vals, j, inexact, i
         for k = 1, #drawers do drawers[k](d, emit) end
       end
     end
@@ -653,9 +697,9 @@ local function run_events(run, pid, tids, emit, opts, progress)
     name = run.name,
     records = plan.n,
     drawn_in_full = plan.detailed,
-    selection = plan.all and "every dispatch" or string.format("the first %d, the last %d and the "
-      .. "%d slowest of the others (by wall_ns); every dispatch is in the counter tracks",
-      plan.first, plan.last, plan.slowest),
+    selection = plan.all and "every dispatch" or string.format("the first %s, the last %s and the "
+      .. "%s slowest of the others (by wall_ns); every dispatch is in the counter tracks",
+      report.num(plan.first), report.num(plan.last), report.num(plan.slowest)),
     timestamps = plan.absolute and "absolute" or "end_to_end",
     time_base_ns = plan.absolute and plan.base or nil,
     note = plan.absolute and ABSOLUTE or plan.too_wide and TOO_WIDE or END_TO_END,
@@ -725,7 +769,10 @@ local function write_trace(runs, write, opts)
       format = "phaseprobe-trace/1",
       version = version(),
       units = "ts and dur are microseconds with three decimals: exact nanoseconds; args hold "
-        .. "exact integers, and u64 values above 2^63-1 (saturated counters) as strings of their digits",
+        .. "exact integers, and u64 values above 2^63-1 (saturated counters) as strings of their "
+        .. "digits. A duration or a time past 2^63-1 ns saturates: the slice is drawn 2^63-1 ns "
+        .. "long (9223372036854775.807 us) and later timestamps stop there; its args keep the "
+        .. "record's exact value.",
       phase_layout = PHASE_LAYOUT,
       device_layout = DEVICE_LAYOUT,
       counters = COUNTERS,
