@@ -701,7 +701,13 @@ H["pp.select_clock"] = function() return pick { "tsc", "monotonic", "monotonic_r
 H["pp.sink"] = function() return pick { "none", "none", "/dev/null", SCRATCH .. "/sink.log", -1, 1000, 99999 } end
 H["pp.notices"] = function() return pick { "none", "stderr", "/dev/null", SCRATCH .. "/notices.log", -1, 1000, 99999 } end
 H["pp.tag"] = function() return pick { "device", "shape", "k" .. R(9), "Bad", "" }, pick { "x", "y1", nil, "a b", ("v"):rep(200) } end
-H["pp.ticks_to_ns"] = function() return number(), number() end
+H["pp.ticks_to_ns"] = function()
+  if chance(0.8) then
+    local a = pp.mark()
+    return a, pp.mark()
+  end
+  return number(), number()
+end
 H["pp.store.capacity"] = function() return pick { nil, 0, 10, 1000, 100000, -1 } end
 H["pp.store.enable"] = function() return chance(0.8) end
 H["pp.store.get"] = function() return small_int() end
@@ -851,6 +857,12 @@ H["export.read_jsonl"] = function() return pick { FILES.jsonl, FILES.csv, FILES.
   { max_bytes = pick { 100, 1 << 20 } } end
 H["export._encode"] = function() return any(), "fuzz" end
 H["records.concat"] = function() return { set_value(), set_value() } end
+-- (sets over one store: a set and parts of it)
+H["records.union"] = function()
+  local s = set_value()
+  local ok, part = pcall(s.head, s, R(3))
+  return { s, ok and part or s, chance(0.1) and set_value() or nil }
+end
 H["records.set:layout"] = function() return nil end
 H["records.set:per_record"] = function() return field() end
 H["pp.parse.list"] = function()
