@@ -208,37 +208,52 @@ asan:
 	$(MAKE) clean
 
 # ThreadSanitizer: the C helpers that emit from several threads (each C
-# thread its own accumulator; N Lua states in N threads; the line sink with
-# readers that exit, stall or read slowly), then the specs that drive them
-# and the sink's writer thread, in build/lua_host (the runtime linked in, so
-# the shells the specs start are not sanitized; their Lua children use
-# lua_host too, through PHASEPROBE_LUA). Any report fails with exit code 66.
-# Specs tagged nosan are left out (a fork under a sanitizer, timing).
+# thread its own accumulator; threads that each choose their schema; N Lua
+# states in N threads, with the probe, with their own schemas and with the
+# sink; the line sink with readers that exit, stall or read slowly), then
+# the specs that drive them and the sink's writer thread, in build/lua_host
+# (the runtime linked in, so the shells the specs start are not sanitized;
+# their Lua children use lua_host too, through PHASEPROBE_LUA). Any report
+# fails with exit code 66. Specs tagged nosan are left out (a fork under a
+# sanitizer, timing). The helpers' standard error reaches the terminal, a
+# report included, except the module's own notices (lines "phaseprobe: ...",
+# such as the store being full, which some helpers provoke on purpose).
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
+tsan_quiet = $(TSAN_ENV) $(1) 2>$(BUILD)/tsan-stderr; rc=$$?; \
+  grep -v '^phaseprobe: ' $(BUILD)/tsan-stderr >&2; exit $$rc
+tsan_run = @echo "$(strip $(1))"; $(call tsan_quiet,$(1))
 tsan:
 	$(MAKE) clean
 	$(MAKE) test-build OPT="-O1 -fno-omit-frame-pointer -fsanitize=thread" LDFLAGS="-fsanitize=thread"
-	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000
-	$(TSAN_ENV) $(BUILD)/threads_helper 8 20000 50000 last 2>/dev/null
-	$(TSAN_ENV) $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_probe.lua
-	$(TSAN_ENV) $(BUILD)/scopes_helper
-	env -u PHASEPROBE -u VYRE_CUDA_DISPATCH_PHASE_PROBE $(TSAN_ENV) $(BUILD)/record_helper 2>/dev/null
-	$(TSAN_ENV) SINK_PATH=$(BUILD)/tsan-sink.log MULTI_STATE_LINGER_MS=200 \
-	  $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_sink.lua
-	@set -e; for k in pipe socket tcp; do for s in killed stalled slow; do \
-	  echo "sink_helper $$k $$s"; $(TSAN_ENV) $(BUILD)/sink_helper $$k $$s 4 1000 2>/dev/null; done; done
+	$(call tsan_run,$(BUILD)/threads_helper 8 20000)
+	$(call tsan_run,$(BUILD)/threads_helper 8 20000 50000 last)
+	$(call tsan_run,$(BUILD)/schema_threads 20000)
+	$(call tsan_run,$(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_probe.lua)
+	$(call tsan_run,$(BUILD)/multi_state 3 spec/fixtures/scripts/multi_state_schema.lua)
+	$(call tsan_run,$(BUILD)/scopes_helper)
+	$(call tsan_run,env -u PHASEPROBE -u VYRE_CUDA_DISPATCH_PHASE_PROBE $(BUILD)/record_helper)
+	$(call tsan_run,SINK_PATH=$(BUILD)/tsan-sink.log MULTI_STATE_LINGER_MS=200 \
+	  $(BUILD)/multi_state 4 spec/fixtures/scripts/multi_state_sink.lua)
+	@for k in pipe socket tcp; do for s in killed stalled slow; do \
+	  echo "sink_helper $$k $$s"; ( $(call tsan_quiet,$(BUILD)/sink_helper $$k $$s 4 1000) ) || exit 1; \
+	done; done
 	$(if $(FAKECUPTI),$(TSAN_ENV) $(BUILD)/cupti_helper $(FAKECUPTI))
 	$(TSAN_ENV) PHASEPROBE_LUA=$(CURDIR)/$(BUILD)/lua_host $(BUILD)/lua_host spec/run.lua \
 	  --exclude-tags=gpu,nosan spec/reliability_spec.lua spec/sink_spec.lua spec/probe_spec.lua
 	$(MAKE) clean
 
 # The non-GPU suite with the interpreter under valgrind memcheck: any error,
-# or any definitely lost block, fails.
-valgrind: test-build
-	valgrind --quiet --error-exitcode=99 --leak-check=full \
+# or any definitely lost block, fails. The Lua interpreters the specs start
+# run under valgrind too (PHASEPROBE_LUA, spec/helpers/shell.lua), with the
+# same options: an error there fails the child with exit code 99, and so
+# the spec. Not under valgrind: bin/phaseprobe started as a command, the C
+# helpers (build/*_helper, multi_state: ThreadSanitizer's, make tsan) and the
+# children that measure memory (their figure would be valgrind's own).
+VALGRIND := valgrind --quiet --error-exitcode=99 --leak-check=full \
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite \
-	  --suppressions=spec/helpers/valgrind.supp \
-	  $(BUSTED) --exclude-tags=gpu,novalgrind spec
+	  --suppressions=$(CURDIR)/spec/helpers/valgrind.supp
+valgrind: test-build
+	PHASEPROBE_LUA="$(VALGRIND) $(LUA)" $(VALGRIND) $(BUSTED) --exclude-tags=gpu,novalgrind spec
 
 bench: $(MODULE) $(BENCH_BINS)
 	@for b in bench/*.lua; do case $$b in */rounds.lua|*/gen_log.lua) continue;; esac; \

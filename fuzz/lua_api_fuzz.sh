@@ -7,10 +7,14 @@
 #   fuzz/lua_api_fuzz.sh SECONDS SEED CALLS
 #
 # The first run prints every entry point with its call counts; each run
-# prints one line. A sanitizer report (or any other failure) stops the loop:
-# its output is shown with the seed that reproduces it
+# prints one line. A sanitizer report (or any other failure: an entry point
+# never reached, one that must raise returning) stops the loop: its output
+# is shown with the seed that reproduces it
 # (lua5.4 fuzz/lua_api_fuzz.lua --seed N --calls K [--trace-from K-50]
-# under the same environment). Exit status: 0 clean, 1 a finding.
+# under the same environment). The closing note gives the runs, the calls,
+# the entry points every run reached, and those that never returned
+# normally in any run (besides the ones that raise by design). Exit status:
+# 0 clean, 1 a finding.
 set -u
 seconds=${1:-60}
 seed=${2:-1}
@@ -48,6 +52,10 @@ end=$((start + seconds))
 total=0
 runs=0
 first=1
+# entry points that no run so far saw return normally, one a line, sorted
+never="$out/never_returned"
+reached=
+
 while :; do
   now=$(date +%s)
   [ "$now" -lt "$end" ] || break
@@ -85,8 +93,19 @@ while :; do
   fi
   n=$(sed -n 's/^lua_api_fuzz: seed [0-9]*: \([0-9]*\) calls over.*/\1/p' "$log")
   total=$((total + ${n:-0}))
+  # reached A of B: the fewest any run reached
+  r=$(sed -n 's/^reached \([0-9]* of [0-9]*\) entry points.*/\1/p' "$log")
+  if [ -z "$reached" ] || [ "${r%% *}" -lt "${reached%% *}" ]; then reached=$r; fi
+  by_design=$(sed -n 's/.* raise by design: \(.*\)$/\1/p' "$log")
+  sed -n 's/^never_returned: //p' "$log" | tr ' ' '\n' | grep -v '^-*$' | sort > "$never.run"
+  if [ $first = 1 ]; then mv "$never.run" "$never"; else
+    comm -12 "$never" "$never.run" > "$never.both"; mv "$never.both" "$never"; rm -f "$never.run"; fi
   runs=$((runs + 1))
   first=0
   seed=$((seed + 1))
 done
 echo "== lua_api_fuzz: $runs runs (seeds $2..$((seed - 1))), $total API calls in $(( $(date +%s) - start )) s, no sanitizer report"
+if [ $runs -gt 0 ]; then
+  nv=$(tr '\n' ' ' < "$never" | sed 's/ $//')
+  echo "== every run reached at least $reached entry points; never returned normally in any run: ${nv:-none}; raise by design: ${by_design:-none}"
+fi

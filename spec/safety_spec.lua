@@ -12,6 +12,8 @@ local files = require "helpers.files"
 local ROOT = os.getenv("PWD") or "."
 
 local q = require("helpers.shell").q
+-- the child interpreter: under `make valgrind`, valgrind running lua5.4
+local LUA = shell.lua
 
 -- Runs a Lua chunk in a fresh interpreter (with a time limit); returns the
 -- lines it reported as key<TAB>value, its whole output and whether it
@@ -26,6 +28,15 @@ function report(k, ...)
   io.write(k, "\t", (table.concat(t, " | "):gsub("\n", "\\n")), "\n")
   io.flush()
 end
+-- A FIFO fed with PTX-like text without end (by `yes`, which ends when the
+-- reader closes it): an input whose size no one knows.
+function endless()
+  local path = os.tmpname()
+  os.remove(path)
+  assert(os.execute("mkfifo " .. path))
+  os.execute("(yes '.reg .b32 r;' > " .. path .. " 2>/dev/null &)")
+  return path
+end
 function try(k, f, ...)
   local r = table.pack(pcall(f, ...))
   if r[1] then report(k, "ok", table.unpack(r, 2, r.n))
@@ -39,7 +50,7 @@ local function sub(chunk, opts)
   files.spit(path, PRELUDE .. chunk)
   local env = ""
   for k, v in pairs(opts.env or {}) do env = env .. k .. "=" .. q(v) .. " " end
-  local cmd = ("%s timeout %d lua5.4 %s %s 2>&1"):format(env, opts.timeout or 60, q(path),
+  local cmd = ("%s timeout %d %s %s %s 2>&1"):format(env, opts.timeout or 60, LUA, q(path),
     opts.stdin and ("< " .. q(opts.stdin)) or "")
   local p = assert(io.popen(cmd))
   local out = p:read("a")
@@ -383,6 +394,42 @@ describe("metamethods called directly check their argument (#12 defect 7)", func
   end)
 end)
 
+describe("class metatables cannot be changed from Lua (#12 sweep)", function()
+  it("getmetatable(obj) reads the class's fields and refuses writes; setmetatable refuses", function()
+    local r = clean(sub [[
+      local p = pp.parse.new()
+      local view = getmetatable(p)
+      report("same", view.__gc == debug.getmetatable(p).__gc, view.__name)
+      try("write", function() view.__gc = nil end)
+      report("kept", type(debug.getmetatable(p).__gc))
+      try("set", setmetatable, pp.stats(), nil)
+      try("view_mt", getmetatable, view)
+      p:close()
+      collectgarbage()
+    ]])
+    assert.are.equal("true | phaseprobe.parser", r.same)
+    assert.matches("error: .*the metatable of phaseprobe%.parser is read%-only", r.write)
+    assert.are.equal("function", r.kept)
+    assert.matches("error: .*cannot change a protected metatable", r.set)
+    assert.are.equal("ok | false", r.view_mt)
+  end)
+end)
+
+describe("a class's __eq answers false for a foreign value, never raises (#12 sweep: the API fuzzer)", function()
+  it("schemas compared with files, tables and numbers, either side, and by hand", function()
+    local s = pp.schema()
+    assert.is_true(s == pp.schema())
+    assert.is_false(s == io.stdout)
+    assert.is_false(io.stdout == s)
+    assert.is_false(s == pp.parse.new())
+    local eq = getmetatable(s).__eq
+    assert.is_false(eq(s, {}))
+    assert.is_false(eq(1, s))
+    assert.is_false(eq())
+    assert.is_true(eq(s, pp.schema()))
+  end)
+end)
+
 describe("a record's field list cannot be written through it (#12 defect 8)", function()
   it("r._fields is read-only; tostring(r) is unaffected by attempts", function()
     local r = clean(sub [[
@@ -525,9 +572,9 @@ describe("every command fails when standard output cannot be written (#12 defect
 end)
 
 describe("reading is bounded (#12 defect 16)", function()
-  it("a per-input cap of at least 8 GiB by default", function()
+  it("a per-input cap of at least 8 GiB by default for logs, 1 GiB for PTX", function()
     assert.is_true(pp.parse.max_bytes >= 8 * 2^30)
-    assert.is_true(pp.ptx.max_bytes >= 8 * 2^30)
+    assert.are.equal(1 << 30, pp.ptx.max_bytes)
   end)
 
   it("pp.parse.file on /dev/zero stops at the cap with nil, message, in bounded memory", function()
@@ -564,13 +611,15 @@ describe("reading is bounded (#12 defect 16)", function()
     assert.matches("longer than " .. pp.parse.max_line, rep.errors[1].what)
   end)
 
-  it("pp.ptx.scan_file on /dev/zero or a directory returns nil, message", function()
+  it("pp.ptx.scan_file on endless text or a directory returns nil, message", function()
     local r = clean(sub([[
-      report("zero", pp.ptx.scan_file("/dev/zero", { max_bytes = 1 << 20 }))
+      local fifo = endless()
+      report("endless", pp.ptx.scan_file(fifo, { max_bytes = 1 << 20 }))
+      os.remove(fifo)
       report("dir", pp.ptx.scan_file("/tmp"))
       report("missing", pp.ptx.scan_file("/nonexistent.ptx"))
     ]], { timeout = 60 }))
-    assert.matches("^nil | pp%.ptx%.scan_file: .*/dev/zero.*1048576 bytes.*max_bytes", r.zero)
+    assert.matches("^nil | pp%.ptx%.scan_file: .* is larger than 1048576 bytes.*max_bytes", r.endless)
     assert.matches("^nil | pp%.ptx%.scan_file: .*/tmp.*directory", r.dir)
     assert.matches("^nil | pp%.ptx%.scan_file: .*No such file", r.missing)
   end)
@@ -614,12 +663,65 @@ describe("CUDA launch descriptions read through __index (#12 sweep)", function()
 
   it("ctx:load_file is bounded like every whole-file read", function()
     local r = with_fake [[
-      report("zero", ctx:load_file("/dev/zero", { max_bytes = 1 << 20 }))
+      local fifo = endless()
+      report("endless", ctx:load_file(fifo, { max_bytes = 1 << 20 }))
+      os.remove(fifo)
       report("dir", ctx:load_file("/tmp"))
     ]]
     if not r then return end
-    assert.matches("^nil | ctx:load_file: '/dev/zero' is larger than 1048576 bytes", r.zero)
+    assert.matches("^nil | ctx:load_file: '.*' is larger than 1048576 bytes", r.endless)
     assert.matches("^nil | ctx:load_file: cannot read '/tmp': Is a directory", r.dir)
+  end)
+
+  it("a launch loop tried again after a failure reuses its events (the Lua API fuzzer, seed 23: a leak)", function()
+    local r = with_fake(([[
+      local f = ctx:load(%q):func("noargs")
+      for _, ending in ipairs { "collect", "discard" } do
+        local w = ctx.stream:window()
+        -- more shared memory than the device has: the launch fails, after the events were taken
+        try("fails", w.launch_loop, w, { fn = f, grid = 1, block = 1, shared = 1 << 20 })
+        try("again", w.launch_loop, w, { fn = f, grid = 1, block = 1 })
+        w:close()
+        w[ending](w)
+        report(ending, ctx.events_idle == ctx.events_created, ctx.events_created)
+      end
+    ]]):format(PTX))
+    if not r then return end
+    assert.matches("^error: .*CUDA_ERROR_INVALID_VALUE", r.fails)
+    assert.matches("^ok", r.again)
+    assert.matches("^true | ", r.collect)
+    assert.matches("^true | ", r.discard)
+  end)
+
+  it("ctx:load_file reads PTX text up to its first NUL byte, a cubin or fatbin whole", function()
+    local text, elf = os.tmpname(), os.tmpname()
+    files.spit(text, PTX .. "\0after the NUL\0")
+    files.spit(elf, "\127ELF" .. PTX .. "\0after the NUL\0")
+    local r = with_fake(([[
+      report("text", assert(ctx:load_file(%q)).ptx_bytes)
+      report("elf", assert(ctx:load_file(%q)).ptx_bytes)
+    ]]):format(text, elf))
+    os.remove(text)
+    os.remove(elf)
+    if not r then return end
+    assert.are.equal(tostring(#PTX), r.text)
+    assert.are.equal(tostring(4 + #PTX + 15), r.elf)
+  end)
+end)
+
+describe("a device buffer prints its address once (#12 sweep)", function()
+  it("tostring(buf) says 0x and the hex digits of buf.ptr", function()
+    local r = with_fake [[
+      local b = ctx:alloc(64)
+      report("text", tostring(b))
+      report("want", ("phaseprobe.cuda.buffer (64 bytes at 0x%x)"):format(b.ptr))
+      b:free()
+      report("freed", tostring(b))
+    ]]
+    if not r then return end
+    assert.matches("^phaseprobe%.cuda%.buffer %(64 bytes at 0x%x+%)$", r.text)
+    assert.are.equal(r.want, r.text)
+    assert.are.equal("phaseprobe.cuda.buffer (freed)", r.freed)
   end)
 end)
 
@@ -634,6 +736,159 @@ describe("other readers are bounded too (#12 sweep)", function()
     ]])
     assert.matches("^nil | export%.read_csv: '/dev/zero' is larger than 1,048,576 bytes", r.csv)
     assert.matches("^nil | export%.read_jsonl: cannot read '/tmp': Is a directory", r.jsonl)
+  end)
+
+  it("export.read_csv and read_jsonl close the file when they refuse it, not at a collection", function()
+    local bad_csv, bad_jsonl = os.tmpname(), os.tmpname()
+    files.spit(bad_csv, "a,a\n1,2\n")
+    files.spit(bad_jsonl, "{\"a\": 1}\nnot json\n")
+    local r = clean(sub(([[
+      local export = require "phaseprobe.output.export"
+      -- (the shell os.execute starts is a child of this process)
+      local function fds()
+        local p = io.popen("ls /proc/$PPID/fd | wc -l")
+        local n = tonumber(p:read("a"))
+        p:close()
+        return n
+      end
+      collectgarbage("stop")
+      local before = fds()
+      for _ = 1, 50 do
+        assert(not export.read_csv(%q))
+        assert(not export.read_jsonl(%q))
+      end
+      report("fds", fds() - before)
+    ]]):format(bad_csv, bad_jsonl)))
+    os.remove(bad_csv)
+    os.remove(bad_jsonl)
+    assert.are.equal("0", r.fds)
+  end)
+end)
+
+describe("every reader's memory stays bounded at its default caps (#12)", function()
+  -- Each reader runs in its own interpreter on /dev/zero with no option, and
+  -- that interpreter's peak resident set (VmHWM) is read at its exit: plain
+  -- lua5.4 always (under valgrind the figure would be valgrind's own). Outside
+  -- the sanitizers (which reserve address space of their own) the child's
+  -- address space is capped at 4 GiB, so a regression fails the case instead
+  -- of taking the machine's memory.
+  local LIMIT_KB = 200 * 1024
+  local guard = os.getenv("PHASEPROBE_SANITIZED") and "" or "ulimit -v 4194304; "
+  local HOOK = [[
+local function hwm()
+  local f = io.open("/proc/self/status")
+  local s = f:read("a")
+  f:close()
+  io.stderr:write("\nVmHWM_kB=", s:match("VmHWM:%s*(%d+)"), "\n")
+end
+local exit = os.exit
+os.exit = function(...) hwm() return exit(...) end
+]]
+  -- Runs `lua5.4 -e HOOK ARGS < stdin`: its peak in kB, its output.
+  local function peak(args, stdin, env)
+    local cmd = ("%s%stimeout 120 lua5.4 -e %s %s < %s"):format(guard, env or "", q(HOOK), args,
+      stdin or "/dev/null")
+    local _, out = shell.run(cmd)
+    assert.falsy(out:find("AddressSanitizer", 1, true), out)
+    assert.falsy(out:find("runtime error", 1, true), out)
+    return tonumber(out:match("VmHWM_kB=(%d+)")), out
+  end
+  local function api(code, stdin)
+    return peak("-e " .. q(PRELUDE .. code .. "\nos.exit(0)"), stdin)
+  end
+  local function bounded(kb, out)
+    assert.is_number(kb, out)
+    assert.is_true(kb < LIMIT_KB, ("peak %d kB:\n%s"):format(kb, out))
+  end
+
+  it("pp.parse.file and standard input", function()
+    local kb, out = api [[report("file", pp.parse.file("/dev/zero"))]]
+    bounded(kb, out)
+    assert.matches("file\tnil | /dev/zero: input larger than 8589934592 bytes", out)
+    kb, out = api([[report("stdin", pp.parse.file("-"))]], "/dev/zero")
+    bounded(kb, out)
+    assert.matches("stdin\tnil | %(stdin%): input larger than 8589934592 bytes", out)
+  end)
+
+  it("pp.ptx.scan_file reads up to the first NUL byte, where the scanner and the driver stop", function()
+    local kb, out = api [[
+      local r = pp.ptx.scan_file("/dev/zero")
+      report("scan", r.partial, r.truncated, r.bytes, r.errors[1].what, r.errors[1].offset)
+    ]]
+    bounded(kb, out)
+    assert.matches("scan\ttrue | true | 1 | NUL byte | 0\n", out)
+  end)
+
+  it("export.read_csv and export.read_jsonl read a line at a time, at most 1 MiB of one", function()
+    for _, fn in ipairs { "read_csv", "read_jsonl" } do
+      local kb, out = api(([[
+        local export = require "phaseprobe.output.export"
+        report("read", export.%s("/dev/zero"))
+      ]]):format(fn))
+      bounded(kb, out)
+      assert.matches("read\tnil | export%." .. fn .. ": /dev/zero:1: a line longer than 1,048,576 bytes", out)
+    end
+  end)
+
+  it("ctx:load_file reads a text image up to its first NUL byte", function()
+    if not sub_cuda.fake_ready() then
+      pending("needs the CUDA headers and build/libfakecuda.so")
+      return
+    end
+    local kb, out = peak("-e " .. q(PRELUDE .. [[
+      local ctx = assert(pp.cuda.context(0))
+      try("load", ctx.load_file, ctx, "/dev/zero")
+      os.exit(0)]]), nil, "PHASEPROBE_LIBCUDA=" .. sub_cuda.fake .. " ")
+    bounded(kb, out)
+    assert.matches("load\t", out)
+  end)
+
+  it("a regular file over the cap is refused by its size, unread", function()
+    local big = os.tmpname()
+    assert(os.execute("truncate -s 16G " .. q(big)))
+    local kb, out = api(([[
+      local big = %q
+      local export = require "phaseprobe.output.export"
+      report("scan", pp.ptx.scan_file(big))
+      report("csv", export.read_csv(big))
+      report("jsonl", export.read_jsonl(big))
+      report("small", pp.ptx.scan_file(big, { max_bytes = 1000 }))
+    ]]):format(big))
+    os.remove(big)
+    bounded(kb, out)
+    assert.matches("scan\tnil | pp%.ptx%.scan_file: '[^']+' is larger than 1073741824 bytes", out)
+    assert.matches("csv\tnil | export%.read_csv: '[^']+' is larger than 8,589,934,592 bytes", out)
+    assert.matches("jsonl\tnil | export%.read_jsonl: '[^']+' is larger than 8,589,934,592 bytes", out)
+    assert.matches("small\tnil | pp%.ptx%.scan_file: '[^']+' is larger than 1000 bytes", out)
+  end)
+
+  it("phaseprobe ptx and phaseprobe report", function()
+    local kb, out = peak("bin/phaseprobe ptx /dev/zero")
+    bounded(kb, out)
+    assert.matches("/dev/zero:1:1: NUL byte", out)
+    kb, out = peak("bin/phaseprobe ptx -", "/dev/zero")
+    bounded(kb, out)
+    assert.matches("%(stdin%):1:1: NUL byte", out)
+    kb, out = peak("bin/phaseprobe report /dev/zero")
+    bounded(kb, out)
+    assert.matches("input larger than 8589934592 bytes", out)
+  end)
+end)
+
+describe("the printable result tables print any table (#12 sweep: the API fuzzer)", function()
+  it("their __tostring on an empty table, a foreign one, nested empty tables", function()
+    local r = clean(sub [[
+      local mt = debug.getmetatable(pp.stats())
+      report("empty", getmetatable(pp.stats()).__tostring({}))
+      report("clock", tostring(setmetatable({}, debug.getmetatable(pp.clock()))))
+      report("nested", tostring(setmetatable({ a = {}, b = { {}, {} }, [true] = 1 }, mt)))
+      try("number", mt.__tostring, 1)
+    ]])
+    assert.are.equal("phaseprobe", r.empty)
+    assert.are.equal("phaseprobe.clock", r.clock)
+    assert.are.equal("phaseprobe.stats\\n  a  (empty)\\n  b\\n    [1] (empty)\\n    [2] (empty)\\n"
+      .. "  ... and 1 more entries", r.nested)
+    assert.matches("error: .*table expected, got number", r.number)
   end)
 end)
 

@@ -209,6 +209,36 @@ describe("a file on a stalled disk (write and open made to sleep by LD_PRELOAD)"
     assert.truthy(out:find("not written within 100 ms", 1, true), out)
   end)
 
+  it("short writes and EINTR: every line arrives whole and in order, and is counted (#12 defect 17)", function()
+    -- each write takes 1 to 7 bytes, every fifth is interrupted (stall_io.c)
+    for _, mode in ipairs { "batch", "record" } do
+      local path = os.tmpname() .. "-phaseprobe-short"
+      local out, code = run_lua([[
+        pp.enable(); pp.store.enable(false)
+        assert(pp.sink(arg[1], arg[2] == "record" and { write = "record" } or nil))
+        for i = 1, 300 do pp.begin(); pp.add_ns("ptx", i); pp.emit { seq = i } end
+        local ok, err = pp.flush(20000)
+        local st = pp.stats()
+        print(("flushed=%s written=%d dropped=%d failures=%d"):format(tostring(ok), st.lines_written,
+          st.lines_dropped, st.line_failures), err)
+      ]], { path, mode }, 60, preload)
+      local text = files.slurp(path) or ""
+      os.remove(path)
+      assert.equal(0, code, out)
+      assert.truthy(out:find("flushed=true written=300 dropped=0 failures=0", 1, true), mode .. ": " .. out)
+      -- (a line is over 400 bytes: over 100 writes each)
+      assert.is_true(tonumber(out:match("stall_io: (%d+) writes cut short") or "0") > 300 * 100, out)
+      local n = 0
+      for line in text:gmatch("[^\n]*\n") do
+        n = n + 1
+        assert.truthy(line:match("^vyre%-cuda%-dispatch%-phase seq=" .. n .. " .* ptx_ns=" .. n .. " .*kernel_floor_ns=%d+\n$"),
+          ("%s: line %d: %s"):format(mode, n, line))
+      end
+      assert.equal(300, n, mode)
+      assert.equal("\n", text:sub(-1), mode)
+    end
+  end)
+
   it("an open() that hangs: pp.sink returns nil and a message within its bound", function()
     local path = os.tmpname() .. "-phaseprobe-stallopen"
     local out, code = run_lua([[

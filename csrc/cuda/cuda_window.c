@@ -299,11 +299,13 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
     w->stage = PP_CUDA_WINDOW_LOOPED;
     return CUDA_SUCCESS;
   }
-  /* Events first, so the inner pair costs two records and nothing else. */
+  /* Events first, so the inner pair costs two records and nothing else;
+   * a loop tried again after a failure has them already. */
   pp_ticks t0 = pp_now_inline();
-  CUresult rc = pp_cuda_event_get(w->pool, &w->inner[0]);
-  if (rc == CUDA_SUCCESS)
-    rc = pp_cuda_event_get(w->pool, &w->inner[1]);
+  CUresult rc = CUDA_SUCCESS;
+  for (int i = 0; i < 2 && rc == CUDA_SUCCESS; i++)
+    if (!w->inner[i])
+      rc = pp_cuda_event_get(w->pool, &w->inner[i]);
   probe_cost(w, t0);
   if (rc != CUDA_SUCCESS)
     return fail(w, "cuEventCreate", rc);

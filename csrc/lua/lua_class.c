@@ -21,11 +21,53 @@ static int class_index(lua_State *L) {
   return 1;
 }
 
+/* __eq of a class. Lua calls __eq for any two userdata when either has
+ * one, so the other may be anything (io.stdout == obj): a value of another
+ * class is simply not equal, and the class's eq sees two of its own.
+ * Upvalues: 1 the class name, 2 its eq. */
+static int class_eq(lua_State *L) {
+  const char *name = lua_tostring(L, lua_upvalueindex(1));
+  if (!luaL_testudata(L, 1, name) || !luaL_testudata(L, 2, name)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
 static void set_fn(lua_State *L, const char *event, lua_CFunction f) {
   if (!f)
     return;
   lua_pushcfunction(L, f);
   lua_setfield(L, -2, event);
+}
+
+/* __newindex of a class's public view of its metatable. Upvalue 1: the
+ * class name. */
+static int view_newindex(lua_State *L) {
+  return luaL_error(L, "the metatable of %s is read-only",
+                    lua_tostring(L, lua_upvalueindex(1)));
+}
+
+/* Sets __metatable of the metatable on top of the stack to a read-only
+ * view of it (getmetatable(obj) gives the view: its fields read through,
+ * a write raises), so no user code can take a __gc or a __close away from
+ * the module's objects. */
+static void protect(lua_State *L, const char *name) {
+  lua_createtable(L, 0, 0); /* the view */
+  lua_createtable(L, 0, 3); /* its metatable */
+  lua_pushvalue(L, -3);
+  lua_setfield(L, -2, "__index");
+  lua_pushstring(L, name);
+  lua_pushcclosure(L, view_newindex, 1);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, -2, "__metatable");
 }
 
 /* Fills the metatable on top of the stack from c. */
@@ -48,12 +90,18 @@ static void fill(lua_State *L, const pp_lua_class *c) {
               {"__close", c->close},
               {"__tostring", c->tostring},
               {"__len", c->len},
-              {"__eq", c->eq},
               {"__call", c->call},
               {"__newindex", c->newindex},
               {"__pairs", c->pairs}};
   for (size_t i = 0; i < sizeof meta / sizeof *meta; i++)
     set_fn(L, meta[i].event, meta[i].f);
+  if (c->eq) {
+    lua_pushstring(L, c->name);
+    lua_pushcfunction(L, c->eq);
+    lua_pushcclosure(L, class_eq, 2);
+    lua_setfield(L, -2, "__eq");
+  }
+  protect(L, c->name);
 }
 
 void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {

@@ -15,6 +15,7 @@
 #ifdef PP_HAVE_CUDA_H
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const elem_names[] = {"u8",  "i32", "u32", "i64",
@@ -111,9 +112,12 @@ static int buf_tostring(lua_State *L) {
   lcu_buf *b = check_buf(L, 1);
   if (b->closed)
     lua_pushliteral(L, "phaseprobe.cuda.buffer (freed)");
-  else
-    lua_pushfstring(L, "phaseprobe.cuda.buffer (%I bytes at 0x%p)",
-                    (lua_Integer)b->size, (void *)(uintptr_t)b->ptr);
+  else { /* (%p would say "0x" itself, and "(nil)" for 0) */
+    char at[24];
+    snprintf(at, sizeof at, "0x%llx", (unsigned long long)b->ptr);
+    lua_pushfstring(L, "phaseprobe.cuda.buffer (%I bytes at %s)",
+                    (lua_Integer)b->size, at);
+  }
   return 1;
 }
 

@@ -173,12 +173,13 @@ static int load_ptx(lua_State *L, int ptx_idx, int opt_idx, const char *what) {
 int lcu_ctx_load(lua_State *L) { return load_ptx(L, 2, 3, "ctx:load"); }
 
 /* ctx:load_file(path [, opts]) -> mod, or nil, message when unreadable
- * (opts.max_bytes: the largest file read, default 8 GiB) */
+ * (opts.max_bytes: the largest file read, default 1 GiB like pp.ptx's; a
+ * PTX text is read up to its first NUL byte, all the driver reads of it) */
 int lcu_ctx_load_file(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
   PP_CHECK_OPEN(L, !c->closed, "context");
   const char *path = pp_lua_checkname(L, 2);
-  lua_Integer cap = (lua_Integer)8 << 30;
+  lua_Integer cap = (lua_Integer)1 << 30;
   if (lua_istable(L, 3)) {
     lua_getfield(L, 3, "max_bytes");
     if (!lua_isnil(L, -1)) {
@@ -189,7 +190,9 @@ int lcu_ctx_load_file(lua_State *L) {
     }
     lua_pop(L, 1);
   }
-  if (pp_lua_push_file(L, path, (uint64_t)cap, "ctx:load_file", "open") != 0) {
+  int cut;
+  if (pp_lua_push_file(L, path, (uint64_t)cap, "ctx:load_file", "open",
+                       PP_FILE_IMAGE, &cut) != 0) {
     luaL_pushfail(L);
     lua_insert(L, -2);
     return 2;

@@ -5,7 +5,11 @@
  *                                   or false, max_line = n }])
  *   local r, err = pp.ptx.scan_file(path [, opts])   -- nil, msg if unreadable
  *                                  (opts.max_bytes: largest file read, default
- *                                  pp.ptx.max_bytes = 8 GiB)
+ *                                  pp.ptx.max_bytes = 1 GiB; reading stops
+ *                                  at the first NUL byte, where the scan
+ *                                  stops: the result then has truncated =
+ *                                  true, and bytes, lines, digest and
+ *                                  markers cover the text up to that byte)
  *   pp.ptx.summary(text [, opts]) -> the module-level part of scan's result,
  *                                    entry names under entry_names
  *   pp.ptx.count(text, marker)  -> occurrences (non-overlapping)
@@ -33,7 +37,7 @@
  *   markers = { [marker] = count }, counter_global, grid_sync,
  *   digest (hex string; absent when built without xxhash.h),
  *   errors = { { what, line, col, offset }, ... }, errors_dropped, partial,
- *   path (scan_file only).
+ *   path, truncated (scan_file only).
  *
  * Misuse (wrong types, unknown options, bad markers) raises; a file that
  * cannot be read (missing, a directory, past max_bytes, more than memory
@@ -68,7 +72,9 @@ typedef struct {
   uint64_t max_bytes; /* scan_file only */
 } lopts;
 
-#define PTX_MAX_BYTES ((uint64_t)8 << 30)
+/* The largest PTX file read by default: a guard, not a format limit; PTX
+ * that a driver compiles in reasonable time is far smaller. */
+#define PTX_MAX_BYTES ((uint64_t)1 << 30)
 
 static void read_markers(lua_State *L, lopts *lo, const char *fn) {
   if (!lua_istable(L, -1))
@@ -155,7 +161,7 @@ static void read_opts(lua_State *L, int t, lopts *lo, const char *fn,
   X(instructions) X(line) X(lines) X(local_bytes) X(markers) X(maxnreg)        \
   X(maxntid) X(minnctapersm) X(name) X(offset) X(params) X(partial) X(path)    \
   X(ptr) X(registers) X(reqntid) X(shared_bytes) X(size) X(space) X(target)    \
-  X(type) X(vars) X(version) X(visible) X(weak) X(what) X(entry_names)
+  X(truncated) X(type) X(vars) X(version) X(visible) X(weak) X(what) X(entry_names)
 
 enum {
 #define KEY_ENUM(k) K_##k,
@@ -683,14 +689,17 @@ static int l_scan_file(lua_State *L) {
   const char *path = pp_lua_checkcstr(L, 1);
   lopts lo;
   read_opts(L, 2, &lo, "pp.ptx.scan_file", 1);
-  if (pp_lua_push_file(L, path, lo.max_bytes, "pp.ptx.scan_file", "read") !=
-      0) {
+  int cut;
+  if (pp_lua_push_file(L, path, lo.max_bytes, "pp.ptx.scan_file", "read",
+                       PP_FILE_PTX_TEXT, &cut) != 0) {
     luaL_pushfail(L);
     lua_insert(L, -2);
     return 2;
   }
   scan_push(L, lua_gettop(L), &lo, "pp.ptx.scan_file", 1);
   set_str(L, K_path, path);
+  if (cut)
+    set_bool(L, K_truncated, 1);
   return 1;
 }
 

@@ -254,7 +254,8 @@ static void add_table(showbuf *b, lua_State *L, int idx, int depth) {
     if (w > width && w <= 32)
       width = w;
   }
-  qsort(names, nsort, sizeof *names, cmp_keys);
+  if (nsort) /* (qsort takes no NULL, even for no items) */
+    qsort(names, nsort, sizeof *names, cmp_keys);
   for (size_t i = 0; i < nsort && i < SHOW_ITEMS; i++) {
     add_indent(b, depth);
     add_string(b, names[i]);

@@ -86,12 +86,18 @@ const pp_schema *pp_lua_test_schema(lua_State *L, int idx);
 void pp_lua_push_summary(lua_State *L, const pp_summary *s);
 void pp_lua_push_fit(lua_State *L, const pp_fit *f);
 
-/* Reads the whole file at path into a string pushed on the stack and
- * returns 0; or pushes "WHAT: ..." (cannot OPEN_VERB it, a directory,
- * larger than cap bytes, more than memory holds) and returns -1. Never
- * raises for the file's sake (lua_file.c). */
+/* Reads the file at path into a string pushed on the stack and returns 0;
+ * or pushes "WHAT: ..." (cannot OPEN_VERB it, a directory, larger than cap
+ * bytes, more than memory holds) and returns -1. Never raises for the
+ * file's sake (lua_file.c). Reading stops at the first NUL byte of PTX
+ * text, setting *cut: PP_FILE_PTX_TEXT keeps that byte (text for the
+ * scanner, which reports it), PP_FILE_IMAGE ends the text before it (an
+ * image for cuModuleLoadData, which reads PTX up to its first NUL; a cubin
+ * or fatbin is read whole). */
+enum { PP_FILE_PTX_TEXT, PP_FILE_IMAGE };
 int pp_lua_push_file(lua_State *L, const char *path, uint64_t cap,
-                     const char *what, const char *open_verb);
+                     const char *what, const char *open_verb, int mode,
+                     int *cut);
 
 /* C strings from Lua (lua_args.c): a name, path or option must not hold a
  * NUL byte, which C would cut. pp_lua_checkname: a string (numbers are not

@@ -4,6 +4,9 @@
  *
  * A class is a metatable in the registry under its name (luaL_newmetatable
  * also sets __name, which error messages and tostring fall back on). Its
+ * __metatable is a read-only view of it: getmetatable(obj) reads every
+ * field (getmetatable(obj).__close is the class's) but cannot write one,
+ * and setmetatable cannot change an object's. Its
  * __index finds the methods first, then asks a getter for the fields of
  * the object (a context's `name`, a window's `kernel_ns`); a class with
  * only one of the two gets that one directly.
@@ -28,7 +31,8 @@ typedef struct pp_lua_class {
   lua_CFunction close;     /* __close; NULL: none                          */
   lua_CFunction tostring;  /* __tostring; NULL: Lua's "<name>: 0x..."      */
   lua_CFunction len;       /* __len; NULL: none                            */
-  lua_CFunction eq;        /* __eq; NULL: none                             */
+  lua_CFunction eq;        /* __eq of two objects of the class (a foreign
+                              value is unequal, eq never sees it); NULL: none */
   lua_CFunction call;      /* __call; NULL: none                           */
   lua_CFunction newindex;  /* __newindex; NULL: none                       */
   lua_CFunction pairs;     /* __pairs; NULL: none                          */

@@ -16,6 +16,8 @@ local M = {}
 
 M.fake = "build/libfakecuda.so"
 
+-- The interpreter running the specs, unless PHASEPROBE_LUA names the
+-- children's (a command line: make valgrind runs them under valgrind).
 local function interpreter()
   local i = 0
   while arg and arg[i - 1] do
@@ -67,7 +69,7 @@ function M.run(env, chunk)
   table.sort(unset)
   table.sort(set)
   local vars = { "env", table.concat(unset, " "), table.concat(set, " ") }
-  local cmd = table.concat(vars, " ") .. " " .. quote(interpreter()) .. " "
+  local cmd = table.concat(vars, " ") .. " " .. (os.getenv("PHASEPROBE_LUA") or quote(interpreter())) .. " "
     .. quote(path) .. " 2>&1"
   local p = assert(io.popen(cmd, "r"))
   local out = p:read("a")

@@ -4,6 +4,11 @@ local M = {}
 -- s quoted for the shell.
 function M.q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
+-- The command line that runs a child Lua interpreter: PHASEPROBE_LUA when
+-- set (make tsan: build/lua_host; make valgrind: valgrind running lua5.4,
+-- so that the children's memory is checked too), else lua5.4.
+M.lua = os.getenv("PHASEPROBE_LUA") or "lua5.4"
+
 -- Runs a C check program (spec/helpers/*.c): asserts that no line of its
 -- output says FAIL, that it printed "ok CASE" for each case of the list,
 -- and that it exited 0. Returns its output.

@@ -1,12 +1,18 @@
 /*
- * stall_io.c: a test double for a stalled disk, loaded with LD_PRELOAD by
- * spec/sink_spec.lua. write(2) to a file whose path contains
+ * stall_io.c: a test double for a stalled or stuttering disk, loaded with
+ * LD_PRELOAD by spec/sink_spec.lua. write(2) to a file whose path contains
  * "phaseprobe-stall" and open(2) of a path containing "phaseprobe-stallopen"
  * first sleep PHASEPROBE_STALL_MS milliseconds (default 5000), as a write or
  * an open on a hung file system would block, then do the real call.
+ * write(2) to a file whose path contains "phaseprobe-short" takes only 1 to
+ * 7 bytes of what it is given (a fixed cycle), and every fifth call fails
+ * with EINTR before writing anything, as a signal would interrupt it: the
+ * short writes POSIX allows of a regular file (a full disk, a quota, a
+ * signal after part of the data).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,22 +30,42 @@ static void stall(void) {
     ;
 }
 
-static int marked_fd(int fd) {
+/* Whether the path of fd contains mark. */
+static int marked_fd(int fd, const char *mark) {
   char link[64], path[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   ssize_t n = readlink(link, path, sizeof path - 1);
   if (n <= 0)
     return 0;
   path[n] = 0;
-  return strstr(path, "phaseprobe-stall") != NULL;
+  return strstr(path, mark) != NULL;
+}
+
+static unsigned calls; /* the short writes' cycle (one writer thread) */
+
+/* Says at exit how many writes were cut short or interrupted, so that a
+ * spec knows the double was in the way. */
+__attribute__((destructor)) static void say_calls(void) {
+  if (calls)
+    dprintf(2, "stall_io: %u writes cut short or interrupted\n", calls);
 }
 
 ssize_t write(int fd, const void *buf, size_t n) {
   static ssize_t (*real)(int, const void *, size_t);
   if (!real)
     real = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-  if (marked_fd(fd))
+  if (marked_fd(fd, "phaseprobe-stall"))
     stall();
+  if (n > 0 && marked_fd(fd, "phaseprobe-short")) {
+    unsigned k = calls++;
+    if (k % 5 == 4) {
+      errno = EINTR;
+      return -1;
+    }
+    size_t most = 1 + k % 7;
+    if (n > most)
+      n = most;
+  }
   return real(fd, buf, n);
 }
 

@@ -36,7 +36,9 @@ local REG_ORDER = { ".pred", ".b8", ".b16", ".b32", ".b64", ".b128", ".u8", ".u1
   "other" }
 
 -- A file ("-": standard input) as a string, up to `cap` bytes: text, or
--- nil and a message naming it (missing, a directory, too large).
+-- nil and a message naming it (missing, a directory, too large). Reading
+-- stops after the first NUL byte, where the scanner stops (as
+-- pp.ptx.scan_file does).
 local function read_input(path, cap)
   local name = path == "-" and "(stdin)" or path
   local f, err = io.stdin, nil
@@ -58,7 +60,9 @@ local function read_input(path, cap)
         report.count(cap, "byte"))
       break
     end
-    parts[#parts + 1] = chunk
+    local nul = chunk:find("\0", 1, true)
+    parts[#parts + 1] = nul and chunk:sub(1, nul) or chunk
+    if nul then break end
   end
   if f ~= io.stdin then f:close() end
   if not msg then result = table.concat(parts) end

@@ -3,7 +3,7 @@
 --   export.trace, export.trace_runs, export.trace_text   output/trace.lua
 --   export.csv, export.read_csv                          output/csv.lua
 --   export.jsonl, export.read_jsonl                      output/json.lua
---   export.MAX_BYTES                                     output/files.lua
+--   export.MAX_BYTES, export.MAX_LINE                    output/files.lua
 --
 -- Each is the function of its module itself (same errors, same levels).
 local trace = require "phaseprobe.output.trace"
@@ -20,5 +20,6 @@ return {
   jsonl = json.jsonl,
   read_jsonl = json.read_jsonl,
   MAX_BYTES = files.MAX_BYTES,
+  MAX_LINE = files.MAX_LINE,
   _encode = json.encode, -- for the specs
 }

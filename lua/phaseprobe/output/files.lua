@@ -4,15 +4,18 @@
 --   files.open_out(path, what [, stream]) -> writer {write(s), close()} |
 --                                         nil, message   ("-": stdout or stream)
 --   files.slurp(path, what [, max_bytes]) -> text | nil, message
+--   files.lines(path, what [, max_bytes]) -> next_line, state | nil, message
 --   files.MAX_BYTES                       the largest file read (8 GiB)
+--   files.MAX_LINE                        the longest line lines() reads (1 MiB)
 --   files.format_of(path [, head])        -> "log" | "csv" | "jsonl"
 --   files.format_of_text(head [, loose])  the same by content alone
 --   files.write_lines(path, what, stream, lines) -> true | nil, message
 --   files.to_set(rows, path, lines [, prefix]) -> record set | nil, message
 --
 -- Used by output/json.lua, output/csv.lua and output/trace.lua: records
--- leave Lua through open_out and come back through slurp. `what` names the
--- caller in messages ("export.csv: cannot write 'x': ...").
+-- leave Lua through open_out and come back through lines (a line at a
+-- time; slurp reads a whole file). `what` names the caller in messages
+-- ("export.csv: cannot write 'x': ...").
 local pp = require "phaseprobe"
 local records = require "phaseprobe.records"
 
@@ -205,6 +208,98 @@ function M.slurp(path, what, max_bytes)
   f:close()
   if msg then return nil, msg end
   return table.concat(parts)
+end
+
+M.MAX_LINE = 1 << 20
+
+local function too_large(what, path, cap)
+  return ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
+    path, require("phaseprobe.output.report").count(cap, "byte"))
+end
+
+-- A file read a line at a time, in chunks: the memory it takes is one
+-- chunk and one line, whatever the file holds. Returns next_line and a
+-- state table, or nil and a message (unreadable, a directory, larger than
+-- the cap by its size). next_line() gives each line without its "\n" (the
+-- last one also when unterminated), then nil: at the end, or when reading
+-- failed, the total passed max_bytes or a line passed MAX_LINE bytes, and
+-- then state.err holds the message ("what: path:LINE: ..." for a line).
+-- state.line is the number of the line last given. The file is closed at
+-- the end, or when state is closed (local s <close> = state), whichever
+-- comes first. The path: check_path's rule.
+function M.lines(path, what, max_bytes)
+  M.check_path(path, what, "input", 2)
+  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
+  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 3) end
+  local f, err = io.open(path, "rb")
+  if not f then return nil, ("%s: cannot read '%s': %s"):format(what, path, M.reason(err, path)) end
+  -- (a directory opens, and fails its first read)
+  local first, rerr = f:read(1 << 16)
+  if first == nil and rerr then
+    f:close()
+    return nil, ("%s: cannot read '%s': %s"):format(what, path, M.reason(rerr, path))
+  end
+  -- a regular file says its size: one over the cap is refused unread
+  local ok, size = pcall(f.seek, f, "end")
+  if ok and math.type(size) == "integer" then
+    if size > cap then
+      f:close()
+      return nil, too_large(what, path, cap)
+    end
+    f:seek("set", first and #first or 0)
+  end
+  local buf, pos, total = first or "", 1, first and #first or 0
+  if total > cap then
+    f:close()
+    return nil, too_large(what, path, cap)
+  end
+  local state = setmetatable({ line = 0 }, { __close = function()
+    if f then f:close() end
+    f = nil
+  end })
+  local function fail(msg)
+    state.err = msg
+    buf, pos = "", 1
+    if f then f:close() end
+    f = nil
+    return nil
+  end
+  local function too_long()
+    return fail(("%s: %s:%d: a line longer than %s"):format(what, path, state.line + 1,
+      require("phaseprobe.output.report").count(M.MAX_LINE, "byte")))
+  end
+  local function next_line()
+    while true do
+      local nl = buf:find("\n", pos, true)
+      if nl and nl - pos > M.MAX_LINE then return too_long() end
+      if nl then
+        local line = buf:sub(pos, nl - 1)
+        pos = nl + 1
+        state.line = state.line + 1
+        return line
+      end
+      local left = #buf - pos + 1
+      if left > M.MAX_LINE then return too_long() end
+      if not f then
+        if left == 0 then return nil end
+        local line = buf:sub(pos)
+        buf, pos = "", 1
+        state.line = state.line + 1
+        return line
+      end
+      local chunk, cerr = f:read(1 << 16)
+      if chunk == nil then
+        if cerr then return fail(("%s: cannot read '%s': %s"):format(what, path, M.reason(cerr, path))) end
+        f:close()
+        f = nil
+      else
+        total = total + #chunk
+        if total > cap then return fail(too_large(what, path, cap)) end
+        buf, pos = buf:sub(pos) .. chunk, 1
+      end
+    end
+  end
+  return next_line, state
 end
 
 ------------------------------------------------------------------------------

@@ -7,7 +7,8 @@
 --   json.read_jsonl(path [, opts])    -> records, or nil, "path:line: what"
 --                                     (opts.prefix: the prefix they print with;
 --                                     opts.max_bytes: the largest file read,
---                                     default files.MAX_BYTES = 8 GiB)
+--                                     default files.MAX_BYTES = 8 GiB; a line
+--                                     holds at most files.MAX_LINE = 1 MiB)
 --   json.encode(v, where)             a Lua value as JSON text
 --   json.record_json(r, i [, big_as_string])
 --                                     one record as an object, keys in line order
@@ -460,13 +461,17 @@ end
 
 -- opts.prefix: the prefix the records print with (the default schema's
 -- unless given; JSON lines do not carry it).
+-- The file is read a line at a time (files.lines), each line at most
+-- 1 MiB.
 function M.read_jsonl(path, opts)
   opts = opts or {}
-  local text, err = files.slurp(path, "export.read_jsonl", opts.max_bytes)
-  if not text then return nil, err end
-  local rows, lines, lineno = {}, {}, 0
-  for line in (text .. "\n"):gmatch("(.-)\r?\n") do
-    lineno = lineno + 1
+  local next_line, state = files.lines(path, "export.read_jsonl", opts.max_bytes)
+  if not next_line then return nil, state end
+  local _ <close> = state
+  local rows, lines = {}, {}
+  for line in next_line do
+    local lineno = state.line
+    line = line:gsub("\r$", "")
     -- (a comment line, '#' first, is no JSON: skipped, as the command's
     -- reader skips it)
     if line:find("%S") and not line:match("^%s*#") then
@@ -489,6 +494,7 @@ function M.read_jsonl(path, opts)
       lines[#rows] = lineno
     end
   end
+  if state.err then return nil, state.err end
   return files.to_set(rows, path, lines, opts.prefix)
 end
 
