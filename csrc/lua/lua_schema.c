@@ -59,7 +59,12 @@ static const struct {
 
 static int schema_index(lua_State *L) {
   const pp_schema *s = check_schema(L, 1);
-  const char *k = luaL_checkstring(L, 2);
+  size_t klen;
+  const char *k = luaL_checklstring(L, 2, &klen);
+  if (strlen(k) != klen) { /* "prefix\0x" is no key of a schema */
+    lua_pushnil(L);
+    return 1;
+  }
   if (strcmp(k, "prefix") == 0) {
     lua_pushstring(L, s->prefix);
     return 1;

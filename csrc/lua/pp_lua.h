@@ -55,6 +55,8 @@ void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx);
 void pp_lua_push_u64(lua_State *L, uint64_t v);
 /* A store value: integers of an unsigned column through pp_lua_push_u64. */
 void pp_lua_push_value(lua_State *L, const pp_value *v);
+
+/* ---- lists of records (lua_parse_list.c) ---------------------------------- */
 /* pp.parse.list(list [, opts]) -> columns: records and tables into a store. */
 int pp_lua_parse_list(lua_State *L);
 
