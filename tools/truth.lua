@@ -237,7 +237,7 @@ end
 -- call counts as host gap too, so the harness's own overhead is in it), and
 -- against the host's own reading of the same interval (open to the launch
 -- call, on the probe clock): the timeline's error alone.
-local function gap_rows(case, acc, lost, judged)
+local function gap_rows(case, acc, lost, judged, extra)
   if lost or not acc.injected then
     row("2c", case, "CUPTI gave no reading: " .. tostring(lost), "", "no reading", judged and "MISS" or "")
     return
@@ -256,7 +256,7 @@ local function gap_rows(case, acc, lost, judged)
       .. "overshoot %s, spin to loop %s), loop to CUPTI's launch callback %s, the launch call %s (medians); "
       .. "launch latency median %s, p95 %s", text, sus(median(acc.ours)), sus(median(acc.before)),
       sus(median(acc.over)), sus(median(acc.after)), sus(median(acc.entry)), us(median(acc.loop)),
-      us(median(acc.lat)), us(quantile(acc.lat, 0.95))),
+      us(median(acc.lat)), us(quantile(acc.lat, 0.95))) .. (extra or ""),
     target, margin, v)
   text, margin, v = verdict(acc.host)
   row("2c", case .. " vs host reading", text, target, margin, v)
@@ -272,7 +272,9 @@ local function part2c()
   for _, gap in ipairs(GAPS_US) do
     -- from Lua: windows back to back, read after the batch
     local ws = {}
+    local before = cu.cupti_info()
     for i = 1, REPS2 + 1 do ws[i] = window(GAP2C_KERNEL_NS, "cupti", gap) end
+    local after = cu.cupti_info() -- the dispatch paths' waits for the table lock, before any wait
     wait_all(ws)
     local acc, lost = {}, nil
     for i = 2, #ws do -- the first follows the last batch's flushes
@@ -301,7 +303,9 @@ local function part2c()
     end
     local case = fmt("gap %d us: host_gap_ns", gap)
     gap_rows(case .. ", s:timed", cacc, clost, false)
-    gap_rows(case .. ", window", acc, lost, true)
+    gap_rows(case .. ", window", acc, lost, true,
+      fmt("; the table lock held at a span's start or a launch call %d times in %d windows, %s waited in all",
+        after.lock_waits - before.lock_waits, REPS2 + 1, us(after.lock_wait_ns - before.lock_wait_ns)))
   end
   ctx:kernel_source("event")
 end
@@ -660,9 +664,11 @@ local info = cu.cupti_info()
 if info.records > 0 then
   say("CUPTI records read %d, kernels %d, matched %d, lost %d, dropped %d, buffers %d; "
     .. "spans %d (refused %d), records completed after their emit %d, given up %d; "
-    .. "flusher flushes %d, forced flushes %d",
+    .. "flusher flushes %d, forced flushes %d; the table lock held at a span's start or a launch call %d times, "
+    .. "%s waited in all",
     info.records, info.kernels, info.matched, info.lost, info.dropped, info.buffers,
-    info.spans, info.spans_refused, info.deferred, info.incomplete, info.flushes, info.forced_flushes)
+    info.spans, info.spans_refused, info.deferred, info.incomplete, info.flushes, info.forced_flushes,
+    info.lock_waits, us(info.lock_wait_ns))
 end
 say("")
 render()

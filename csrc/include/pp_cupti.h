@@ -187,6 +187,9 @@ typedef struct {
   uint64_t unclaimed;    /* complete spans nobody read, released          */
   uint64_t flushes;      /* flushes by the flusher thread                  */
   uint64_t forced_flushes; /* forced flushes (wait, drain, stop)           */
+  uint64_t lock_waits;   /* a span's start or a launch call found the
+                            source's table lock held                       */
+  uint64_t lock_wait_ns; /* how long they waited, in all                   */
   uint64_t pending;      /* spans waiting now                              */
   uint64_t starts;       /* current start count                            */
 } pp_cupti_stats;

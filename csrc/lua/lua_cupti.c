@@ -78,6 +78,8 @@ static int l_cupti_info(lua_State *L) {
   pp_lua_set_int(L, "unclaimed", st.unclaimed);
   pp_lua_set_int(L, "flushes", st.flushes);
   pp_lua_set_int(L, "forced_flushes", st.forced_flushes);
+  pp_lua_set_int(L, "lock_waits", st.lock_waits);
+  pp_lua_set_int(L, "lock_wait_ns", st.lock_wait_ns);
   pp_lua_set_int(L, "pending", st.pending);
   pp_lua_set_int(L, "flush_ms", pp_cupti_flush_ms(0));
   return 1;

@@ -373,6 +373,8 @@ static void *thread_body(void *arg) {
 
 static void case_threads(const char *c) {
   pthread_t t[4];
+  pp_cupti_stats before, after;
+  pp_cupti_stats_get(&before);
   for (uintptr_t i = 0; i < 4; i++)
     pthread_create(&t[i], NULL, thread_body, (void *)(i * 1000 + 10));
   int bad = 0;
@@ -382,6 +384,15 @@ static void case_threads(const char *c) {
     bad += rv != NULL;
   }
   CHECK(c, bad == 0, "%d threads saw wrong sums", bad);
+  /* the dispatch paths' waits for the table lock: at most one per span
+   * start and launch call, and a time exactly when there was a wait */
+  pp_cupti_stats_get(&after);
+  uint64_t waits = after.lock_waits - before.lock_waits;
+  uint64_t wait_ns = after.lock_wait_ns - before.lock_wait_ns;
+  uint64_t entries = (after.spans - before.spans) + (after.launches - before.launches);
+  CHECK(c, waits <= entries && (waits == 0) == (wait_ns == 0),
+        "%llu waits (%llu ns) in %llu span starts and launch calls", U(waits),
+        U(wait_ns), U(entries));
 }
 
 static void case_refcount(const char *c) {
