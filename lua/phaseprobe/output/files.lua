@@ -181,13 +181,27 @@ function M.format_of(path, head)
   return M.format_of_text(head)
 end
 
+-- What the readers (slurp, lines) check before they open a file: the path
+-- (check_path's rule, raised at the reader's caller) and max_bytes (a
+-- positive integer, default MAX_BYTES; raised one level further out,
+-- where the option was given). Returns the cap.
+local function input_cap(path, what, max_bytes)
+  M.check_path(path, what, "input", 3)
+  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
+  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 4) end
+  return cap
+end
+
+local function too_large(what, path, cap)
+  return ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
+    path, require("phaseprobe.output.report").count(cap, "byte"))
+end
+
 -- A whole file, read in chunks up to max_bytes: text, or nil and a message
 -- (unreadable, a directory, larger than the cap). The path: check_path's
 -- rule.
 function M.slurp(path, what, max_bytes)
-  M.check_path(path, what, "input", 2)
-  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
-  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 3) end
+  local cap = input_cap(path, what, max_bytes)
   local f, err = io.open(path, "rb")
   if not f then return nil, ("%s: cannot read '%s': %s"):format(what, path, err) end
   local parts, n, msg = {}, 0, nil
@@ -199,8 +213,7 @@ function M.slurp(path, what, max_bytes)
     end
     n = n + #chunk
     if n > cap then
-      msg = ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
-        path, require("phaseprobe.output.report").count(cap, "byte"))
+      msg = too_large(what, path, cap)
       break
     end
     parts[#parts + 1] = chunk
@@ -211,11 +224,6 @@ function M.slurp(path, what, max_bytes)
 end
 
 M.MAX_LINE = 1 << 20
-
-local function too_large(what, path, cap)
-  return ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
-    path, require("phaseprobe.output.report").count(cap, "byte"))
-end
 
 -- A file read a line at a time, in chunks: the memory it takes is one
 -- chunk and one line, whatever the file holds. Returns next_line and a
@@ -228,9 +236,7 @@ end
 -- the end, or when state is closed (local s <close> = state), whichever
 -- comes first. The path: check_path's rule.
 function M.lines(path, what, max_bytes)
-  M.check_path(path, what, "input", 2)
-  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
-  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 3) end
+  local cap = input_cap(path, what, max_bytes)
   local f, err = io.open(path, "rb")
   if not f then return nil, ("%s: cannot read '%s': %s"):format(what, path, M.reason(err, path)) end
   -- (a directory opens, and fails its first read)
