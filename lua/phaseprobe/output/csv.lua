@@ -42,50 +42,38 @@ function M.csv(set, path, stream, opts)
   local cols, stringy = json.export_fields(set, "export.csv")
   local head = {}
   for i, c in ipairs(cols) do head[i] = csv_name(c) end
-  local has_of = {} -- per layout: field -> true
+  local has_of, quoted_of = {}, {} -- per layout: its fields; those quoted (strings)
   local function has_in(L)
     local has = has_of[L]
     if not has then
       has = {}
-      for _, f in ipairs(L) do has[f] = true end
-      has_of[L] = has
+      local quoted = {}
+      for _, f in ipairs(L) do
+        has[f] = true
+        quoted[f] = stringy[f]
+      end
+      has_of[L], quoted_of[L] = has, quoted
     end
-    return has
+    return has, quoted_of[L]
   end
   local cells = {}
-  local makers = {} -- per layout: its row maker, or false
-  local out, T = {}, {}
+  local rows = json.layout_rows(function(L)
+    local has = has_in(L)
+    local pieces = {}
+    for k, c in ipairs(cols) do
+      if k > 1 then pieces[#pieces + 1] = "," end
+      if has[c] then pieces[#pieces + 1] = k end
+    end
+    pieces[#pieces + 1] = "\n"
+    return pieces
+  end, csv_quote)
   return json.write_chunks(set, path, stream, "export.csv", cols,
     #cols > 0 and (table.concat(head, ",") .. "\n") or nil,
     function(m, _, texts, layouts, add)
       if #cols > 0 and json.uniform(layouts, m) then
         local L = layouts[1]
-        local has = has_in(L)
-        local make = makers[L]
-        if make == nil then
-          local pieces = {}
-          for k, c in ipairs(cols) do
-            if k > 1 then pieces[#pieces + 1] = "," end
-            if has[c] then pieces[#pieces + 1] = k end
-          end
-          pieces[#pieces + 1] = "\n"
-          make = json.row_maker(pieces) or false
-          makers[L] = make
-        end
-        if make then
-          for k, c in ipairs(cols) do
-            local t = texts[c]
-            if has[c] and stringy[c] then
-              local qt = {}
-              for j = 1, m do qt[j] = csv_quote(t[j]) end
-              t = qt
-            end
-            T[k] = t
-          end
-          make(T, m, out)
-          add(table.concat(out, "", 1, m))
-          return
-        end
+        local _, quoted = has_in(L)
+        if rows(m, L, texts, cols, quoted, add) then return end
       end
       local cur = {}
       for _, c in ipairs(cols) do cur[c] = 0 end

@@ -273,6 +273,37 @@ function M.row_maker(pieces)
   return assert(load(table.concat(src), "=export row", "t", {}))
 end
 
+--- The rows of chunks whose records share one layout, through one row
+-- maker a layout: rows = M.layout_rows(pieces_of, quote), then
+-- rows(m, key, texts, fields, quoted, add). pieces_of(key) gives the
+-- pieces of a layout's row (asked once per key); T[k] is the chunk's texts
+-- of fields[k], each cell passed through quote where quoted[fields[k]].
+-- Adds the chunk's text and returns true, or returns false when the
+-- layout's row is too long for a maker (the caller joins the rows itself).
+function M.layout_rows(pieces_of, quote)
+  local makers, out, T = {}, {}, {} -- makers: per key, its maker or false
+  return function(m, key, texts, fields, quoted, add)
+    local make = makers[key]
+    if make == nil then
+      make = M.row_maker(pieces_of(key)) or false
+      makers[key] = make
+    end
+    if not make then return false end
+    for k, f in ipairs(fields) do
+      local t = texts[f]
+      if quoted[f] then
+        local q = {}
+        for j = 1, m do q[j] = quote(t[j]) end
+        t = q
+      end
+      T[k] = t
+    end
+    make(T, m, out)
+    add(table.concat(out, "", 1, m))
+    return true
+  end
+end
+
 --- Whether every record of a chunk has the same layout (one field list).
 function M.uniform(layouts, m)
   local L = layouts[1]
@@ -357,37 +388,20 @@ function M.jsonl(set, path, stream, opts)
     return k
   end
   local parts = {}
-  local makers = {} -- per layout: its row maker, or false
-  local out, T = {}, {}
+  local rows = M.layout_rows(function(ks)
+    local pieces = {}
+    for q, f in ipairs(ks) do
+      pieces[#pieces + 1] = (q == 1 and "{" or ",") .. key_cache[f]
+      pieces[#pieces + 1] = q
+    end
+    pieces[#pieces + 1] = #ks == 0 and "{}\n" or "}\n"
+    return pieces
+  end, cjson.encode)
   return M.write_chunks(set, path, stream, "export.jsonl", fields, nil,
     function(m, _, texts, layouts, add)
       if M.uniform(layouts, m) then
         local ks = keys(layouts[1])
-        local make = makers[ks]
-        if make == nil then
-          local pieces = {}
-          for q, f in ipairs(ks) do
-            pieces[#pieces + 1] = (q == 1 and "{" or ",") .. key_cache[f]
-            pieces[#pieces + 1] = q
-          end
-          pieces[#pieces + 1] = #ks == 0 and "{}\n" or "}\n"
-          make = #ks > 0 and M.row_maker(pieces) or false
-          makers[ks] = make
-        end
-        if make then
-          for q, f in ipairs(ks) do
-            local t = texts[f]
-            if stringy[f] then
-              local e = {}
-              for j = 1, m do e[j] = cjson.encode(t[j]) end
-              t = e
-            end
-            T[q] = t
-          end
-          make(T, m, out)
-          add(table.concat(out, "", 1, m))
-          return
-        end
+        if rows(m, ks, texts, ks, stringy, add) then return end
       end
       local cur = {}
       for _, f in ipairs(fields) do cur[f] = 0 end
