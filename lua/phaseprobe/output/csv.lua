@@ -68,30 +68,26 @@ function M.csv(set, path, stream, opts)
     return pieces
   end, csv_quote)
   return json.write_chunks(set, path, stream, "export.csv", cols,
-    #cols > 0 and (table.concat(head, ",") .. "\n") or nil,
-    function(m, _, texts, layouts, add)
-      if #cols > 0 and json.uniform(layouts, m) then
-        local L = layouts[1]
-        local _, quoted = has_in(L)
-        if rows(m, L, texts, cols, quoted, add) then return end
-      end
-      local cur = {}
-      for _, c in ipairs(cols) do cur[c] = 0 end
-      for j = 1, m do
-        local has = has_in(layouts[j])
-        for k, c in ipairs(cols) do
-          if has[c] then
-            local n = cur[c] + 1
-            cur[c] = n
-            local t = texts[c][n]
-            cells[k] = stringy[c] and csv_quote(t) or t
-          else
-            cells[k] = ""
-          end
+    #cols > 0 and (table.concat(head, ",") .. "\n") or nil, json.chunk_rows(cols,
+    function(m, L, texts, add)
+      if #cols == 0 then return false end
+      local _, quoted = has_in(L)
+      return rows(m, L, texts, cols, quoted, add)
+    end,
+    function(L, texts, cur)
+      local has = has_in(L)
+      for k, c in ipairs(cols) do
+        if has[c] then
+          local n = cur[c] + 1
+          cur[c] = n
+          local t = texts[c][n]
+          cells[k] = stringy[c] and csv_quote(t) or t
+        else
+          cells[k] = ""
         end
-        add(table.concat(cells, ",", 1, #cols) .. "\n")
       end
-    end, opts)
+      return table.concat(cells, ",", 1, #cols) .. "\n"
+    end), opts)
 end
 
 -- One RFC 4180 row held in `text` (its physical lines joined by "\n"):

@@ -304,6 +304,21 @@ function M.layout_rows(pieces_of, quote)
   end
 end
 
+--- A chunk_text for write_chunks that writes a row per record. A chunk
+-- whose records share one layout goes through uniform(m, layout, texts,
+-- add) (a layout_rows maker's; false when it wrote nothing); any other,
+-- a record at a time: add(record(layout, texts, cur)), where cur[f] counts
+-- the texts of field f that the records before it took (record advances
+-- it for the fields it takes).
+function M.chunk_rows(fields, uniform, record)
+  return function(m, _, texts, layouts, add)
+    if M.uniform(layouts, m) and uniform(m, layouts[1], texts, add) then return end
+    local cur = {}
+    for _, f in ipairs(fields) do cur[f] = 0 end
+    for j = 1, m do add(record(layouts[j], texts, cur)) end
+  end
+end
+
 --- Whether every record of a chunk has the same layout (one field list).
 function M.uniform(layouts, m)
   local L = layouts[1]
@@ -397,29 +412,24 @@ function M.jsonl(set, path, stream, opts)
     pieces[#pieces + 1] = #ks == 0 and "{}\n" or "}\n"
     return pieces
   end, cjson.encode)
-  return M.write_chunks(set, path, stream, "export.jsonl", fields, nil,
-    function(m, _, texts, layouts, add)
-      if M.uniform(layouts, m) then
-        local ks = keys(layouts[1])
-        if rows(m, ks, texts, ks, stringy, add) then return end
+  return M.write_chunks(set, path, stream, "export.jsonl", fields, nil, M.chunk_rows(fields,
+    function(m, L, texts, add)
+      local ks = keys(L)
+      return rows(m, ks, texts, ks, stringy, add)
+    end,
+    function(L, texts, cur)
+      local np = 0
+      for q, f in ipairs(keys(L)) do
+        local c = cur[f] + 1
+        cur[f] = c
+        local t = texts[f][c]
+        np = np + 1
+        parts[np] = (q == 1 and "{" or ",") .. key_cache[f]
+        np = np + 1
+        parts[np] = stringy[f] and cjson.encode(t) or t
       end
-      local cur = {}
-      for _, f in ipairs(fields) do cur[f] = 0 end
-      for j = 1, m do
-        local ks = keys(layouts[j])
-        local np = 0
-        for q, f in ipairs(ks) do
-          local c = cur[f] + 1
-          cur[f] = c
-          local t = texts[f][c]
-          np = np + 1
-          parts[np] = (q == 1 and "{" or ",") .. key_cache[f]
-          np = np + 1
-          parts[np] = stringy[f] and cjson.encode(t) or t
-        end
-        add(np == 0 and "{}\n" or (table.concat(parts, "", 1, np) .. "}\n"))
-      end
-    end, opts)
+      return np == 0 and "{}\n" or (table.concat(parts, "", 1, np) .. "}\n")
+    end), opts)
 end
 
 -- The keys of a flat JSON object in text order with their raw number
