@@ -190,19 +190,14 @@ local function cell_pair(name, text, quoted)
   return { name, text, "token" }
 end
 
--- The file is read a line at a time (files.lines): what it holds at once
--- is one row of at most 1 MiB, besides the records made.
-function M.read_csv(path, opts)
-  opts = opts or {}
-  local next_line, state = files.lines(path, "export.read_csv", opts.max_bytes)
-  if not next_line then return nil, state end
-  local _ <close> = state
+-- A CSV file's rows for files.set_reader: a header, then records; nil and
+-- "path:line: what" for the first row that is wrong.
+local function csv_rows(next_line, _, path)
   local rows = M.rows(next_line)
   -- comment lines ('#' first) before the header are skipped, as the
   -- command's reader skips them
   local header = rows() or {}
   while not header.what and (header[1] or ""):match("^%s*#") do header = rows() or {} end
-  if state.err then return nil, state.err end
   if header.what then return nil, ("%s:%d: %s"):format(path, header.line, header.what) end
   local cols, seen = {}, {}
   for i, name in ipairs(header) do
@@ -213,7 +208,6 @@ function M.read_csv(path, opts)
   end
   local out, lines = {}, {}
   for row in rows do
-    if state.err then return nil, state.err end
     if row.what then return nil, ("%s:%d: %s"):format(path, row.line, row.what) end
     if #row ~= #cols then
       local report = require "phaseprobe.output.report"
@@ -225,8 +219,12 @@ function M.read_csv(path, opts)
     out[#out + 1] = pairs_
     lines[#out] = row.line
   end
-  if state.err then return nil, state.err end
-  return files.to_set(out, path, lines, opts.prefix)
+  return out, lines
 end
+
+-- The file is read a line at a time (files.set_reader): what it holds at
+-- once is one row of at most 1 MiB, besides the records made; a read error
+-- is the message.
+M.read_csv = files.set_reader("export.read_csv", csv_rows)
 
 return M

@@ -483,15 +483,10 @@ function M.fields(line)
   return obj, keys, raw
 end
 
--- opts.prefix: the prefix the records print with (the default schema's
--- unless given; JSON lines do not carry it).
--- The file is read a line at a time (files.lines), each line at most
--- 1 MiB.
-function M.read_jsonl(path, opts)
-  opts = opts or {}
-  local next_line, state = files.lines(path, "export.read_jsonl", opts.max_bytes)
-  if not next_line then return nil, state end
-  local _ <close> = state
+-- A JSON-lines file's rows for files.set_reader: each line a flat object,
+-- blank and comment lines skipped; nil and "path:line: what" for the first
+-- line that is not one.
+local function jsonl_rows(next_line, state, path)
   local rows, lines = {}, {}
   for line in next_line do
     local lineno = state.line
@@ -518,9 +513,14 @@ function M.read_jsonl(path, opts)
       lines[#rows] = lineno
     end
   end
-  if state.err then return nil, state.err end
-  return files.to_set(rows, path, lines, opts.prefix)
+  return rows, lines
 end
+
+-- opts.prefix: the prefix the records print with (the default schema's
+-- unless given; JSON lines do not carry it).
+-- The file is read a line at a time (files.set_reader), each line at most
+-- 1 MiB; a read error is the message.
+M.read_jsonl = files.set_reader("export.read_jsonl", jsonl_rows)
 
 M.encode = encode
 M.record_json = record_json
