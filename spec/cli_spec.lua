@@ -410,25 +410,25 @@ describe("bin/phaseprobe", function()
       return "\rphaseprobe " .. cmd .. ": " .. what .. ": [^\r]-%d+ " .. unit .. " of %d+ "
         .. "%(%d+%%%), [%d.]+ [kMG]? ?" .. unit .. "/s, about %d+ s left"
     end
-    local tty = both(slow .. " report - >/dev/null")
-    assert.matches(line("report", "summarising the phases", "fields"), tty)
-    assert.matches(line("report", "fitting the phases", "fields"), tty)
-    assert.matches(line("report", "pricing the starvation", "summaries"), tty)
-    tty = both(slow .. " report --group shape - >/dev/null")
-    assert.matches(line("report", "shape=large: fitting the phases", "fields"), tty)
-    tty = both(slow .. " report --fields wall_ns,ptx_ns,nodes,fixpoint - >/dev/null")
-    assert.matches(line("report", "summarising the fields", "fields"), tty)
-    tty = both(slow .. " fit - >/dev/null")
-    assert.matches(line("fit", "fitting the phases", "fields"), tty)
-    tty = both(slow .. " fit --group shape - >/dev/null")
-    assert.matches(line("fit", "shape=small: fitting the phases", "fields"), tty)
-    tty = both(slow .. " html - -o /dev/null")
-    assert.matches(line("html", "summarising the groups", "fields"), tty)
-    assert.matches(line("html", "fitting the phases", "fields"), tty)
-    tty = both(slow .. " plot --phase ptx - -o /dev/null")
-    assert.matches(line("plot", "fitting the phases", "fields"), tty)
-    tty = both(slow .. " compare --by shape small large - >/dev/null")
-    assert.matches(line("compare", "comparing shape=small with shape=large", "fields"), tty)
+    -- each command (its first word names it in the line) and the steps it
+    -- shows: { what [, unit (default: fields)] }
+    for _, case in ipairs {
+      { "report - >/dev/null", { "summarising the phases" }, { "fitting the phases" },
+        { "pricing the starvation", "summaries" } },
+      { "report --group shape - >/dev/null", { "shape=large: fitting the phases" } },
+      { "report --fields wall_ns,ptx_ns,nodes,fixpoint - >/dev/null", { "summarising the fields" } },
+      { "fit - >/dev/null", { "fitting the phases" } },
+      { "fit --group shape - >/dev/null", { "shape=small: fitting the phases" } },
+      { "html - -o /dev/null", { "summarising the groups" }, { "fitting the phases" } },
+      { "plot --phase ptx - -o /dev/null", { "fitting the phases" } },
+      { "compare --by shape small large - >/dev/null", { "comparing shape=small with shape=large" } },
+    } do
+      local cmd = case[1]:match("^%S+")
+      local tty = both(slow .. " " .. case[1])
+      for i = 2, #case do
+        assert.matches(line(cmd, case[i][1], case[i][2] or "fields"), tty)
+      end
+    end
     os.remove(log)
   end)
 

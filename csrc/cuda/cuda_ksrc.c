@@ -149,13 +149,9 @@ static CUresult run_batch(pp_cuda_event_pool *pool, CUstream stream,
     w.source = cupti ? PP_KSRC_CUPTI : PP_KSRC_EVENT;
     if (rc == CUDA_SUCCESS)
       rc = pp_cuda_window_launch_loop(&w, cfg, 1, NULL);
-    if (rc == CUDA_SUCCESS)
-      rc = pp_cuda_window_close(&w);
-    if (rc == CUDA_SUCCESS)
-      rc = pp_cuda_window_collect(&w, &win, &ker);
+    rc = pp_cuda_window_finish(&w, rc, &win, &ker);
     if (rc != CUDA_SUCCESS) {
       *failed = w.failed ? w.failed : "CUDA";
-      pp_cuda_window_discard(&w);
       return rc;
     }
     size_t k = i < CAL_WARMUP ? n : i - CAL_WARMUP; /* warm-ups: slot n */

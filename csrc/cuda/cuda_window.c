@@ -443,6 +443,18 @@ PP_EXPORT void pp_cuda_window_discard(pp_cuda_window *w) {
   w->stage = PP_CUDA_WINDOW_IDLE;
 }
 
+PP_EXPORT CUresult pp_cuda_window_finish(pp_cuda_window *w, CUresult rc,
+                                         uint64_t *window_ns,
+                                         uint64_t *kernel_ns) {
+  if (rc == CUDA_SUCCESS)
+    rc = pp_cuda_window_close(w);
+  if (rc == CUDA_SUCCESS)
+    rc = pp_cuda_window_collect(w, window_ns, kernel_ns);
+  if (rc != CUDA_SUCCESS)
+    pp_cuda_window_discard(w);
+  return rc;
+}
+
 /* ---- calibration ---------------------------------------------------------- */
 PP_EXPORT CUresult pp_cuda_event_pairs(pp_cuda_event_pool *pool,
                                        CUstream stream, uint64_t *out,

@@ -253,6 +253,12 @@ CUresult pp_cuda_window_collect(pp_cuda_window *w, uint64_t *window_ns,
                                 uint64_t *kernel_ns);
 /* Returns the window's events to the pool without reading them. */
 void pp_cuda_window_discard(pp_cuda_window *w);
+/* The end of a window whose steps so far returned rc: after a success,
+ * pp_cuda_window_close and pp_cuda_window_collect; after a failure (theirs
+ * or the steps'), pp_cuda_window_discard. Returns the first failure, or
+ * CUDA_SUCCESS. */
+CUresult pp_cuda_window_finish(pp_cuda_window *w, CUresult rc,
+                               uint64_t *window_ns, uint64_t *kernel_ns);
 /* After collect, for a window read by CUPTI: waits (forcing CUPTI to flush,
  * at most timeout_ns, 0: 1 s) for the loop's kernel records and fills
  * w->tl, w->cupti_kernel_ns and w->kernel_src; a dispatch still open on this

@@ -1,7 +1,9 @@
 /*
  * lua_class.c: pp_lua_class_new, how every binding file (lua_parse.c,
  * lua_ptx.c, lua_phaseprobe.c, lua_schema.c, lua_cuda*.c) makes its
- * userdata classes; the conventions are in pp_lua_class.h.
+ * userdata classes, and pp_lua_view_open, the read-only view a class's
+ * metatable shows through getmetatable (lua_record.c's field lists are
+ * such views too); the conventions are in pp_lua_class.h.
  */
 #include "pp_lua.h"
 
@@ -52,20 +54,25 @@ static int view_newindex(lua_State *L) {
                     lua_tostring(L, lua_upvalueindex(1)));
 }
 
+void pp_lua_view_open(lua_State *L, int idx, int nevents) {
+  idx = lua_absindex(L, idx);
+  lua_createtable(L, 0, 0);       /* the view */
+  lua_createtable(L, 0, nevents); /* its metatable */
+  lua_pushvalue(L, idx);
+  lua_setfield(L, -2, "__index");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "__metatable");
+}
+
 /* Sets __metatable of the metatable on top of the stack to a read-only
  * view of it (getmetatable(obj) gives the view: its fields read through,
  * a write raises), so no user code can take a __gc or a __close away from
  * the module's objects. */
 static void protect(lua_State *L, const char *name) {
-  lua_createtable(L, 0, 0); /* the view */
-  lua_createtable(L, 0, 3); /* its metatable */
-  lua_pushvalue(L, -3);
-  lua_setfield(L, -2, "__index");
+  pp_lua_view_open(L, -1, 3);
   lua_pushstring(L, name);
   lua_pushcclosure(L, view_newindex, 1);
   lua_setfield(L, -2, "__newindex");
-  lua_pushboolean(L, 0);
-  lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
   lua_setfield(L, -2, "__metatable");
 }

@@ -100,6 +100,25 @@ static size_t nrows(const pp_cols *c, const uint32_t *sel, size_t nsel) {
   return sel ? nsel : pp_cols_count(c);
 }
 
+/* Room for the row indices a query picks out of the selection sel (nsel
+ * rows; NULL: all of c's): a userdata left on the stack, so it goes with
+ * the call; at least one slot. */
+static uint32_t *sel_room(lua_State *L, const pp_cols *c, const uint32_t *sel,
+                          size_t nsel) {
+  size_t n = nrows(c, sel, nsel);
+  return lua_newuserdatauv(L, (n ? n : 1) * sizeof(uint32_t), 0);
+}
+
+/* Every row of the selection sel (NULL: all of c's) into out; returns how
+ * many. */
+static size_t every_row(const pp_cols *c, const uint32_t *sel, size_t nsel,
+                        uint32_t *out) {
+  size_t n = nrows(c, sel, nsel);
+  for (size_t i = 0; i < n; i++)
+    out[i] = (uint32_t)(sel ? sel[i] : i);
+  return n;
+}
+
 static int sel_len(lua_State *L) {
   sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
   lua_pushinteger(L, (lua_Integer)s->n);
@@ -403,6 +422,18 @@ static int cols_lincomb(lua_State *L) {
   return 1;
 }
 
+/* A number argument as a value: an integer stays one (compared exactly),
+ * else a float. Raises when it is no number. */
+static void number_value(lua_State *L, int arg, pp_value *v) {
+  if (lua_isinteger(L, arg)) {
+    v->kind = PP_VAL_INT;
+    v->i = (int64_t)lua_tointeger(L, arg);
+  } else {
+    v->kind = PP_VAL_NUM;
+    v->d = luaL_checknumber(L, arg);
+  }
+}
+
 static void check_value(lua_State *L, int arg, pp_value *v) {
   memset(v, 0, sizeof *v);
   switch (lua_type(L, arg)) {
@@ -411,13 +442,7 @@ static void check_value(lua_State *L, int arg, pp_value *v) {
     v->kind = PP_VAL_NONE;
     break;
   case LUA_TNUMBER:
-    if (lua_isinteger(L, arg)) {
-      v->kind = PP_VAL_INT;
-      v->i = (int64_t)lua_tointeger(L, arg);
-    } else {
-      v->kind = PP_VAL_NUM;
-      v->d = lua_tonumber(L, arg);
-    }
+    number_value(L, arg, v);
     break;
   case LUA_TSTRING:
     v->kind = PP_VAL_STR;
@@ -439,15 +464,12 @@ static int cols_where(lua_State *L) {
   check_value(L, 3, &v);
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
-  size_t n = nrows(c, sel, nsel);
-  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
+  uint32_t *out = sel_room(L, c, sel, nsel);
   size_t m = 0;
-  if (col >= 0) {
+  if (col >= 0)
     m = pp_cols_where_eq(c, (size_t)col, &v, sel, nsel, out);
-  } else if (v.kind == PP_VAL_NONE) {
-    for (size_t i = 0; i < n; i++)
-      out[m++] = (uint32_t)(sel ? sel[i] : i);
-  }
+  else if (v.kind == PP_VAL_NONE)
+    m = every_row(c, sel, nsel, out);
   push_sel(L, 1, out, m);
   return 1;
 }
@@ -457,13 +479,7 @@ static const pp_value *opt_bound(lua_State *L, int arg, pp_value *v) {
   memset(v, 0, sizeof *v);
   if (lua_isnoneornil(L, arg))
     return NULL;
-  if (lua_isinteger(L, arg)) {
-    v->kind = PP_VAL_INT;
-    v->i = (int64_t)lua_tointeger(L, arg);
-  } else {
-    v->kind = PP_VAL_NUM;
-    v->d = luaL_checknumber(L, arg);
-  }
+  number_value(L, arg, v);
   return v;
 }
 
@@ -476,8 +492,7 @@ static int cols_range(lua_State *L) {
   const pp_value *lo = opt_bound(L, 3, &a), *hi = opt_bound(L, 4, &b);
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
-  size_t n = nrows(c, sel, nsel);
-  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
+  uint32_t *out = sel_room(L, c, sel, nsel);
   size_t m = col >= 0 ? pp_cols_where_between(c, (size_t)col, lo, hi, sel, nsel, out) : 0;
   push_sel(L, 1, out, m);
   return 1;
@@ -498,16 +513,14 @@ static int cols_compare(lua_State *L) {
   const char *text = luaL_checklstring(L, 4, &len);
   size_t nsel;
   const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
-  size_t n = nrows(c, sel, nsel);
-  uint32_t *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0);
+  uint32_t *out = sel_room(L, c, sel, nsel);
   size_t m = 0;
   if (col >= 0) {
     if (pp_cols_where_cmp(c, (size_t)col, op, text, len, sel, nsel, out, &m) != 0)
       return luaL_argerror(L, 4, lua_pushfstring(L, "%s compares numbers; '%s' is not one",
                                                  ops[op], text));
   } else if (op == PP_CMP_NE) { /* no record has it: none equals the text */
-    for (size_t i = 0; i < n; i++)
-      out[m++] = (uint32_t)(sel ? sel[i] : i);
+    m = every_row(c, sel, nsel, out);
   }
   push_sel(L, 1, out, m);
   return 1;

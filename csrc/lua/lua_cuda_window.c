@@ -451,15 +451,10 @@ static int stream_timed(lua_State *L) {
   }
   if (rc == CUDA_SUCCESS && d.fence)
     rc = pp_cuda_window_fence(&w);
-  if (rc == CUDA_SUCCESS)
-    rc = pp_cuda_window_close(&w);
-  if (rc == CUDA_SUCCESS)
-    rc = pp_cuda_window_collect(&w, &win, &ker);
-  if (rc != CUDA_SUCCESS) {
-    pp_cuda_window_discard(&w);
+  rc = pp_cuda_window_finish(&w, rc, &win, &ker);
+  if (rc != CUDA_SUCCESS)
     return lcu_raise(L, s->c, w.failed ? w.failed : "CUDA", rc,
                      lcu_launch_text(L, "stream:timed", &d));
-  }
   if (w.timeline) { /* CUPTI's reading, waited for */
     if (pp_cuda_window_wait(&w, 0) != 0) {
       luaL_pushfail(L);

@@ -249,10 +249,7 @@ static int fields_pairs(lua_State *L) {
  * getmetatable says nothing. */
 static void to_fields_view(lua_State *L) {
   int list = lua_gettop(L);
-  lua_newtable(L);
-  lua_createtable(L, 0, 5);
-  lua_pushvalue(L, list);
-  lua_setfield(L, -2, "__index");
+  pp_lua_view_open(L, list, 5);
   lua_pushcfunction(L, fields_readonly);
   lua_setfield(L, -2, "__newindex");
   lua_pushvalue(L, list);
@@ -261,8 +258,6 @@ static void to_fields_view(lua_State *L) {
   lua_pushvalue(L, list);
   lua_pushcclosure(L, fields_pairs, 1);
   lua_setfield(L, -2, "__pairs");
-  lua_pushboolean(L, 0);
-  lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
   lua_replace(L, list);
 }

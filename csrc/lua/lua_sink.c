@@ -136,20 +136,26 @@ static void sink_opts(lua_State *L, int arg, pp_sink_opts *o) {
   }
 }
 
+/* The descriptor that pp.sink and pp.notices take in place of a name: an
+ * integer from -1 (none) to INT_MAX; a float is neither a path nor a
+ * descriptor. Raises otherwise. */
+static int check_fd(lua_State *L, int arg) {
+  luaL_argcheck(L, lua_isinteger(L, arg), arg, "descriptor must be an integer");
+  lua_Integer fd = lua_tointeger(L, arg);
+  luaL_argcheck(L, fd >= -1 && fd <= INT_MAX, arg, "descriptor out of range");
+  return (int)fd;
+}
+
 /* sink("stderr" | "stdout" | "none" | path | fd [, opts]) -> true, or nil,
  * message */
 static int l_sink(lua_State *L) {
   pp_sink_opts o;
   sink_opts(L, 2, &o);
   if (lua_type(L, 1) == LUA_TNUMBER) {
-    if (!lua_isinteger(L, 1))
-      return luaL_argerror(L, 1, "descriptor must be an integer");
-    lua_Integer fd = lua_tointeger(L, 1);
-    if (fd < -1 || fd > INT_MAX)
-      return luaL_argerror(L, 1, "descriptor out of range");
-    if (pp_sink_fd_with((int)fd, &o) != 0) {
+    int fd = check_fd(L, 1);
+    if (pp_sink_fd_with(fd, &o) != 0) {
       luaL_pushfail(L);
-      lua_pushfstring(L, "phaseprobe.sink: descriptor %d: %s", (int)fd,
+      lua_pushfstring(L, "phaseprobe.sink: descriptor %d: %s", fd,
                       strerror(errno));
       return 2;
     }
@@ -187,13 +193,7 @@ static int l_notices(lua_State *L) {
   int rc;
   const char *what = NULL;
   if (lua_type(L, 1) == LUA_TNUMBER) {
-    /* as pp.sink: a float is neither a path nor a descriptor */
-    if (!lua_isinteger(L, 1))
-      return luaL_argerror(L, 1, "descriptor must be an integer");
-    lua_Integer fd = lua_tointeger(L, 1);
-    if (fd < -1 || fd > INT_MAX)
-      return luaL_argerror(L, 1, "descriptor out of range");
-    rc = pp_notices_fd((int)fd);
+    rc = pp_notices_fd(check_fd(L, 1));
   } else {
     what = pp_lua_checkname(L, 1);
     if (strcmp(what, "stderr") == 0)

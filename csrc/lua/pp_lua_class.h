@@ -1,6 +1,6 @@
 /*
- * pp_lua_class.h: the one helper that makes the bindings' userdata classes
- * (lua_class.c); included by pp_lua.h, not installed.
+ * pp_lua_class.h: the helpers that make the bindings' userdata classes and
+ * their read-only views (lua_class.c); included by pp_lua.h, not installed.
  *
  * A class is a metatable in the registry under its name (luaL_newmetatable
  * also sets __name, which error messages and tostring fall back on). Its
@@ -47,6 +47,15 @@ void pp_lua_class_new(lua_State *L, const pp_lua_class *c);
  * made now (the caller may add fields to it), 0 when it was there (left as
  * it is). For classes made on demand (lua_show.c). */
 int pp_lua_class_push(lua_State *L, const pp_lua_class *c);
+
+/* Pushes a read-only view of the table at idx and, on top, the view's
+ * metatable as far as every view has it: the view is an empty table whose
+ * reads go through to the table (__index) and whose metatable is hidden
+ * (__metatable = false). The caller adds __newindex (the error a write
+ * raises) and any other event (nevents in all, for the table's size), then
+ * lua_setmetatable(L, -2). The class metatables' views (getmetatable(obj))
+ * and a record's field list (r._fields) are such views. */
+void pp_lua_view_open(lua_State *L, int idx, int nevents);
 
 /* Raises "bad argument #1 (closed KIND)" unless cond holds. */
 #define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)

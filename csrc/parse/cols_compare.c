@@ -18,16 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* FOR_ROWS(c, sel, nsel, r, { body }): r runs over the selected rows. */
-#define FOR_ROWS(c, sel, nsel, r, ...)                                         \
-  do {                                                                         \
-    size_t n_ = (sel) ? (nsel) : (c)->n;                                       \
-    for (size_t i_ = 0; i_ < n_; i_++) {                                       \
-      size_t r = (sel) ? (sel)[i_] : i_;                                       \
-      __VA_ARGS__                                                              \
-    }                                                                          \
-  } while (0)
-
 /* "No order": a NaN, or a value that is no number. */
 #define UNORDERED 2
 
@@ -105,7 +95,7 @@ PP_EXPORT size_t pp_cols_where_eq(const pp_cols *c, size_t col,
                                   const pp_value *v, const uint32_t *sel,
                                   size_t nsel, uint32_t *out) {
   size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
+  PP_FOR_ROWS(c, sel, nsel, r, {
     if (value_equals(c, col, r, v))
       out[m++] = (uint32_t)r;
   });
@@ -124,7 +114,7 @@ PP_EXPORT size_t pp_cols_where_between(const pp_cols *c, size_t col,
                                        const uint32_t *sel, size_t nsel,
                                        uint32_t *out) {
   size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
+  PP_FOR_ROWS(c, sel, nsel, r, {
     pp_value x;
     pp_cols_get(c, col, r, &x);
     if (!is_number(&x))
@@ -353,7 +343,7 @@ PP_EXPORT int pp_cols_where_cmp(const pp_cols *c, size_t col, pp_cmp_op op,
   if (op != PP_CMP_EQ && op != PP_CMP_NE && !k.numeric)
     return -1;
   size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
+  PP_FOR_ROWS(c, sel, nsel, r, {
     pp_value x;
     pp_cols_get(c, col, r, &x);
     int ord = UNORDERED, same = 0;

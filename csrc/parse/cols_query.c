@@ -13,23 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* FOR_ROWS(c, sel, nsel, r, { body }): r runs over the selected rows. */
-#define FOR_ROWS(c, sel, nsel, r, ...)                                         \
-  do {                                                                         \
-    size_t n_ = (sel) ? (nsel) : (c)->n;                                       \
-    for (size_t i_ = 0; i_ < n_; i_++) {                                       \
-      size_t r = (sel) ? (sel)[i_] : i_;                                       \
-      __VA_ARGS__                                                              \
-    }                                                                          \
-  } while (0)
-
 /* The selected rows' values of col as doubles into out: the present ones
  * only, or (with nan) one per row, NaN where absent. Returns how many. */
 static inline size_t gather(const pp_cols *c, size_t col, const uint32_t *sel,
                             size_t nsel, double *out, int nan) {
   const pp_column *k = &c->col[col];
   size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
+  PP_FOR_ROWS(c, sel, nsel, r, {
     const pp_chunk *h = pp_cols_chunk(c, col, r);
     if (pp_chunk_double(k, h, (uint32_t)(r & PP_CH_MASK), &out[m]))
       m++;
@@ -58,7 +48,7 @@ PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
   const pp_column *k = &c->col[col];
   if (k->kind != PP_VAL_INT && k->kind != PP_VAL_NUM) {
     size_t cnt = 0;
-    FOR_ROWS(c, sel, nsel, r, {
+    PP_FOR_ROWS(c, sel, nsel, r, {
       if (pp_chunk_has(pp_cols_chunk(c, col, r), (uint32_t)(r & PP_CH_MASK)))
         cnt++;
     });
@@ -74,7 +64,7 @@ PP_EXPORT int pp_cols_summary(const pp_cols *c, size_t col, const uint32_t *sel,
       return -1;
     }
     size_t nneg = 0, npos = 0;
-    FOR_ROWS(c, sel, nsel, r, {
+    PP_FOR_ROWS(c, sel, nsel, r, {
       const pp_chunk *h = pp_cols_chunk(c, col, r);
       uint32_t off = (uint32_t)(r & PP_CH_MASK);
       if (!pp_chunk_has(h, off))
@@ -104,7 +94,7 @@ PP_EXPORT size_t pp_cols_lincomb(const pp_cols *c, const size_t *cols,
                        const double *coef, size_t nterms, const uint32_t *sel,
                        size_t nsel, int clamp, double floor, double *out) {
   size_t m = 0;
-  FOR_ROWS(c, sel, nsel, r, {
+  PP_FOR_ROWS(c, sel, nsel, r, {
     double acc = 0;
     size_t t = 0;
     for (; t < nterms; t++) {
@@ -310,7 +300,7 @@ PP_EXPORT size_t pp_cols_distinct(const pp_cols *c, size_t col, const uint32_t *
   int have_prev = 0;
   uint64_t prev = 0;
   uint8_t prev_tag = 0;
-  FOR_ROWS(c, sel, nsel, r, {
+  PP_FOR_ROWS(c, sel, nsel, r, {
     if (nd >= limit)
       break;
     int present, added;
@@ -337,7 +327,7 @@ PP_EXPORT int pp_cols_fit(const pp_cols *c, size_t xcol, size_t ycol,
   int rc = -1;
   if (x && y) {
     size_t m = 0;
-    FOR_ROWS(c, sel, nsel, r, {
+    PP_FOR_ROWS(c, sel, nsel, r, {
       if (pp_cols_get_double(c, xcol, r, &x[m]) &&
           pp_cols_get_double(c, ycol, r, &y[m]))
         m++;

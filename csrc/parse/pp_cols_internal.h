@@ -164,6 +164,17 @@ int pp_cols_strict_name(const char *s, size_t n);
 int pp_cols_reserved_name(const char *s, size_t n);
 int pp_cols_check_prefix(const char *s, size_t n);
 
+/* PP_FOR_ROWS(c, sel, nsel, r, { body }): r runs over the selected rows
+ * (sel: a sorted array of nsel row indices; NULL: all c->n rows). */
+#define PP_FOR_ROWS(c, sel, nsel, r, ...)                                      \
+  do {                                                                         \
+    size_t n_ = (sel) ? (nsel) : (c)->n;                                       \
+    for (size_t i_ = 0; i_ < n_; i_++) {                                       \
+      size_t r = (sel) ? (sel)[i_] : i_;                                       \
+      __VA_ARGS__                                                              \
+    }                                                                          \
+  } while (0)
+
 /* Fast presence and raw reads. */
 static inline const pp_chunk *pp_cols_chunk(const pp_cols *c, size_t col,
                                             size_t row) {

@@ -42,68 +42,52 @@ function M.csv(set, path, stream, opts)
   local cols, stringy = json.export_fields(set, "export.csv")
   local head = {}
   for i, c in ipairs(cols) do head[i] = csv_name(c) end
-  local has_of = {} -- per layout: field -> true
+  local has_of, quoted_of = {}, {} -- per layout: its fields; those quoted (strings)
   local function has_in(L)
     local has = has_of[L]
     if not has then
       has = {}
-      for _, f in ipairs(L) do has[f] = true end
-      has_of[L] = has
+      local quoted = {}
+      for _, f in ipairs(L) do
+        has[f] = true
+        quoted[f] = stringy[f]
+      end
+      has_of[L], quoted_of[L] = has, quoted
     end
-    return has
+    return has, quoted_of[L]
   end
   local cells = {}
-  local makers = {} -- per layout: its row maker, or false
-  local out, T = {}, {}
+  local rows = json.layout_rows(function(L)
+    local has = has_in(L)
+    local pieces = {}
+    for k, c in ipairs(cols) do
+      if k > 1 then pieces[#pieces + 1] = "," end
+      if has[c] then pieces[#pieces + 1] = k end
+    end
+    pieces[#pieces + 1] = "\n"
+    return pieces
+  end, csv_quote)
   return json.write_chunks(set, path, stream, "export.csv", cols,
-    #cols > 0 and (table.concat(head, ",") .. "\n") or nil,
-    function(m, _, texts, layouts, add)
-      if #cols > 0 and json.uniform(layouts, m) then
-        local L = layouts[1]
-        local has = has_in(L)
-        local make = makers[L]
-        if make == nil then
-          local pieces = {}
-          for k, c in ipairs(cols) do
-            if k > 1 then pieces[#pieces + 1] = "," end
-            if has[c] then pieces[#pieces + 1] = k end
-          end
-          pieces[#pieces + 1] = "\n"
-          make = json.row_maker(pieces) or false
-          makers[L] = make
-        end
-        if make then
-          for k, c in ipairs(cols) do
-            local t = texts[c]
-            if has[c] and stringy[c] then
-              local qt = {}
-              for j = 1, m do qt[j] = csv_quote(t[j]) end
-              t = qt
-            end
-            T[k] = t
-          end
-          make(T, m, out)
-          add(table.concat(out, "", 1, m))
-          return
+    #cols > 0 and (table.concat(head, ",") .. "\n") or nil, json.chunk_rows(cols,
+    function(m, L, texts, add)
+      if #cols == 0 then return false end
+      local _, quoted = has_in(L)
+      return rows(m, L, texts, cols, quoted, add)
+    end,
+    function(L, texts, cur)
+      local has = has_in(L)
+      for k, c in ipairs(cols) do
+        if has[c] then
+          local n = cur[c] + 1
+          cur[c] = n
+          local t = texts[c][n]
+          cells[k] = stringy[c] and csv_quote(t) or t
+        else
+          cells[k] = ""
         end
       end
-      local cur = {}
-      for _, c in ipairs(cols) do cur[c] = 0 end
-      for j = 1, m do
-        local has = has_in(layouts[j])
-        for k, c in ipairs(cols) do
-          if has[c] then
-            local n = cur[c] + 1
-            cur[c] = n
-            local t = texts[c][n]
-            cells[k] = stringy[c] and csv_quote(t) or t
-          else
-            cells[k] = ""
-          end
-        end
-        add(table.concat(cells, ",", 1, #cols) .. "\n")
-      end
-    end, opts)
+      return table.concat(cells, ",", 1, #cols) .. "\n"
+    end), opts)
 end
 
 -- One RFC 4180 row held in `text` (its physical lines joined by "\n"):
@@ -206,19 +190,14 @@ local function cell_pair(name, text, quoted)
   return { name, text, "token" }
 end
 
--- The file is read a line at a time (files.lines): what it holds at once
--- is one row of at most 1 MiB, besides the records made.
-function M.read_csv(path, opts)
-  opts = opts or {}
-  local next_line, state = files.lines(path, "export.read_csv", opts.max_bytes)
-  if not next_line then return nil, state end
-  local _ <close> = state
+-- A CSV file's rows for files.set_reader: a header, then records; nil and
+-- "path:line: what" for the first row that is wrong.
+local function csv_rows(next_line, _, path)
   local rows = M.rows(next_line)
   -- comment lines ('#' first) before the header are skipped, as the
   -- command's reader skips them
   local header = rows() or {}
   while not header.what and (header[1] or ""):match("^%s*#") do header = rows() or {} end
-  if state.err then return nil, state.err end
   if header.what then return nil, ("%s:%d: %s"):format(path, header.line, header.what) end
   local cols, seen = {}, {}
   for i, name in ipairs(header) do
@@ -229,7 +208,6 @@ function M.read_csv(path, opts)
   end
   local out, lines = {}, {}
   for row in rows do
-    if state.err then return nil, state.err end
     if row.what then return nil, ("%s:%d: %s"):format(path, row.line, row.what) end
     if #row ~= #cols then
       local report = require "phaseprobe.output.report"
@@ -241,8 +219,12 @@ function M.read_csv(path, opts)
     out[#out + 1] = pairs_
     lines[#out] = row.line
   end
-  if state.err then return nil, state.err end
-  return files.to_set(out, path, lines, opts.prefix)
+  return out, lines
 end
+
+-- The file is read a line at a time (files.set_reader): what it holds at
+-- once is one row of at most 1 MiB, besides the records made; a read error
+-- is the message.
+M.read_csv = files.set_reader("export.read_csv", csv_rows)
 
 return M

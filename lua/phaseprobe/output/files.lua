@@ -11,11 +11,13 @@
 --   files.format_of_text(head [, loose])  the same by content alone
 --   files.write_lines(path, what, stream, lines) -> true | nil, message
 --   files.to_set(rows, path, lines [, prefix]) -> record set | nil, message
+--   files.set_reader(what, parse) -> function(path [, opts]) -> record set |
+--                                         nil, message   (through lines, to_set)
 --
 -- Used by output/json.lua, output/csv.lua and output/trace.lua: records
--- leave Lua through open_out and come back through lines (a line at a
--- time; slurp reads a whole file). `what` names the caller in messages
--- ("export.csv: cannot write 'x': ...").
+-- leave Lua through open_out and come back through a set_reader (lines: a
+-- line at a time; slurp reads a whole file). `what` names the caller in
+-- messages ("export.csv: cannot write 'x': ...").
 local pp = require "phaseprobe"
 local records = require "phaseprobe.records"
 
@@ -181,13 +183,27 @@ function M.format_of(path, head)
   return M.format_of_text(head)
 end
 
+-- What the readers (slurp, lines, a set_reader) check before they open a
+-- file: the path (check_path's rule, raised at the reader's caller) and
+-- max_bytes (a positive integer, default MAX_BYTES; raised one level
+-- further out, where the option was given). Returns the cap.
+local function input_cap(path, what, max_bytes)
+  M.check_path(path, what, "input", 3)
+  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
+  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 4) end
+  return cap
+end
+
+local function too_large(what, path, cap)
+  return ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
+    path, require("phaseprobe.output.report").count(cap, "byte"))
+end
+
 -- A whole file, read in chunks up to max_bytes: text, or nil and a message
 -- (unreadable, a directory, larger than the cap). The path: check_path's
 -- rule.
 function M.slurp(path, what, max_bytes)
-  M.check_path(path, what, "input", 2)
-  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
-  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 3) end
+  local cap = input_cap(path, what, max_bytes)
   local f, err = io.open(path, "rb")
   if not f then return nil, ("%s: cannot read '%s': %s"):format(what, path, err) end
   local parts, n, msg = {}, 0, nil
@@ -199,8 +215,7 @@ function M.slurp(path, what, max_bytes)
     end
     n = n + #chunk
     if n > cap then
-      msg = ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
-        path, require("phaseprobe.output.report").count(cap, "byte"))
+      msg = too_large(what, path, cap)
       break
     end
     parts[#parts + 1] = chunk
@@ -212,25 +227,19 @@ end
 
 M.MAX_LINE = 1 << 20
 
-local function too_large(what, path, cap)
-  return ("%s: '%s' is larger than %s (the option max_bytes raises the limit)"):format(what,
-    path, require("phaseprobe.output.report").count(cap, "byte"))
-end
-
--- A file read a line at a time, in chunks: the memory it takes is one
--- chunk and one line, whatever the file holds. Returns next_line and a
--- state table, or nil and a message (unreadable, a directory, larger than
--- the cap by its size). next_line() gives each line without its "\n" (the
--- last one also when unterminated), then nil: at the end, or when reading
--- failed, the total passed max_bytes or a line passed MAX_LINE bytes, and
--- then state.err holds the message ("what: path:LINE: ..." for a line).
--- state.line is the number of the line last given. The file is closed at
--- the end, or when state is closed (local s <close> = state), whichever
--- comes first. The path: check_path's rule.
-function M.lines(path, what, max_bytes)
-  M.check_path(path, what, "input", 2)
-  local cap = math.tointeger(max_bytes) or M.MAX_BYTES
-  if cap < 1 then error(what .. ": option max_bytes must be a positive integer", 3) end
+-- lines(path, what, max_bytes): a file read a line at a time, in chunks:
+-- the memory it takes is one chunk and one line, whatever the file holds.
+-- Returns next_line and a state table, or nil and a message (unreadable, a
+-- directory, larger than the cap by its size). next_line() gives each line
+-- without its "\n" (the last one also when unterminated), then nil: at the
+-- end, or when reading failed, the total passed max_bytes or a line passed
+-- MAX_LINE bytes, and then state.err holds the message ("what:
+-- path:LINE: ..." for a line). state.line is the number of the line last
+-- given. The file is closed at the end, or when state is closed (local s
+-- <close> = state), whichever comes first. The path: check_path's rule.
+-- (open_lines reads it once input_cap has checked the arguments and given
+-- the cap; a set_reader reads through it too.)
+local function open_lines(path, what, cap)
   local f, err = io.open(path, "rb")
   if not f then return nil, ("%s: cannot read '%s': %s"):format(what, path, M.reason(err, path)) end
   -- (a directory opens, and fails its first read)
@@ -302,6 +311,11 @@ function M.lines(path, what, max_bytes)
   return next_line, state
 end
 
+-- lines: input_cap's checks, then open_lines.
+function M.lines(path, what, max_bytes)
+  return open_lines(path, what, input_cap(path, what, max_bytes))
+end
+
 ------------------------------------------------------------------------------
 
 --- Writes each of `lines` and a newline to `path` (open_out's rules).
@@ -325,6 +339,34 @@ function M.to_set(rows, path, lines, prefix)
     source = path, lines = lines, text = "any" })
   if not ok then return nil, tostring(cols) end
   return records.wrap(cols)
+end
+
+-- A set_reader's reading, lines' checks counted from here as if lines
+-- were called by the reader.
+local function read_set(path, what, opts, parse)
+  opts = opts or {}
+  local next_line, state = open_lines(path, what, input_cap(path, what, opts.max_bytes))
+  if not next_line then return nil, state end
+  local _ <close> = state
+  local rows, lines = parse(next_line, state, path)
+  if state.err then return nil, state.err end
+  if not rows then return nil, lines end
+  return M.to_set(rows, path, lines, opts.prefix)
+end
+
+--- A reader of record files, function(path [, opts]) -> record set, or
+-- nil and a message: the file read a line at a time (lines, with
+-- opts.max_bytes), parse(next_line, state, path) making the lines rows and
+-- their line numbers (to_set's; the records print with opts.prefix) or
+-- returning nil and a message. A read error (state.err: it ends the
+-- lines) is the message when there is one. Misuse is raised as lines
+-- raises it for the reader: the path at the reader, max_bytes at its
+-- caller.
+function M.set_reader(what, parse)
+  return function(path, opts)
+    local set, err = read_set(path, what, opts, parse)
+    return set, err -- (no tail call: read_set's levels count this frame)
+  end
 end
 
 return M

@@ -273,6 +273,52 @@ function M.row_maker(pieces)
   return assert(load(table.concat(src), "=export row", "t", {}))
 end
 
+--- The rows of chunks whose records share one layout, through one row
+-- maker a layout: rows = M.layout_rows(pieces_of, quote), then
+-- rows(m, key, texts, fields, quoted, add). pieces_of(key) gives the
+-- pieces of a layout's row (asked once per key); T[k] is the chunk's texts
+-- of fields[k], each cell passed through quote where quoted[fields[k]].
+-- Adds the chunk's text and returns true, or returns false when the
+-- layout's row is too long for a maker (the caller joins the rows itself).
+function M.layout_rows(pieces_of, quote)
+  local makers, out, T = {}, {}, {} -- makers: per key, its maker or false
+  return function(m, key, texts, fields, quoted, add)
+    local make = makers[key]
+    if make == nil then
+      make = M.row_maker(pieces_of(key)) or false
+      makers[key] = make
+    end
+    if not make then return false end
+    for k, f in ipairs(fields) do
+      local t = texts[f]
+      if quoted[f] then
+        local q = {}
+        for j = 1, m do q[j] = quote(t[j]) end
+        t = q
+      end
+      T[k] = t
+    end
+    make(T, m, out)
+    add(table.concat(out, "", 1, m))
+    return true
+  end
+end
+
+--- A chunk_text for write_chunks that writes a row per record. A chunk
+-- whose records share one layout goes through uniform(m, layout, texts,
+-- add) (a layout_rows maker's; false when it wrote nothing); any other,
+-- a record at a time: add(record(layout, texts, cur)), where cur[f] counts
+-- the texts of field f that the records before it took (record advances
+-- it for the fields it takes).
+function M.chunk_rows(fields, uniform, record)
+  return function(m, _, texts, layouts, add)
+    if M.uniform(layouts, m) and uniform(m, layouts[1], texts, add) then return end
+    local cur = {}
+    for _, f in ipairs(fields) do cur[f] = 0 end
+    for j = 1, m do add(record(layouts[j], texts, cur)) end
+  end
+end
+
 --- Whether every record of a chunk has the same layout (one field list).
 function M.uniform(layouts, m)
   local L = layouts[1]
@@ -357,55 +403,33 @@ function M.jsonl(set, path, stream, opts)
     return k
   end
   local parts = {}
-  local makers = {} -- per layout: its row maker, or false
-  local out, T = {}, {}
-  return M.write_chunks(set, path, stream, "export.jsonl", fields, nil,
-    function(m, _, texts, layouts, add)
-      if M.uniform(layouts, m) then
-        local ks = keys(layouts[1])
-        local make = makers[ks]
-        if make == nil then
-          local pieces = {}
-          for q, f in ipairs(ks) do
-            pieces[#pieces + 1] = (q == 1 and "{" or ",") .. key_cache[f]
-            pieces[#pieces + 1] = q
-          end
-          pieces[#pieces + 1] = #ks == 0 and "{}\n" or "}\n"
-          make = #ks > 0 and M.row_maker(pieces) or false
-          makers[ks] = make
-        end
-        if make then
-          for q, f in ipairs(ks) do
-            local t = texts[f]
-            if stringy[f] then
-              local e = {}
-              for j = 1, m do e[j] = cjson.encode(t[j]) end
-              t = e
-            end
-            T[q] = t
-          end
-          make(T, m, out)
-          add(table.concat(out, "", 1, m))
-          return
-        end
+  local rows = M.layout_rows(function(ks)
+    local pieces = {}
+    for q, f in ipairs(ks) do
+      pieces[#pieces + 1] = (q == 1 and "{" or ",") .. key_cache[f]
+      pieces[#pieces + 1] = q
+    end
+    pieces[#pieces + 1] = #ks == 0 and "{}\n" or "}\n"
+    return pieces
+  end, cjson.encode)
+  return M.write_chunks(set, path, stream, "export.jsonl", fields, nil, M.chunk_rows(fields,
+    function(m, L, texts, add)
+      local ks = keys(L)
+      return rows(m, ks, texts, ks, stringy, add)
+    end,
+    function(L, texts, cur)
+      local np = 0
+      for q, f in ipairs(keys(L)) do
+        local c = cur[f] + 1
+        cur[f] = c
+        local t = texts[f][c]
+        np = np + 1
+        parts[np] = (q == 1 and "{" or ",") .. key_cache[f]
+        np = np + 1
+        parts[np] = stringy[f] and cjson.encode(t) or t
       end
-      local cur = {}
-      for _, f in ipairs(fields) do cur[f] = 0 end
-      for j = 1, m do
-        local ks = keys(layouts[j])
-        local np = 0
-        for q, f in ipairs(ks) do
-          local c = cur[f] + 1
-          cur[f] = c
-          local t = texts[f][c]
-          np = np + 1
-          parts[np] = (q == 1 and "{" or ",") .. key_cache[f]
-          np = np + 1
-          parts[np] = stringy[f] and cjson.encode(t) or t
-        end
-        add(np == 0 and "{}\n" or (table.concat(parts, "", 1, np) .. "}\n"))
-      end
-    end, opts)
+      return np == 0 and "{}\n" or (table.concat(parts, "", 1, np) .. "}\n")
+    end), opts)
 end
 
 -- The keys of a flat JSON object in text order with their raw number
@@ -459,15 +483,10 @@ function M.fields(line)
   return obj, keys, raw
 end
 
--- opts.prefix: the prefix the records print with (the default schema's
--- unless given; JSON lines do not carry it).
--- The file is read a line at a time (files.lines), each line at most
--- 1 MiB.
-function M.read_jsonl(path, opts)
-  opts = opts or {}
-  local next_line, state = files.lines(path, "export.read_jsonl", opts.max_bytes)
-  if not next_line then return nil, state end
-  local _ <close> = state
+-- A JSON-lines file's rows for files.set_reader: each line a flat object,
+-- blank and comment lines skipped; nil and "path:line: what" for the first
+-- line that is not one.
+local function jsonl_rows(next_line, state, path)
   local rows, lines = {}, {}
   for line in next_line do
     local lineno = state.line
@@ -494,9 +513,14 @@ function M.read_jsonl(path, opts)
       lines[#rows] = lineno
     end
   end
-  if state.err then return nil, state.err end
-  return files.to_set(rows, path, lines, opts.prefix)
+  return rows, lines
 end
+
+-- opts.prefix: the prefix the records print with (the default schema's
+-- unless given; JSON lines do not carry it).
+-- The file is read a line at a time (files.set_reader), each line at most
+-- 1 MiB; a read error is the message.
+M.read_jsonl = files.set_reader("export.read_jsonl", jsonl_rows)
 
 M.encode = encode
 M.record_json = record_json

@@ -131,10 +131,11 @@ function M.text_width(s, size, bold)
   return (utf8.len(s) or #s) * size * (bold and 0.66 or 0.6)
 end
 
--- Words of s in lines no wider than w px.
-function M.wrap(s, w, size, bold)
+-- A list of words in lines no wider than w px (a word wider than w has a
+-- line of its own).
+local function fill(words, w, size, bold)
   local lines, line = {}, nil
-  for word in tostring(s):gmatch("%S+") do
+  for _, word in ipairs(words) do
     local try = line and (line .. " " .. word) or word
     if line and M.text_width(try, size, bold) > w then
       lines[#lines + 1] = line
@@ -145,6 +146,13 @@ function M.wrap(s, w, size, bold)
   end
   if line then lines[#lines + 1] = line end
   return lines
+end
+
+-- Words of s in lines no wider than w px.
+function M.wrap(s, w, size, bold)
+  local words = {}
+  for word in tostring(s):gmatch("%S+") do words[#words + 1] = word end
+  return fill(words, w, size, bold)
 end
 
 -- Lines of s no wider than w px, a word too wide for one cut after a '+',
@@ -165,18 +173,7 @@ function M.wrap_label(s, w, size, bold)
     end
     if word ~= "" then words[#words + 1] = word end
   end
-  local lines, line = {}, nil
-  for _, word in ipairs(words) do
-    local try = line and (line .. " " .. word) or word
-    if line and M.text_width(try, size, bold) > w then
-      lines[#lines + 1] = line
-      line = word
-    else
-      line = try
-    end
-  end
-  if line then lines[#lines + 1] = line end
-  return lines
+  return fill(words, w, size, bold)
 end
 
 -- Legend items laid out in rows within w px: each item {label=} gets
