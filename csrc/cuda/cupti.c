@@ -96,6 +96,18 @@ static void span_free(span *s) {
   npending--;
 }
 
+/* Writes a byte in each page of a fresh allocation, so that its page faults
+ * come now rather than at the first use of each span slot or correlation
+ * slot: those uses are on the dispatch's path (a span's start, the launch
+ * callback): a span's start on a fresh slot cost 2.3 us on a development
+ * machine against 30 ns on a used one, and 4 to 8 us on an H200 machine's
+ * virtual machine (make truth, part 2c, "spin to loop"). */
+static void touch_pages(void *p, size_t bytes) {
+  volatile unsigned char *b = p;
+  for (size_t o = 0; o < bytes; o += 4096)
+    b[o] = 0;
+}
+
 int pp_cupti_tables_init(char *why, size_t whylen) {
   if (corr_tab)
     return 0;
@@ -107,6 +119,8 @@ int pp_cupti_tables_init(char *why, size_t whylen) {
     return pp_fail(why, whylen,
                    "CUPTI: out of host memory for the span tables");
   }
+  touch_pages(t, CORR_SLOTS * sizeof *t);
+  touch_pages(sp, SPAN_SLOTS * sizeof *sp);
   pthread_mutex_lock(&tab_lock);
   corr_tab = t;
   spans = sp;
