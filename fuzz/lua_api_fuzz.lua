@@ -863,6 +863,9 @@ H["records.union"] = function()
   local ok, part = pcall(s.head, s, R(3))
   return { s, ok and part or s, chance(0.1) and set_value() or nil }
 end
+H["records.equal"] = function()
+  return set_value(), field(), pick { "1", "0", "18446744073709551615", "cjk", "a b", "", 7, 2.5, true }
+end
 H["records.set:layout"] = function() return nil end
 H["records.set:per_record"] = function() return field() end
 H["pp.parse.list"] = function()

@@ -99,9 +99,9 @@ static void span_free(span *s) {
 /* Writes a byte in each page of a fresh allocation, so that its page faults
  * come now rather than at the first use of each span slot or correlation
  * slot: those uses are on the dispatch's path (a span's start, the launch
- * callback): a span's start on a fresh slot cost 2.3 us on a development
- * machine against 30 ns on a used one, and 4 to 8 us on an H200 machine's
- * virtual machine (make truth, part 2c, "spin to loop"). */
+ * callback). A span's start on a fresh slot cost 2.3 us on the development
+ * machine against 30 ns on a used one, and 4 to 8 us on the H200 machines,
+ * virtual machines both (make truth, part 2c, "spin to loop"). */
 static void touch_pages(void *p, size_t bytes) {
   volatile unsigned char *b = p;
   for (size_t o = 0; o < bytes; o += 4096)
