@@ -7,6 +7,10 @@ local cu = pp.cuda
 
 local SPIN_NS = 200000 -- each spin kernel waits 200 us of %globaltimer
 
+-- How far a device stamp converted by CUPTI to the probe clock may lie
+-- past a host reading taken after the event it stamps (see its use).
+local CONVERSION_NS = 10000
+
 describe("CUPTI's device timeline #gpu #cupti", function()
   local ctx, s, spin, cal
 
@@ -85,7 +89,11 @@ describe("CUPTI's device timeline #gpu #cupti", function()
     assert.is_true(got.launch_at_ns > 0, tostring(got))
     assert.is_true(got.kernel_first_ns > got.launch_at_ns, tostring(got))
     assert.is_true(got.kernel_last_ns > got.kernel_first_ns, tostring(got))
-    assert.is_true(got.kernel_last_ns <= got.wall_ns,
+    -- CUPTI converts the device's stamps to the probe clock; one run in 41
+    -- read the kernel's end 0.34 us after the host saw the synchronize
+    -- return (which takes longer than that to notice the end), so the
+    -- order is checked to within 10 us of that conversion
+    assert.is_true(got.kernel_last_ns <= got.wall_ns + CONVERSION_NS,
       "the kernel ended before the dispatch (it synchronized): " .. tostring(got))
     assert.are.equal(got.kernel_last_ns - got.kernel_first_ns, got.kernel_ns)
     -- the device's idle time in the window is the host's gap plus latency
