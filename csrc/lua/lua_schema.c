@@ -59,12 +59,7 @@ static const struct {
 
 static int schema_index(lua_State *L) {
   const pp_schema *s = check_schema(L, 1);
-  size_t klen;
-  const char *k = luaL_checklstring(L, 2, &klen);
-  if (strlen(k) != klen) { /* "prefix\0x" is no key of a schema */
-    lua_pushnil(L);
-    return 1;
-  }
+  const char *k = pp_lua_fieldkey(L, 2); /* s["prefix\0x"] is not s.prefix */
   if (strcmp(k, "prefix") == 0) {
     lua_pushstring(L, s->prefix);
     return 1;
