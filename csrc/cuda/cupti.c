@@ -308,38 +308,6 @@ static void deliver_all(pp_record *recs, size_t n) {
     pp_sinks_deliver(&recs[i]);
 }
 
-/* The kernel records of a buffer, read out of it without the table lock. */
-typedef struct {
-  uint32_t corr;
-  uint64_t start, end;
-} kernel_rec;
-
-/* Applies n kernel records to the spans under tab_lock and appends the
- * records of the spans they completed to *out (grown as needed). */
-static void apply_kernels(const kernel_rec *k, size_t n, pp_record **out,
-                          size_t *nout) {
-  enum { CAP = 64 };
-  span *done[CAP];
-  size_t ndone = 0;
-  for (size_t i = 0; i <= n; i++) {
-    if (i < n)
-      on_kernel(k[i].corr, k[i].start, k[i].end, done, &ndone, CAP);
-    if (ndone == CAP || (i == n && ndone)) { /* settle what is done so far */
-      pp_record *grown = realloc(*out, (*nout + ndone) * sizeof **out);
-      if (grown) {
-        *out = grown;
-        for (size_t j = 0; j < ndone; j++)
-          *nout += (size_t)settle(done[j], &(*out)[*nout]);
-      }
-      ndone = 0;
-    }
-  }
-}
-
-/* A buffer CUPTI hands back. Walking it (a call into CUPTI per record) is
- * done outside tab_lock, a batch of kernel records at a time: the lock is
- * held only while the spans take them, since the dispatch's own paths (a
- * span's start, the launch callback) wait for it. */
 void CUPTIAPI pp_cupti_buffer_completed(CUcontext ctx, uint32_t stream,
                                         uint8_t *buffer, size_t size,
                                         size_t valid) {
@@ -353,36 +321,41 @@ void CUPTIAPI pp_cupti_buffer_completed(CUcontext ctx, uint32_t stream,
   if (api->ActivityGetNumDroppedRecords &&
       api->ActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS)
     dropped = 0;
-  enum { BATCH = 256 };
-  kernel_rec k[BATCH];
-  size_t nk = 0;
-  uint64_t nrec = 0;
+  enum { CAP = 64 };
+  span *done[CAP];
+  size_t ndone = 0;
   pp_record *out = NULL;
   size_t nout = 0;
-  CUpti_Activity *r = NULL;
-  int more = valid != 0;
-  while (more) {
-    more = api->ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS;
-    if (more) {
-      nrec++;
-      if (r->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
-          r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-        const CUpti_ActivityKernel10 *kr = (const CUpti_ActivityKernel10 *)r;
-        k[nk++] = (kernel_rec){kr->correlationId, kr->start, kr->end};
-      }
-    }
-    if (nk == BATCH || (!more && nk)) {
-      pthread_mutex_lock(&tab_lock);
-      apply_kernels(k, nk, &out, &nout);
-      pthread_mutex_unlock(&tab_lock);
-      nk = 0;
-    }
-  }
   pthread_mutex_lock(&tab_lock);
   stats.buffers++;
   stats.buffer_bytes += valid;
   stats.dropped += dropped;
-  stats.records += nrec;
+  CUpti_Activity *r = NULL;
+  while (valid && api->ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+    stats.records++;
+    if (r->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+        r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+      on_kernel(k->correlationId, k->start, k->end, done, &ndone, CAP);
+      if (ndone == CAP) { /* settle what is done so far */
+        pp_record *grown = realloc(out, (nout + CAP) * sizeof *out);
+        if (grown) {
+          out = grown;
+          for (size_t i = 0; i < ndone; i++)
+            nout += (size_t)settle(done[i], &out[nout]);
+        }
+        ndone = 0;
+      }
+    }
+  }
+  if (ndone) {
+    pp_record *grown = realloc(out, (nout + ndone) * sizeof *out);
+    if (grown) {
+      out = grown;
+      for (size_t i = 0; i < ndone; i++)
+        nout += (size_t)settle(done[i], &out[nout]);
+    }
+  }
   if (nbuf_free < BUF_KEEP) {
     buf_free[nbuf_free++] = buffer;
     buffer = NULL;
