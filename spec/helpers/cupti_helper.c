@@ -6,8 +6,9 @@
  * failed. Checks the logic only; the real library is exercised by
  * spec/truth_gpu_spec.lua on a GPU.
  *
- *   cupti_helper <path to libfakecupti.so> [fail_enable | fail_subscribe]
+ *   cupti_helper <path to libfakecupti.so> [fail_enable | fail_subscribe | faults]
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "phaseprobe.h"
 #include "pp_cupti.h"
 #include "check_cases.h"
@@ -65,10 +66,12 @@ static uint64_t window(uint64_t n, uint64_t dur, uint64_t lat, int mode) {
 
 /* The span table's pages are faulted in when collection starts, not at
  * the first use of each slot: a span starts on the dispatch's path. Runs
- * alone (cupti_helper LIB faults), on slots no case has used. */
+ * alone (cupti_helper LIB faults), on slots no case has used. The faults
+ * counted are the calling thread's: the buffer thread's, which may run at
+ * the same time, are not the span start's. */
 static long minor_faults(void) {
   struct rusage u;
-  getrusage(RUSAGE_SELF, &u);
+  getrusage(RUSAGE_THREAD, &u);
   return u.ru_minflt;
 }
 
