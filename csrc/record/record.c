@@ -56,11 +56,12 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   uint32_t g = d.given ? d.given : old_form_given(&d);
   const pp_schema *s = a->schema;
   pp_tags_settle(a, s);
-  pp_record r;
-  memset(r.values, 0, sizeof(uint64_t) * s->nfields);
-  r.schema = s;
-  memcpy(r.tags, a->tags, sizeof r.tags);
-  uint64_t *v = r.values;
+  /* built in the caller's copy when there is one (a record is 1 KiB) */
+  pp_record own, *r = out ? out : &own;
+  memset(r->values, 0, sizeof(uint64_t) * s->nfields);
+  r->schema = s;
+  memcpy(r->tags, a->tags, sizeof r->tags);
+  uint64_t *v = r->values;
   v[s->f_seq] = g & PP_GIVEN_SEQ
                     ? d.seq
                     : __atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED);
@@ -104,7 +105,7 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
   v[s->f_kerr] = a->kernel_error_ns;
   int keep_window = (g & PP_GIVEN_WINDOW) || a->has_window;
   if (a->has_timeline)
-    pp_record_fill_timeline(&r, &a->tl, keep_window);
+    pp_record_fill_timeline(r, &a->tl, keep_window);
   uint64_t span = a->device_span;
   pp_acc_clear(a);
   const pp_device_hooks *h = span ? pp_device_hooks_get() : NULL;
@@ -112,15 +113,10 @@ PP_EXPORT int pp_emit(const pp_emit_args *args, pp_record *out) {
     /* The device timeline comes later: the span keeps the record and
      * delivers it then; the caller's copy says so. */
     v[s->f_ksrc] = PP_KSRC_PENDING;
-    int kept = h->defer(span, &r, keep_window);
-    if (out)
-      *out = r;
-    if (kept)
+    if (h->defer(span, r, keep_window))
       return 0;
-  } else if (out) {
-    *out = r;
   }
-  pp_sinks_deliver(&r);
+  pp_sinks_deliver(r);
   return 0;
 }
 
