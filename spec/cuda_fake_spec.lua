@@ -315,6 +315,39 @@ describe("pp.cuda with the fake driver", function()
       assert.matches("," .. gptr .. "$", lines[3])
     end)
 
+    it("packs a block of any size, from a plain table or one read through __index", function()
+      -- 4 + 1000 bytes do not fit the description's own 512-byte block:
+      -- those arguments go to a userdata; the small ones stay inline
+      local r, logged = with_ctx_logged [[
+        local big = ctx:load(".version 8.0\n.target sm_90\n.address_size 64\n"
+          .. ".visible .entry big(.param .u32 big_n, .param .align 8 .b8 big_b[1000])\n{\n  ret;\n}\n")
+          :func("big")
+        local blob = ("\1\2\3\4"):rep(250)
+        big:launch{ grid = 1, block = 1, args = { 7, blob } }
+        big:launch(setmetatable({ args = { 8, blob } }, { __index = { grid = 2, block = 3 } }))
+        local small = mod:func("kinds")
+        small:launch(setmetatable({ block = 1 }, { __index = function(_, k)
+          if k == "grid" then return 4 end
+          if k == "args" then return { 1, 2, 3, 4, "............", 5 } end
+        end }))
+        local w = ctx.stream:window()
+        report("loop", w:launch_loop(setmetatable({}, { __index = { fn = big, grid = 1, block = 1,
+          args = { 9, blob } } })) ~= nil)
+        w:close()
+        report("collect", w:collect() ~= nil)
+      ]]
+      local lines = {}
+      for line in logged:gmatch("[^\n]+") do lines[#lines + 1] = line end
+      assert.are.equal(4, #lines, r._output)
+      local hex = ("01020304"):rep(250)
+      assert.are.equal("launch big grid=1,1,1 block=1,1,1 shared=0 coop=0 params=07000000," .. hex, lines[1])
+      assert.are.equal("launch big grid=2,1,1 block=3,1,1 shared=0 coop=0 params=08000000," .. hex, lines[2])
+      assert.matches("^launch kinds grid=4,1,1 block=1,1,1 shared=0 coop=0 params=01,02000000,", lines[3])
+      assert.are.equal("launch big grid=1,1,1 block=1,1,1 shared=0 coop=0 params=09000000," .. hex, lines[4])
+      assert.are.equal("true", r.loop)
+      assert.are.equal("true", r.collect)
+    end)
+
     it("names the parameter on a wrong count or type", function()
       local r = with_ctx({}, [[
         local fn = mod:func("kinds")

@@ -56,7 +56,7 @@ int lcu_raise(lua_State *L, lcu_ctx *c, const char *call, CUresult rc,
   return luaL_error(L, "%s", msg);
 }
 
-void lcu_use(lua_State *L, lcu_ctx *c, const char *what) {
+void lcu_check_usable(lua_State *L, lcu_ctx *c, const char *what) {
   if (c->closed)
     luaL_error(L, "%s: closed context (device %d)", what, c->ordinal);
   if (c->sticky != CUDA_SUCCESS) {
@@ -66,6 +66,10 @@ void lcu_use(lua_State *L, lcu_ctx *c, const char *what) {
                "process",
                what, c->ordinal, pp_cuda_error_name(c->sticky, nb, sizeof nb));
   }
+}
+
+void lcu_use(lua_State *L, lcu_ctx *c, const char *what) {
+  lcu_check_usable(L, c, what);
   CUresult rc = pp_cuda()->CtxSetCurrent(c->ctx);
   if (rc != CUDA_SUCCESS)
     lcu_raise(L, c, "cuCtxSetCurrent", rc, what);

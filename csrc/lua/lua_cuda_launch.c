@@ -15,6 +15,7 @@
 
 #ifdef PP_HAVE_CUDA_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,12 +165,14 @@ static int count_error(lua_State *L, const char *what, const lcu_fn *fn,
  * parameters; anything far past that is a driver's answer gone wrong. */
 #define PACK_MAX (1 << 20)
 
-/* The block the list at args_idx (or none) is packed into, a userdata left
- * on the stack: kernelParams pointers followed by the parameter bytes.
- * Allocated before the handles are checked for the last time (pp_lua_cuda.h);
- * pack_args then fills it without allocating. */
+/* The block the list at args_idx (or none) is packed into: kernelParams
+ * pointers followed by the parameter bytes, in d->args when they fit, else
+ * a userdata left on the stack. Such an allocation may run finalizers, so
+ * it comes before the handles are checked for the last time (pp_lua_cuda.h)
+ * and sets d->ran_lua; pack_args then fills the block without allocating. */
 static unsigned char *args_block(lua_State *L, const char *what, int fn_idx,
-                                 const lcu_fn *fn, int args_idx) {
+                                 const lcu_fn *fn, int args_idx,
+                                 lcu_launch *d) {
   if (fn->nparams < 0) {
     lua_getiuservalue(L, fn_idx, 2);
     luaL_error(L, "%s: %s", what, lua_tostring(L, -1));
@@ -188,6 +191,9 @@ static unsigned char *args_block(lua_State *L, const char *what, int fn_idx,
     luaL_error(L, "%s: '%s' has a parameter block of %I bytes (at most %d)",
                what, fn->name, (lua_Integer)fn->param_bytes, PACK_MAX);
   size_t head = (np * sizeof(void *) + 15) & ~(size_t)15;
+  if (head + fn->param_bytes <= sizeof d->args)
+    return d->args;
+  d->ran_lua = 1;
   return lua_newuserdatauv(L, head + fn->param_bytes + 16, 0);
 }
 
@@ -210,24 +216,51 @@ static void **pack_args(lua_State *L, const char *what, const lcu_fn *fn,
 }
 
 /* ---- launch descriptions ------------------------------------------------------ */
-static void check_fields(lua_State *L, int t, const char *what, int allow) {
+/* The fields of a description, as bits of what check_fields found. */
+enum {
+  F_GRID = 1 << 0, F_BLOCK = 1 << 1, F_SHARED = 1 << 2, F_ARGS = 1 << 3,
+  F_COOP = 1 << 4, F_FN = 1 << 5, F_STREAM = 1 << 6, F_ITERATIONS = 1 << 7,
+  F_RESET = 1 << 8, F_FENCE = 1 << 9, F_SPIN = 1 << 10, F_SAMPLES = 1 << 11,
+  F_SOURCE = 1 << 12
+};
+
+/* Raises for a key of the table at t that is no field `allow` admits;
+ * returns the fields it has. Keys are compared by length first: this runs
+ * on every launch, between a window's opening and its first launch call. */
+static unsigned check_fields(lua_State *L, int t, const char *what, int allow) {
   static const struct {
     const char *name;
+    size_t len;
     int needs;
+    unsigned bit;
   } fields[] = {
-      {"grid", 0}, {"block", 0}, {"shared", 0}, {"args", 0}, {"cooperative", 0},
-      {"fn", LCU_LAUNCH_FN}, {"stream", LCU_LAUNCH_STREAM},
-      {"iterations", LCU_LAUNCH_LOOP}, {"reset", LCU_LAUNCH_LOOP},
-      {"fence", LCU_LAUNCH_LOOP}, {"spin_us", LCU_LAUNCH_SPIN},
-      {"samples", LCU_LAUNCH_SAMPLES}, {"source", LCU_LAUNCH_LOOP}};
+#define FIELD(name, needs, bit) {name, sizeof name - 1, needs, bit}
+      FIELD("grid", 0, F_GRID), FIELD("block", 0, F_BLOCK),
+      FIELD("args", 0, F_ARGS), FIELD("fn", LCU_LAUNCH_FN, F_FN),
+      FIELD("source", LCU_LAUNCH_LOOP, F_SOURCE),
+      FIELD("spin_us", LCU_LAUNCH_SPIN, F_SPIN), FIELD("shared", 0, F_SHARED),
+      FIELD("cooperative", 0, F_COOP),
+      FIELD("stream", LCU_LAUNCH_STREAM, F_STREAM),
+      FIELD("iterations", LCU_LAUNCH_LOOP, F_ITERATIONS),
+      FIELD("reset", LCU_LAUNCH_LOOP, F_RESET),
+      FIELD("fence", LCU_LAUNCH_LOOP, F_FENCE),
+      FIELD("samples", LCU_LAUNCH_SAMPLES, F_SAMPLES)
+#undef FIELD
+  };
+  unsigned has = 0;
   lua_pushnil(L);
   while (lua_next(L, t)) {
     int ok = 0;
-    const char *k = pp_lua_tokey(L, -2);
-    for (size_t i = 0; k && i < sizeof fields / sizeof fields[0]; i++)
-      if (strcmp(k, fields[i].name) == 0 &&
-          (fields[i].needs & allow) == fields[i].needs)
+    size_t n = 0;
+    /* a string key is read as it is (lua_tolstring converts nothing) */
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &n)
+                                                   : NULL;
+    for (size_t i = 0; k && !ok && i < sizeof fields / sizeof fields[0]; i++)
+      if (n == fields[i].len && memcmp(k, fields[i].name, n) == 0 &&
+          (fields[i].needs & allow) == fields[i].needs) {
+        has |= fields[i].bit;
         ok = 1;
+      }
     if (!ok) {
       lua_pop(L, 1);
       int nul = pp_lua_hasnul(L, -1);
@@ -236,6 +269,7 @@ static void check_fields(lua_State *L, int t, const char *what, int allow) {
     }
     lua_pop(L, 1);
   }
+  return has;
 }
 
 static unsigned dim_value(lua_State *L, int idx, const char *what,
@@ -249,10 +283,19 @@ static unsigned dim_value(lua_State *L, int idx, const char *what,
   return (unsigned)v;
 }
 
-static void parse_dim(lua_State *L, int t, const char *what, const char *field,
-                      unsigned out[3], int required) {
+/* Pushes field `field` of the table at t; for a field the description has
+ * not (present 0: a plain table without that key) pushes nil unread. */
+static int push_field(lua_State *L, int t, int present, const char *field) {
+  if (present)
+    return lua_getfield(L, t, field);
+  lua_pushnil(L);
+  return LUA_TNIL;
+}
+
+static void parse_dim(lua_State *L, int t, int present, const char *what,
+                      const char *field, unsigned out[3], int required) {
   out[0] = out[1] = out[2] = 1;
-  int ty = lua_getfield(L, t, field);
+  int ty = push_field(L, t, present, field);
   if (ty == LUA_TNIL) {
     if (required)
       luaL_error(L, "%s: field '%s' is required", what, field);
@@ -272,11 +315,12 @@ static void parse_dim(lua_State *L, int t, const char *what, const char *field,
   lua_pop(L, 1);
 }
 
-static lua_Integer opt_int_field(lua_State *L, int t, const char *what,
-                                 const char *field, lua_Integer def,
-                                 lua_Integer lo, lua_Integer hi) {
+static lua_Integer opt_int_field(lua_State *L, int t, int present,
+                                 const char *what, const char *field,
+                                 lua_Integer def, lua_Integer lo,
+                                 lua_Integer hi) {
   lua_Integer v = def;
-  if (lua_getfield(L, t, field) != LUA_TNIL) {
+  if (push_field(L, t, present, field) != LUA_TNIL) {
     int ok = 0;
     v = lua_tointegerx(L, -1, &ok);
     if (!ok || v < lo || v > hi)
@@ -289,10 +333,10 @@ static lua_Integer opt_int_field(lua_State *L, int t, const char *what,
 
 /* Reads field 'reset'; returns the stack index of its target (left on the
  * stack, so that it stays alive and can be checked again), or 0. */
-static int parse_reset(lua_State *L, int t, const char *what,
+static int parse_reset(lua_State *L, int t, int present, const char *what,
                        lcu_launch *d) {
   memset(&d->reset, 0, sizeof d->reset);
-  int ty = lua_getfield(L, t, "reset");
+  int ty = push_field(L, t, present, "reset");
   if (ty == LUA_TNIL) {
     lua_pop(L, 1);
     return 0;
@@ -301,6 +345,10 @@ static int parse_reset(lua_State *L, int t, const char *what,
     luaL_error(L, "%s: field 'reset' must be a table {target=, bytes=, "
                   "value=, offset=}", what);
   int r = lua_gettop(L);
+  if (lua_getmetatable(L, r)) { /* read through its __index */
+    lua_pop(L, 1);
+    d->ran_lua = 1;
+  }
   lua_getfield(L, r, "target");
   lcu_ctx *c = NULL;
   CUdeviceptr ptr = 0;
@@ -310,11 +358,12 @@ static int parse_reset(lua_State *L, int t, const char *what,
                luaL_typename(L, -1));
   if (c != d->c)
     luaL_error(L, "%s: reset.target belongs to another context", what);
-  lua_Integer off = opt_int_field(L, r, what, "offset", 0, 0, (lua_Integer)size);
-  lua_Integer bytes = opt_int_field(L, r, what, "bytes",
+  lua_Integer off =
+      opt_int_field(L, r, 1, what, "offset", 0, 0, (lua_Integer)size);
+  lua_Integer bytes = opt_int_field(L, r, 1, what, "bytes",
                                     (lua_Integer)size - off, 0,
                                     (lua_Integer)size - off);
-  lua_Integer value = opt_int_field(L, r, what, "value", 0, 0, 255);
+  lua_Integer value = opt_int_field(L, r, 1, what, "value", 0, 0, 255);
   d->reset.ptr = ptr + (CUdeviceptr)off;
   d->reset.bytes = (size_t)bytes;
   d->reset.value = (unsigned char)value;
@@ -367,11 +416,19 @@ static void check_coop(lua_State *L, const char *what, lcu_launch *d) {
 /* Reads a launch description from the table at t (pp_lua_cuda.h). */
 void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
                       int allow, lcu_launch *d) {
-  memset(d, 0, sizeof *d);
+  memset(d, 0, offsetof(lcu_launch, args));
   luaL_checktype(L, t, LUA_TTABLE);
-  check_fields(L, t, what, allow);
+  unsigned has = check_fields(L, t, what, allow);
+  /* A plain table is read for the fields it has, with no Lua code run; one
+   * with a metatable for every field, through its __index. */
+  if (lua_getmetatable(L, t)) {
+    lua_pop(L, 1);
+    has = ~0u;
+    d->ran_lua = 1;
+  }
+#define HAS(bit) ((has & (bit)) != 0)
   if (!fn_idx) {
-    lua_getfield(L, t, "fn");
+    push_field(L, t, HAS(F_FN), "fn");
     if (!luaL_testudata(L, -1, LCU_FN_MT))
       luaL_error(L, "%s: field 'fn' must be a function (mod:func), got %s",
                  what, luaL_typename(L, -1));
@@ -380,13 +437,14 @@ void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   d->fn = lcu_check_open_fn(L, fn_idx);
   d->c = d->fn->m->c;
   d->cfg.fn = d->fn->fn;
-  parse_dim(L, t, what, "grid", d->cfg.grid, 1);
-  parse_dim(L, t, what, "block", d->cfg.block, 1);
-  d->cfg.shared = (unsigned)opt_int_field(L, t, what, "shared", 0, 0, 0x7fffffff);
-  d->cfg.cooperative = lcu_opt_bool(L, t, "cooperative");
+  parse_dim(L, t, HAS(F_GRID), what, "grid", d->cfg.grid, 1);
+  parse_dim(L, t, HAS(F_BLOCK), what, "block", d->cfg.block, 1);
+  d->cfg.shared = (unsigned)opt_int_field(L, t, HAS(F_SHARED), what, "shared",
+                                          0, 0, 0x7fffffff);
+  d->cfg.cooperative = HAS(F_COOP) && lcu_opt_bool(L, t, "cooperative");
   int stream_idx = 0, target_idx = 0;
   if (allow & LCU_LAUNCH_STREAM) {
-    if (lua_getfield(L, t, "stream") != LUA_TNIL) {
+    if (push_field(L, t, HAS(F_STREAM), "stream") != LUA_TNIL) {
       d->s = luaL_testudata(L, -1, LCU_STREAM_MT);
       if (!d->s)
         luaL_error(L, "%s: field 'stream' must be a stream, got %s", what,
@@ -401,27 +459,29 @@ void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
     }
   }
   if (allow & LCU_LAUNCH_LOOP) {
-    d->iterations = (uint64_t)opt_int_field(L, t, what, "iterations", 1, 0,
-                                            LUA_MAXINTEGER);
-    d->fence = lcu_opt_bool(L, t, "fence");
-    target_idx = parse_reset(L, t, what, d);
-    lua_getfield(L, t, "source");
+    d->iterations = (uint64_t)opt_int_field(L, t, HAS(F_ITERATIONS), what,
+                                            "iterations", 1, 0, LUA_MAXINTEGER);
+    d->fence = HAS(F_FENCE) && lcu_opt_bool(L, t, "fence");
+    target_idx = parse_reset(L, t, HAS(F_RESET), what, d);
+    push_field(L, t, HAS(F_SOURCE), "source");
     d->source = lcu_opt_ksrc(L, lua_gettop(L), what, PP_KSRC_NONE);
     lua_pop(L, 1);
   }
   if (allow & LCU_LAUNCH_SPIN) {
-    lua_getfield(L, t, "spin_us");
+    push_field(L, t, HAS(F_SPIN), "spin_us");
     d->spin_us = luaL_optnumber(L, -1, 0.0);
     if (!(d->spin_us >= 0 && d->spin_us <= 1e9)) /* NaN too */
       luaL_error(L, "%s: field 'spin_us' out of range", what);
     lua_pop(L, 1);
   }
-  lua_getfield(L, t, "args");
+  push_field(L, t, HAS(F_ARGS), "args");
+#undef HAS
   int args_idx = lua_gettop(L);
   /* from here on no Lua code runs (raw reads only), and after the block's
    * allocation nothing allocates: no finalizer closes what is checked */
-  unsigned char *mem = args_block(L, what, fn_idx, d->fn, args_idx);
-  recheck_launch(L, what, fn_idx, stream_idx, target_idx, d);
+  unsigned char *mem = args_block(L, what, fn_idx, d->fn, args_idx, d);
+  if (d->ran_lua)
+    recheck_launch(L, what, fn_idx, stream_idx, target_idx, d);
   lcu_use(L, d->c, what);
   if (d->cfg.cooperative)
     check_coop(L, what, d);

@@ -26,11 +26,21 @@ static lcu_stream *check_stream(lua_State *L, int idx) {
   return luaL_checkudata(L, idx, LCU_STREAM_MT);
 }
 
-static lcu_stream *check_open_stream(lua_State *L, int idx, const char *what) {
+/* A stream that is open, of a usable context; made current (use) or not
+ * (a launch description's reading makes it current when it is done). */
+static lcu_stream *open_stream(lua_State *L, int idx, const char *what,
+                               int use) {
   lcu_stream *s = check_stream(L, idx);
   PP_CHECK_OPEN(L, !s->closed, "stream");
-  lcu_use(L, s->c, what);
+  if (use)
+    lcu_use(L, s->c, what);
+  else
+    lcu_check_usable(L, s->c, what);
   return s;
+}
+
+static lcu_stream *check_open_stream(lua_State *L, int idx, const char *what) {
+  return open_stream(L, idx, what, 1);
 }
 
 static lcu_stream *new_stream(lua_State *L, int ctx_idx, lcu_ctx *c) {
@@ -169,12 +179,21 @@ static int window_fail(lua_State *L, lcu_window *w, CUresult rc,
 }
 
 /* A window that can take the next step (not collected or discarded). */
-static lcu_window *check_live_window(lua_State *L, const char *what) {
+/* The window at 1, holding its events, on an open stream of a usable
+ * context; made current (use) or not, as open_stream. */
+static lcu_window *live_window(lua_State *L, const char *what, int use) {
   lcu_window *w = check_window(L, 1);
   PP_CHECK_OPEN(L, w->holds, "window");
   PP_CHECK_OPEN(L, !w->s->closed, "stream");
-  lcu_use(L, w->c, what);
+  if (use)
+    lcu_use(L, w->c, what);
+  else
+    lcu_check_usable(L, w->c, what);
   return w;
+}
+
+static lcu_window *check_live_window(lua_State *L, const char *what) {
+  return live_window(L, what, 1);
 }
 
 /* s:window([{source = "event" | "cupti"}]) -> w: records the outer start
@@ -231,8 +250,10 @@ static int window_spin_us(lua_State *L) {
  * events included). spin_us: a host gap spun right before the loop (after
  * the description was read), for tests and the truth harness. source = "event" | "cupti" overrides the context's
  * kernel-time source for this window (lua_cuda_ksrc.c). */
+/* Between the window's opening and the loop's first launch call: the
+ * context is made current once, when the description has been read. */
 static int window_launch_loop(lua_State *L) {
-  lcu_window *w = check_live_window(L, "window:launch_loop");
+  lcu_window *w = live_window(L, "window:launch_loop", 0);
   if (w->w.stage != PP_CUDA_WINDOW_OPEN)
     return luaL_error(L, "window:launch_loop: %s",
                       w->w.looped ? "the loop already ran in this window"
@@ -243,9 +264,11 @@ static int window_launch_loop(lua_State *L) {
     return luaL_error(L, "window:launch_loop: the function belongs to "
                          "another context");
   /* reading the description may have run code that closed the window */
-  check_live_window(L, "window:launch_loop");
-  if (w->w.stage != PP_CUDA_WINDOW_OPEN)
-    return luaL_error(L, "window:launch_loop: the window is closed");
+  if (d.ran_lua) {
+    live_window(L, "window:launch_loop", 0);
+    if (w->w.stage != PP_CUDA_WINDOW_OPEN)
+      return luaL_error(L, "window:launch_loop: the window is closed");
+  }
   pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : w->w.source;
   if (w->w.timeline && src != PP_KSRC_CUPTI)
     return luaL_error(L, "window:launch_loop: this window records no events "
@@ -423,13 +446,14 @@ static int window_get(lua_State *L) {
  * adds the timeline table (as w.timeline) with the host's stamps in it
  * (host_ns, as w.host_ns). */
 static int stream_timed(lua_State *L) {
-  lcu_stream *s = check_open_stream(L, 1, "stream:timed");
+  lcu_stream *s = open_stream(L, 1, "stream:timed", 0);
   lcu_launch d;
   lcu_parse_launch(L, 2, 0, "stream:timed", LCU_LAUNCH_FN | LCU_LAUNCH_LOOP | LCU_LAUNCH_SPIN, &d);
   if (d.c != s->c)
     return luaL_error(L, "stream:timed: the function belongs to another "
                          "context");
-  check_open_stream(L, 1, "stream:timed"); /* closed while being read? */
+  if (d.ran_lua) /* closed while being read? */
+    open_stream(L, 1, "stream:timed", 0);
   pp_cuda_window w;
   uint64_t win = 0, ker = 0;
   pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : s->c->ksrc;

@@ -114,7 +114,9 @@ typedef struct lcu_window {
  * the error is one. */
 int lcu_raise(lua_State *L, lcu_ctx *c, const char *call, CUresult rc,
               const char *extra);
-/* Raises unless c is open and usable; makes it current on this thread. */
+/* Raises unless c is open and usable. */
+void lcu_check_usable(lua_State *L, lcu_ctx *c, const char *what);
+/* lcu_check_usable, then makes c current on this thread. */
 void lcu_use(lua_State *L, lcu_ctx *c, const char *what);
 /* What close() returns after a child's release (released: it held driver
  * resources until now): raises the driver's refusal rc of `call`, unless
@@ -185,6 +187,14 @@ typedef struct {
   int fence;
   double spin_us;
   pp_kernel_src source; /* PP_KSRC_NONE: the window's (the context's)   */
+  /* Lua code may have run while the description was read (a metatable's
+   * __index, or a finalizer run by an allocation): what the caller checked
+   * before must be checked again. 0 for a plain table whose arguments fit
+   * `args` below, the common case. */
+  int ran_lua;
+  /* The packed arguments when they fit here (else a userdata on the
+   * stack): kernelParams pointers, then the parameter bytes. */
+  _Alignas(16) unsigned char args[512];
 } lcu_launch;
 
 /* The fields a description may have besides grid, block, shared, args and
@@ -199,8 +209,10 @@ enum {
 
 /* Reads a launch description from the table at t; an unknown field, or one
  * `allow` leaves out, raises. fn_idx: the function's stack index, or 0 to
- * take it from field 'fn'. Leaves the packed argument block (and the
- * function, when taken from the table) on the stack. */
+ * take it from field 'fn'. Leaves on the stack what d points into: the
+ * function when taken from the table, the stream, the reset target and the
+ * packed argument block when it did not fit d->args. Ends with d's context
+ * current on this thread; when d->ran_lua is 0 no Lua code ran. */
 void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
                       int allow, lcu_launch *d);
 /* "WHAT of 'f' (grid=AxBxC block=AxBxC shared=N[ cooperative])", pushed:
