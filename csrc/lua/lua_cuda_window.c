@@ -248,10 +248,11 @@ static int window_spin_us(lua_State *L) {
 /* w:launch_loop{fn=, grid=, block=, shared=, args=, iterations=, reset=,
  * cooperative=, fence=, source=, spin_us=} -> host ns of the loop (inner
  * events included). spin_us: a host gap spun right before the loop (after
- * the description was read), for tests and the truth harness. source = "event" | "cupti" overrides the context's
- * kernel-time source for this window (lua_cuda_ksrc.c). */
-/* Between the window's opening and the loop's first launch call: the
- * context is made current once, when the description has been read. */
+ * the description was read), for tests and the truth harness. source =
+ * "event" | "cupti" overrides the context's kernel-time source for this
+ * window (lua_cuda_ksrc.c). This runs between the window's opening and the
+ * loop's first launch call, host time CUPTI's timeline counts as host gap:
+ * the context is made current once, when the description has been read. */
 static int window_launch_loop(lua_State *L) {
   lcu_window *w = live_window(L, "window:launch_loop", 0);
   if (w->w.stage != PP_CUDA_WINDOW_OPEN)
