@@ -1,10 +1,11 @@
 /*
  * pp_lua.h: shared by the Lua binding files (csrc/lua/lua_*.c); not
  * installed. phaseprobe.so is these files over the C core: one binding file
- * per core area (the probe: lua_phaseprobe.c; schemas: lua_schema.c; the
- * store, sinks and notices: lua_sink.c; records: lua_record.c; the
- * parser and the column store: lua_parse.c, lua_cols.c; statistics:
- * lua_stats.c; PTX: lua_ptx.c; CUDA: lua_cuda*.c, lua_cupti.c), their
+ * per core area (the module: lua_module.c; the probe: lua_phaseprobe.c;
+ * schemas: lua_schema.c; the store, sinks and notices: lua_sink.c; records:
+ * lua_record.c; the parser and the column store: lua_parse.c, lua_cols.c;
+ * statistics: lua_stats.c; PTX: lua_ptx.c; CUDA: lua_cuda*.c,
+ * lua_cupti.c), their
  * classes made by one helper (lua_class.c), files read by one (lua_file.c).
  */
 #ifndef PP_LUA_H
@@ -20,9 +21,11 @@
 
 int luaopen_phaseprobe(lua_State *L);
 
-/* With the module table on top, each adds its functions to it: schema
+/* With the module table on top, each adds its functions to it: the
+ * probe's entry points, pp.enable to pp.emit (lua_phaseprobe.c); schema
  * handles, pp.schema, pp.use, pp.default_schema (lua_schema.c); pp.store,
  * pp.sink, pp.flush, pp.notices, pp.stats, pp.isatty (lua_sink.c). */
+void pp_lua_open_probe(lua_State *L);
 void pp_lua_open_schema(lua_State *L);
 void pp_lua_open_sink(lua_State *L);
 /* Each binding area pushes its table; luaopen_phaseprobe stores it under
