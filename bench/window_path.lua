@@ -8,8 +8,11 @@
 -- costs. Also the same step in C (s:timed), the floor.
 --
 --   lua5.4 bench/window_path.lua [windows-per-round] [rounds]     (GPU machine)
---   PHASEPROBE_LIBCUDA=build/libfakecuda.so PHASEPROBE_LIBCUPTI=build/libfakecupti.so \
---     lua5.4 bench/window_path.lua                                 (make test-build first)
+--   FAKECUDA_TRACE=1 PHASEPROBE_LIBCUDA=build/libfakecuda.so \
+--     PHASEPROBE_LIBCUPTI=build/libfakecupti.so lua5.4 bench/window_path.lua
+--                 (no GPU: the fake driver and fake CUPTI, after make test-build;
+--                  FAKECUDA_TRACE=1 lets the fake CUPTI hear the fake's launches,
+--                  without which s:timed gets no timeline and its row says so)
 --
 -- Without a driver (or without CUPTI) it says why and exits 0.
 local rounds = dofile(((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/rounds.lua")
