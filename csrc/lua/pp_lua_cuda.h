@@ -190,7 +190,11 @@ typedef struct {
   /* Lua code may have run while the description was read (a metatable's
    * __index, or a finalizer run by an allocation): what the caller checked
    * before must be checked again. 0 for a plain table whose arguments fit
-   * `args` below, the common case. */
+   * `args` below, the common case. Such a reading may still intern a key
+   * string (lua_getfield of a field a reset table lacks), which runs no
+   * finalizer: Lua takes a collection step only in the API calls that
+   * check for one (those that push new objects), and an allocation that
+   * fails collects in emergency mode, which calls no finalizer. */
   int ran_lua;
   /* The packed arguments when they fit here (else a userdata on the
    * stack): kernelParams pointers, then the parameter bytes. */
