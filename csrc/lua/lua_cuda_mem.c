@@ -95,18 +95,7 @@ static int buf_release(lcu_buf *b, CUresult *rc) {
   return 1;
 }
 
-static int buf_free(lua_State *L) {
-  lcu_buf *b = check_buf(L, 1);
-  CUresult rc;
-  int released = buf_release(b, &rc);
-  return lcu_closed(L, b->c, released, rc, "cuMemFree");
-}
-
-static int buf_gc(lua_State *L) {
-  CUresult rc;
-  buf_release(check_buf(L, 1), &rc);
-  return 0;
-}
+LCU_CHILD_CLOSE_GC(buf_free, buf_gc, lcu_buf, check_buf, buf_release, "cuMemFree")
 
 static int buf_tostring(lua_State *L) {
   lcu_buf *b = check_buf(L, 1);

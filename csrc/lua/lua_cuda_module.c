@@ -224,18 +224,7 @@ static int mod_release(lcu_mod *m, CUresult *rc) {
   return 1;
 }
 
-static int mod_close(lua_State *L) {
-  lcu_mod *m = check_mod(L, 1);
-  CUresult rc;
-  int released = mod_release(m, &rc);
-  return lcu_closed(L, m->c, released, rc, "cuModuleUnload");
-}
-
-static int mod_gc(lua_State *L) {
-  CUresult rc;
-  mod_release(check_mod(L, 1), &rc);
-  return 0;
-}
+LCU_CHILD_CLOSE_GC(mod_close, mod_gc, lcu_mod, check_mod, mod_release, "cuModuleUnload")
 
 static int mod_tostring(lua_State *L) {
   lcu_mod *m = check_mod(L, 1);

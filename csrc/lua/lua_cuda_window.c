@@ -109,18 +109,8 @@ static int stream_release(lcu_stream *s, CUresult *rc) {
 }
 
 /* The default stream is not owned: close leaves it usable. */
-static int stream_close(lua_State *L) {
-  lcu_stream *s = check_stream(L, 1);
-  CUresult rc;
-  int released = stream_release(s, &rc);
-  return lcu_closed(L, s->c, released, rc, "cuStreamDestroy");
-}
-
-static int stream_gc(lua_State *L) {
-  CUresult rc;
-  stream_release(check_stream(L, 1), &rc);
-  return 0;
-}
+LCU_CHILD_CLOSE_GC(stream_close, stream_gc, lcu_stream, check_stream,
+                   stream_release, "cuStreamDestroy")
 
 static int stream_tostring(lua_State *L) {
   lcu_stream *s = check_stream(L, 1);

@@ -371,14 +371,21 @@ static void check_start(lua_State *L, int arg) {
             : "not a start from phaseprobe.mark(): later than now");
 }
 
-static int l_charge(lua_State *L) {
+/* charge(phase, t) and charge_nested(region, t): the time since t. */
+static int charge(lua_State *L, int nested, const char *what) {
   if (!pp_enabled())
     return 0;
-  int idx = scope_index(L, get_state(L), open_schema(L, "charge"), 0, "charge");
-  pp_charge(idx, opt_ticks(L, 2));
+  int idx = scope_index(L, get_state(L), open_schema(L, what), nested, what);
+  pp_ticks t = opt_ticks(L, 2);
+  if (nested)
+    pp_charge_nested(idx, t);
+  else
+    pp_charge(idx, t);
   check_start(L, 2);
   return 0;
 }
+static int l_charge(lua_State *L) { return charge(L, 0, "charge"); }
+static int l_charge_nested(lua_State *L) { return charge(L, 1, "charge_nested"); }
 
 /* lap(phase, t) -> the new start. A nil t (pp.mark() while the probe was
  * off) charges nothing and returns a start, so the next lap charges. */
@@ -390,16 +397,6 @@ static int l_lap(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)(t ? pp_lap(idx, t) : pp_now_inline()));
   check_start(L, 2);
   return 1;
-}
-
-static int l_charge_nested(lua_State *L) {
-  if (!pp_enabled())
-    return 0;
-  int idx = scope_index(L, get_state(L), open_schema(L, "charge_nested"), 1,
-                        "charge_nested");
-  pp_charge_nested(idx, opt_ticks(L, 2));
-  check_start(L, 2);
-  return 0;
 }
 
 static int l_charge_remainder(lua_State *L) {

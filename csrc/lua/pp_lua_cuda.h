@@ -124,6 +124,22 @@ void lcu_use(lua_State *L, lcu_ctx *c, const char *what);
  * such an error itself; 0 otherwise. */
 int lcu_closed(lua_State *L, lcu_ctx *c, int released, CUresult rc,
                const char *call);
+/* The close() and __gc of a context's child kind T: `check` gets the object
+ * at index 1, `release(obj, &rc)` gives its driver resources back once
+ * (returning whether it held any, rc the driver's answer to `call`). close()
+ * raises a refusal through lcu_closed; __gc never raises. */
+#define LCU_CHILD_CLOSE_GC(close_fn, gc_fn, T, check, release, call)         \
+  static int close_fn(lua_State *L) {                                         \
+    T *o_ = check(L, 1);                                                      \
+    CUresult rc_;                                                             \
+    int released_ = release(o_, &rc_);                                        \
+    return lcu_closed(L, o_->c, released_, rc_, call);                        \
+  }                                                                           \
+  static int gc_fn(lua_State *L) {                                            \
+    CUresult rc_;                                                             \
+    release(check(L, 1), &rc_);                                               \
+    return 0;                                                                 \
+  }
 /* A child took / gave back driver resources of c. */
 void lcu_hold(lcu_ctx *c);
 void lcu_unhold(lcu_ctx *c);
