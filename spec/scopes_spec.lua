@@ -191,6 +191,65 @@ describe("scope objects", function()
   end)
 end)
 
+describe("the pool of scope objects", function()
+  before_each(fresh)
+
+  it("hands a scope's object out again after its <close> variable closed it", function()
+    pp.begin()
+    local first, second
+    do local s <close> = pp.phase("ptx"); first = s end
+    do local s <close> = pp.phase("ptx"); second = s end
+    assert.are.equal(first, second)
+    pp.emit { wall_ns = 0 }
+  end)
+
+  it("never hands out again an object closed by hand, and lets it be collected", function()
+    pp.begin()
+    local gone = setmetatable({}, { __mode = "k" })
+    for _ = 1, 200 do
+      local s = pp.phase("ptx")
+      getmetatable(s).__close(s)
+      gone[s] = true
+    end
+    local seen = {}
+    for _ = 1, 100 do
+      local s <close> = pp.phase("stage")
+      assert.is_nil(gone[s], "a hand-closed object came back")
+      seen[s] = true
+    end
+    local n = 0
+    for _ in pairs(seen) do n = n + 1 end
+    assert.are.equal(1, n) -- the pool still serves: one object, reused
+    seen = nil
+    collectgarbage(); collectgarbage()
+    assert.is_nil(next(gone), "hand-closed objects are still held")
+    pp.emit { wall_ns = 0 }
+  end)
+
+  it("more scopes open at once than the pool holds each end their own", function()
+    pp.begin()
+    local cos, a = {}, 0
+    for i = 1, 100 do -- 100 scopes open at once, out of a pool of 64
+      cos[i] = coroutine.create(function()
+        local _ <close> = pp.nested("ptx_digest")
+        coroutine.yield()
+      end)
+      assert(coroutine.resume(cos[i]))
+    end
+    for i = 100, 1, -1 do a = a + spin(2000); assert(coroutine.resume(cos[i])) end
+    local objs = {}
+    for _ = 1, 3 do
+      local s <close> = pp.phase("ptx")
+      objs[s] = true
+    end
+    local n = 0
+    for _ in pairs(objs) do n = n + 1 end
+    assert.are.equal(1, n)
+    local r = pp.emit()
+    assert.is_true(r.sub_ptx_digest_ns >= a, tostring(r.sub_ptx_digest_ns)) -- the first spans every spin
+  end)
+end)
+
 describe("scopes and coroutines", function()
   before_each(fresh)
 

@@ -36,9 +36,15 @@
 #define SCOPE_POOL 64
 typedef struct {
   int schema_id;
-  int pool_n; /* closed scope objects ready for reuse, in the pool table
-                 (an upvalue of pp.phase, pp.nested and __close) */
-  const char *cache_key[NAME_CACHE];
+  /* The scope objects' pool: a table (an upvalue of pp.phase, pp.nested and
+   * __close) of SCOPE_POOL slots, each empty or holding an object made for
+   * it; free_slot[0..nfree) are the slots whose object is not handed out
+   * (or not made yet). Closing through its <close> variable gives a slot
+   * back without touching the table. */
+  int nfree;
+  unsigned char free_slot[SCOPE_POOL];
+  void *slot_obj[SCOPE_POOL + 1]; /* the object in each slot, NULL: empty */
+  const void *cache_key[NAME_CACHE];
   int cache_index[NAME_CACHE];
   char cache_nested[NAME_CACHE];
   unsigned cache_next;
@@ -58,7 +64,9 @@ typedef struct {
   uint64_t tag; /* scope_tag: tells a scope object from other userdata */
   uint64_t id;  /* phase: the pp_scope; nested: start ticks */
   uint64_t gen;
+  const void *owner; /* the lstate whose pool holds it (compared, never read) */
   int index;
+  int slot;   /* its pool slot, 1..SCOPE_POOL; 0: not pooled */
   int nested; /* 0 phase, 1 nested region, -1 closed */
 } scope_tok;
 
@@ -189,13 +197,15 @@ static int scope_index(lua_State *L, lstate *st, const pp_schema *s, int nested,
                        const char *what) {
   if (st->schema_id != s->id)
     build_names(L, lua_upvalueindex(1), st, s);
-  const char *key = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : NULL;
+  /* Only strings are cached, each anchored while cached: a pointer equal
+   * to a cached one is that string. */
+  const void *key = lua_topointer(L, 1);
   if (key)
     for (int i = 0; i < NAME_CACHE; i++)
       if (st->cache_key[i] == key && st->cache_nested[i] == nested)
         return st->cache_index[i];
   int idx = lookup(L, 1, nested, what);
-  if (key) {
+  if (key && lua_type(L, 1) == LUA_TSTRING) {
     unsigned slot = st->cache_next++ % NAME_CACHE;
     lua_getiuservalue(L, lua_upvalueindex(1), 3);
     lua_pushvalue(L, 1);
@@ -233,14 +243,22 @@ static int push_scope(lua_State *L, int nested, const char *what) {
   const pp_schema *s = open_schema(L, what);
   int idx = scope_index(L, st, s, nested, what);
   scope_tok *t;
-  if (st->pool_n > 0) {
-    lua_rawgeti(L, lua_upvalueindex(3), st->pool_n--);
-    t = lua_touserdata(L, -1);
+  int slot = st->nfree > 0 ? st->free_slot[--st->nfree] : 0;
+  if (slot && st->slot_obj[slot]) {
+    lua_rawgeti(L, lua_upvalueindex(3), slot);
+    t = st->slot_obj[slot];
   } else {
     t = lua_newuserdatauv(L, sizeof *t, 0);
     t->tag = __atomic_load_n(&scope_tag, __ATOMIC_RELAXED);
+    t->owner = st;
+    t->slot = slot;
     lua_pushvalue(L, lua_upvalueindex(2));
     lua_setmetatable(L, -2);
+    if (slot) {
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, lua_upvalueindex(3), slot);
+      st->slot_obj[slot] = t;
+    }
   }
   t->index = idx;
   t->nested = nested;
@@ -257,9 +275,9 @@ static int push_scope(lua_State *L, int nested, const char *what) {
 static int l_phase(lua_State *L) { return push_scope(L, 0, "phase"); }
 static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 
-/* __close(scope, err): ends this scope, error or not, wherever it is on the
- * thread's stack, and puts the object back in the pool. Upvalues: 1 the
- * scope metatable, 2 the pool, 3 the state. */
+/* __close(scope, err): ends this scope at the time it was called, error or
+ * not, wherever it is on the thread's stack, and gives the object's pool
+ * slot back. Upvalues: 1 the scope metatable, 2 the pool, 3 the state. */
 static int scope_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
   scope_tok *t = lua_touserdata(L, 1);
@@ -270,19 +288,26 @@ static int scope_close(lua_State *L) {
     return 0;
   lstate *st = lua_touserdata(L, lua_upvalueindex(3));
   if (!t->nested) {
-    pp_scope_end(t->id, st->scope_cost_ns);
+    pp_scope_end_at(t->id, now, st->scope_cost_ns);
   } else if (tls_gen() == t->gen) { /* else emitted inside the region */
     pp_add_probe_ns(st->scope_cost_ns);
     pp_add_nested_ns(t->index, pp_ticks_to_ns(t->id, now));
   }
   t->nested = -1;
+  if (!t->slot || t->owner != st || st->nfree >= SCOPE_POOL)
+    return 0;
   /* Reused only when its <close> variable closed it (Lua passes the value
-   * and the error: two arguments). An object closed by hand, with one, is
-   * never handed out again, so closing it again by hand stays a no-op. */
-  if (lua_gettop(L) >= 2 && st->pool_n < SCOPE_POOL) {
-    lua_pushvalue(L, 1);
-    lua_rawseti(L, lua_upvalueindex(2), ++st->pool_n);
+   * and the error: two arguments). An object closed by hand, with one,
+   * leaves the pool for good (its slot gets a new object), so closing it
+   * again by hand stays a no-op. */
+  int slot = t->slot;
+  if (lua_gettop(L) < 2) {
+    lua_pushnil(L);
+    lua_rawseti(L, lua_upvalueindex(2), slot);
+    st->slot_obj[slot] = NULL;
+    t->slot = 0;
   }
+  st->free_slot[st->nfree++] = (unsigned char)slot;
   return 0;
 }
 
@@ -314,14 +339,14 @@ static int measure(lua_State *L, int nested, const char *what) {
     sc = open_scope(L, idx, what);
   }
   int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
+  pp_ticks t1 = pp_now_inline();
   if (nested) {
-    pp_ticks t1 = pp_now_inline();
     if (tls_gen() == gen) {
       pp_add_probe_ns(st->scope_cost_ns);
       pp_add_nested_ns(idx, pp_ticks_to_ns(t0, t1));
     }
   } else {
-    pp_scope_end(sc, st->scope_cost_ns);
+    pp_scope_end_at(sc, t1, st->scope_cost_ns);
   }
   if (rc != LUA_OK)
     return lua_error(L);
@@ -743,6 +768,8 @@ void pp_lua_open_probe(lua_State *L) {
   lstate *st = lua_newuserdatauv(L, sizeof *st, 3);
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
+  for (int i = 0; i < SCOPE_POOL; i++) /* slot 1 first */
+    st->free_slot[st->nfree++] = (unsigned char)(SCOPE_POOL - i);
   ensure_scope_cost(L, st);
   pp_lua_class_new(L, &(pp_lua_class){.name = STATE_MT});
   luaL_setmetatable(L, STATE_MT);

@@ -196,9 +196,10 @@ pp_acc *pp_acc_peek(void);
 /* Charges the running scope up to `now` and closes every open scope (at
  * pp_end and pp_emit: no scope runs past the wall the probe measured). */
 void pp_scopes_settle(pp_acc *a, pp_ticks now);
-/* pp_scope_close, adding probe_ns (the caller's own cost) to the dispatch
- * when the scope was still open in it; returns whether it was. */
-int pp_scope_end(pp_scope scope, uint64_t probe_ns);
+/* pp_scope_close at `now` (a reading of the probe clock the caller took as
+ * it was asked to close), adding probe_ns (the caller's own cost) to the
+ * dispatch when the scope was still open in it; returns whether it was. */
+int pp_scope_end_at(pp_scope scope, pp_ticks now, uint64_t probe_ns);
 /* Empties it for the next dispatch: the record part and the open scopes
  * (tags, thread id and scope identities stay); a new dispatch generation. */
 void pp_acc_clear(pp_acc *a);

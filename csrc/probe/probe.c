@@ -301,13 +301,12 @@ PP_EXPORT pp_scope pp_scope_open(int phase) {
   return e->serial = ++a->next_serial;
 }
 
-int pp_scope_end(pp_scope scope, uint64_t probe_ns) {
+int pp_scope_end_at(pp_scope scope, pp_ticks now, uint64_t probe_ns) {
   pp_acc *a = tls_acc;
   if (!scope || !a || !a->depth)
     return 0;
   unsigned d = a->depth - 1;
   if (__builtin_expect(a->scope[d].serial == scope, 1)) {
-    pp_ticks now = pp_now_inline();
     a->clock_reads++;
     a->probe_ns = pp_sat_add(a->probe_ns, probe_ns);
     add_phase(a, a->scope[d].phase, pp_ticks_delta_ns(a->scope[d].seg, now));
@@ -334,7 +333,7 @@ int pp_scope_end(pp_scope scope, uint64_t probe_ns) {
 PP_EXPORT void pp_scope_close(pp_scope scope) {
   /* No flag check: a scope opened while enabled leaves the stack even if
    * the probe was switched off since. */
-  pp_scope_end(scope, 0);
+  pp_scope_end_at(scope, pp_now_inline(), 0);
 }
 
 PP_EXPORT void pp_add_ns(int phase, uint64_t ns) {
