@@ -129,64 +129,37 @@ ORACLE static uint64_t fnv_str(uint64_t h, const char *s) {
   return fnv(h, s, n + 1);
 }
 
-#define MIX(h, x)                                                              \
+/* h mixed with each value in turn, each as a uint64_t. */
+#define MIX(h, ...)                                                            \
   do {                                                                         \
-    uint64_t v_ = (uint64_t)(x);                                               \
-    h = fnv(h, &v_, sizeof v_);                                                \
+    const uint64_t v_[] = {__VA_ARGS__};                                       \
+    h = fnv(h, v_, sizeof v_);                                                 \
   } while (0)
 
 /* Everything a function holds, field by field (no padding bytes). */
 ORACLE static uint64_t fingerprint(const pp_ptx_func *f) {
   uint64_t h = fnv_str(14695981039346656037u, f->name);
-  MIX(h, f->visible);
-  MIX(h, f->external);
-  MIX(h, f->weak);
-  MIX(h, f->defined);
-  MIX(h, f->line);
-  MIX(h, f->col);
-  MIX(h, f->body_begin);
-  MIX(h, f->body_end);
-  for (int i = 0; i < 3; i++) {
-    MIX(h, f->maxntid[i]);
-    MIX(h, f->reqntid[i]);
-  }
-  MIX(h, f->minnctapersm);
-  MIX(h, f->maxnreg);
-  MIX(h, f->has_maxntid);
-  MIX(h, f->has_reqntid);
-  MIX(h, f->has_minnctapersm);
-  MIX(h, f->has_maxnreg);
-  MIX(h, f->instructions);
+  MIX(h, f->visible, f->external, f->weak, f->defined, f->line, f->col,
+      f->body_begin, f->body_end);
+  for (int i = 0; i < 3; i++)
+    MIX(h, f->maxntid[i], f->reqntid[i]);
+  MIX(h, f->minnctapersm, f->maxnreg, f->has_maxntid, f->has_reqntid,
+      f->has_minnctapersm, f->has_maxnreg, f->instructions);
   for (int i = 0; i < PP_PTX_NREG; i++)
     MIX(h, f->regs[i]);
-  MIX(h, f->bar_sync);
-  MIX(h, f->atomics);
-  MIX(h, f->atomics_global);
-  MIX(h, f->grid_syncs);
-  MIX(h, f->markers);
-  MIX(h, f->shared_bytes);
-  MIX(h, f->local_bytes);
-  MIX(h, f->nparams);
+  MIX(h, f->bar_sync, f->atomics, f->atomics_global, f->grid_syncs, f->markers,
+      f->shared_bytes, f->local_bytes, f->nparams);
   for (size_t i = 0; i < f->nparams; i++) {
     const pp_ptx_param *p = &f->params[i];
     h = fnv_str(fnv_str(h, p->name), p->type);
-    MIX(h, p->size);
-    MIX(h, p->align);
-    MIX(h, p->array);
-    MIX(h, p->offset);
-    MIX(h, p->ptr);
+    MIX(h, p->size, p->align, p->array, p->offset, p->ptr);
   }
   MIX(h, f->nvars);
   for (size_t i = 0; i < f->nvars; i++) {
     const pp_ptx_var *v = &f->vars[i];
     h = fnv_str(fnv_str(h, v->name), v->type);
-    MIX(h, v->space);
-    MIX(h, v->size);
-    MIX(h, v->align);
-    MIX(h, v->array);
-    MIX(h, v->external);
-    MIX(h, v->visible);
-    MIX(h, v->line);
+    MIX(h, v->space, v->size, v->align, v->array, v->external, v->visible,
+        v->line);
   }
   return h;
 }

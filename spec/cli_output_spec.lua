@@ -6,7 +6,7 @@ local report = require "phaseprobe.output.report"
 local DEMO = "examples/data/demo-h200.log"
 
 local command = require "helpers.command"
-local run = command.run
+local run, usage_error = command.run, command.usage_error
 
 local widest = command.widest
 local tmpfile = require("helpers.files").tmpfile
@@ -217,9 +217,7 @@ describe("command output", function()
   end)
 
   it("names the command once in an error", function()
-    local rc, out, err = run("whatif", "--remove", "nosuch", DEMO)
-    assert.are.equal(2, rc)
-    assert.are.equal("", out)
+    local err = usage_error("whatif", "--remove", "nosuch", DEMO)
     assert.matches("^phaseprobe whatif: %-%-remove nosuch: no phase or nested region 'nosuch' "
       .. "%(valid: prepare,", err)
     assert.is_nil(err:find("phaseprobe.whatif", 1, true))
@@ -268,10 +266,7 @@ describe("command output", function()
       { { "html", "--group", "nope", DEMO },
         "%-%-group nope: no field 'nope' in the records %(tags: kernel_src, knob, shape; fields: seq," },
     } do
-      local rc, out, err = run(table.unpack(case[1]))
-      local what = table.concat(case[1], " ")
-      assert.are.equal(2, rc, what .. ": " .. err)
-      assert.are.equal("", out, what)
+      local err = usage_error(table.unpack(case[1]))
       -- (a message past 100 columns goes on under its first words)
       assert.matches("^phaseprobe %a+: " .. case[2], (err:gsub("\n    ", " ")))
       assert.is_true(command.widest(err) <= 100, err)
@@ -298,9 +293,7 @@ describe("command output", function()
       { "fit", "--phase", "bogus", DEMO }, { "report", "--group", "nope", DEMO },
       { "report", "--fields", "wall_ns,nope", DEMO }, { "fit", "--group", "nope", DEMO },
     } do
-      local rc, out, err = run(table.unpack(argv))
-      assert.are.equal(2, rc, table.concat(argv, " "))
-      assert.are.equal("", out, table.concat(argv, " "))
+      local err = usage_error(table.unpack(argv))
       assert.matches(argv[3]:match("[%a]+$") == "nope" and "'nope'" or "'bogus'", err)
     end
     local _, _, err = run("fit", "--phase", "bogus", DEMO)
@@ -453,22 +446,20 @@ describe("counts in messages", function()
   end)
 
   it("a --prefix that no line starts with is a usage error naming the prefixes there", function()
-    local rc, out, err = run("report", "--prefix", "nope", DEMO)
-    assert.are.equal(2, rc)
-    assert.are.equal("", out)
+    local err = usage_error("report", "--prefix", "nope", DEMO)
     assert.matches("--prefix nope: no line starts with it (the record lines start with "
       .. "vyre-cuda-dispatch-phase)", err:gsub("\n    ", " "), 1, true)
     local mixed = "spec/fixtures/logs/mixed.log"
-    rc, _, err = run("fit", "--prefix", "nope", "--prefix", "x", DEMO, mixed)
-    assert.are.equal(2, rc)
+    err = usage_error("fit", "--prefix", "nope", "--prefix", "x", DEMO, mixed)
     assert.matches("--prefix nope, --prefix x: no line starts with any of them (the record lines "
       .. "start with vyre-cuda-dispatch-phase in " .. DEMO .. "; vyre-cuda-dispatch-phase, myprobe in "
       .. mixed .. ")", err:gsub("\n    ", " "), 1, true)
     -- without --prefix, or when no line is a record line at all: an input error, as before
     local none = tmpfile { "hello", "world" }
-    rc, _, err = run("report", "--prefix", "nope", none)
+    local rc, _, input_err = run("report", "--prefix", "nope", none)
     assert.are.equal(1, rc)
-    assert.are.equal("no record lines (2 lines: 0 damaged, 2 other)\n", err:sub(-#"no record lines (2 lines: 0 damaged, 2 other)\n"))
+    assert.are.equal("no record lines (2 lines: 0 damaged, 2 other)\n",
+      input_err:sub(-#"no record lines (2 lines: 0 damaged, 2 other)\n"))
     os.remove(none)
   end)
 end)

@@ -18,10 +18,11 @@ sub = setmetatable({
 }, { __index = sub })
 
 local ready = sub.fake_ready()
+local files = require "helpers.files"
 
 -- A small hand-written module (spec/fixtures/cuda/kinds.ptx): globals, an
 -- entry with one parameter of each kind, and a "trap" entry.
-local KINDS_PTX = require("helpers.files").slurp("spec/fixtures/cuda/kinds.ptx")
+local KINDS_PTX = files.slurp("spec/fixtures/cuda/kinds.ptx")
 
 local function fake_env(extra)
   local env = {
@@ -47,24 +48,46 @@ local saxpy = saxpy_mod:func("saxpy")
   return sub.run(fake_env(extra_env), setup .. body)
 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then
-    return nil
-  end
-  local s = f:read("a")
-  f:close()
+-- What the fake wrote to path (nil where it wrote nothing); path removed.
+local function taken(path)
+  local s = files.read(path)
+  os.remove(path)
   return s
 end
 
--- with_ctx with the fake's launch log: the results and what the fake
--- logged (the log file removed).
+-- The lines of the fake's launch log at path, one a launch ({} where it
+-- logged none); path removed.
+local function launches_in(path)
+  local lines = {}
+  for line in (taken(path) or ""):gmatch("[^\n]+") do
+    lines[#lines + 1] = line
+  end
+  return lines
+end
+
+-- with_ctx with the fake's launch log: the results and the lines the fake
+-- logged, one a launch.
 local function with_ctx_logged(body)
   local log = os.tmpname()
   local r = with_ctx({ PHASEPROBE_FAKE_LOG = log }, body)
-  local logged = read_file(log) or ""
-  os.remove(log)
-  return r, logged
+  return r, launches_in(log)
+end
+
+-- with_ctx with the fake's report at exit: the results and the report.
+local function with_ctx_reported(body)
+  local path = os.tmpname()
+  local r = with_ctx({ PHASEPROBE_FAKE_REPORT = path }, body)
+  return r, taken(path)
+end
+
+-- The fake's report when every object it handed out was released.
+local NOTHING_HELD = "allocs=0 retains=0 modules=0 streams=0 events=0\n"
+
+-- A pointer reported as 16 hex digits, written as the fake logs its bytes:
+-- least significant first (the device is little-endian).
+local function logged_ptr(hex)
+  local swapped = hex:gsub("(%x%x)", "%1 "):reverse():gsub(" ", "")
+  return (swapped:gsub("(%x)(%x)", "%2%1"))
 end
 
 describe("pp.cuda with the fake driver", function()
@@ -226,7 +249,7 @@ describe("pp.cuda with the fake driver", function()
       ]])
       assert.are.equal("ptxas info    : fake JIT (verbose)", r.log)
       assert.are.equal("integer | true | 0.5", r.jit)
-      local ptx = read_file("examples/kernels/saxpy.ptx")
+      local ptx = files.read("examples/kernels/saxpy.ptx")
       assert.are.equal(tostring(#ptx), r.bytes)
     end)
 
@@ -285,7 +308,7 @@ describe("pp.cuda with the fake driver", function()
 
   describe("launch arguments", function()
     it("packs each parameter by its PTX type and size", function()
-      local r, logged = with_ctx_logged [[
+      local r, lines = with_ctx_logged [[
         local fn = mod:func("kinds")
         local buf = ctx:alloc(64)
         report("ptr", string.format("%016x", buf.ptr))
@@ -296,29 +319,21 @@ describe("pp.cuda with the fake driver", function()
         fn:launch{grid = 1, block = 1, args = {0, 0, 0, 0, "............", g}}
         report("gptr", string.format("%016x", g.ptr))
       ]]
-      local lines = {}
-      for line in logged:gmatch("[^\n]+") do
-        lines[#lines + 1] = line
-      end
       assert.are.equal(3, #lines, r._output)
-      -- the device is little-endian: swap the pointer's bytes
-      local ptr = r.ptr:gsub("(%x%x)", "%1 "):reverse():gsub(" ", "")
-      ptr = ptr:gsub("(%x)(%x)", "%2%1")
+      local ptr = logged_ptr(r.ptr)
       assert.are.equal("launch kinds grid=2,1,1 block=8,4,1 shared=64 coop=0 "
         .. "params=ff,feffffff,000000000000e03f,0000c03f,"
         .. "4142434445464748494a4b4c," .. ptr, lines[1])
       assert.are.equal("launch kinds grid=1,1,1 block=1,1,1 shared=0 coop=0 "
         .. "params=01,07000000,0000000000000840,07000000,"
         .. "2e2e2e2e2e2e2e2e2e2e2e2e,0010000000000000", lines[2])
-      local gptr = r.gptr:gsub("(%x%x)", "%1 "):reverse():gsub(" ", "")
-      gptr = gptr:gsub("(%x)(%x)", "%2%1")
-      assert.matches("," .. gptr .. "$", lines[3])
+      assert.matches("," .. logged_ptr(r.gptr) .. "$", lines[3])
     end)
 
     it("packs a block of any size, from a plain table or one read through __index", function()
       -- 4 + 1000 bytes do not fit the description's own 512-byte block:
       -- those arguments go to a userdata; the small ones stay inline
-      local r, logged = with_ctx_logged [[
+      local r, lines = with_ctx_logged [[
         local big = ctx:load(".version 8.0\n.target sm_90\n.address_size 64\n"
           .. ".visible .entry big(.param .u32 big_n, .param .align 8 .b8 big_b[1000])\n{\n  ret;\n}\n")
           :func("big")
@@ -336,8 +351,6 @@ describe("pp.cuda with the fake driver", function()
         w:close()
         report("collect", w:collect() ~= nil)
       ]]
-      local lines = {}
-      for line in logged:gmatch("[^\n]+") do lines[#lines + 1] = line end
       assert.are.equal(4, #lines, r._output)
       local hex = ("01020304"):rep(250)
       assert.are.equal("launch big grid=1,1,1 block=1,1,1 shared=0 coop=0 params=07000000," .. hex, lines[1])
@@ -405,7 +418,7 @@ describe("pp.cuda with the fake driver", function()
 
   describe("cooperative launches", function()
     it("checks residency before launching", function()
-      local r, logged = with_ctx_logged [[
+      local r, launches = with_ctx_logged [[
         local x = ctx:alloc(16)
         report("occ", saxpy:max_active_blocks(256), saxpy:max_active_blocks(1024))
         saxpy:launch{grid = 32, block = 256, cooperative = true,
@@ -417,9 +430,8 @@ describe("pp.cuda with the fake driver", function()
       assert.are.equal("error: fn:launch: cooperative launch of 'saxpy' does not "
         .. "fit: grid of 33 blocks, at most 32 co-resident (4 SMs x 8 blocks per "
         .. "SM at 256 threads a block, 0 bytes of dynamic shared memory)", r.big)
-      local n = select(2, logged:gsub("\n", ""))
-      assert.are.equal(1, n)
-      assert.matches("grid=32,1,1 block=256,1,1 shared=0 coop=1", logged)
+      assert.are.equal(1, #launches, r._output)
+      assert.matches("grid=32,1,1 block=256,1,1 shared=0 coop=1", launches[1])
     end)
   end)
 
@@ -556,8 +568,7 @@ describe("pp.cuda with the fake driver", function()
     end)
 
     it("release everything: explicit, <close>, garbage collected, at exit", function()
-      local report_path = os.tmpname()
-      local r = with_ctx({ PHASEPROBE_FAKE_REPORT = report_path }, [[
+      local r, rep = with_ctx_reported [[
         do
           local b <close> = ctx:alloc(16)
           local s <close> = ctx:stream()
@@ -571,18 +582,14 @@ describe("pp.cuda with the fake driver", function()
         try("closedctx", keep.upload, keep, "x")
         report("ctxclosed", ctx.closed)
         collectgarbage()
-      ]])
+      ]]
       assert.matches("closed context", r.closedctx)
       assert.are.equal("true", r.ctxclosed)
-      local rep = read_file(report_path)
-      os.remove(report_path)
-      assert.are.equal("allocs=0 retains=0 modules=0 streams=0 events=0\n", rep,
-        r._output)
+      assert.are.equal(NOTHING_HELD, rep, r._output)
     end)
 
     it("keep a context's driver state until its last child is released", function()
-      local report_path = os.tmpname()
-      local r = with_ctx({ PHASEPROBE_FAKE_REPORT = report_path }, [[
+      local r, rep = with_ctx_reported [[
         local b = ctx:alloc(16)
         ctx:close()
         b:free()
@@ -591,12 +598,9 @@ describe("pp.cuda with the fake driver", function()
         mod:close()
         collectgarbage()
         os.exit(0, false)  -- skip lua_close: only explicit releases count
-      ]])
+      ]]
       assert.are.equal("true", r.freed)
-      local rep = read_file(report_path)
-      os.remove(report_path)
-      assert.are.equal("allocs=0 retains=0 modules=0 streams=0 events=0\n", rep,
-        r._output)
+      assert.are.equal(NOTHING_HELD, rep, r._output)
     end)
   end)
 
@@ -630,7 +634,7 @@ describe("pp.cuda with the fake driver", function()
     end)
 
     it("resets the target before each launch and enforces the order", function()
-      local r, logged = with_ctx_logged [[
+      local r, launches = with_ctx_logged [[
         local x = ctx:alloc(16)
         local g = mod:global("counter")
         g:write_u32(5)
@@ -664,8 +668,7 @@ describe("pp.cuda with the fake driver", function()
       assert.are.equal("integer | nil", r.noloop)
       assert.matches("field 'bytes' must be an integer in 0%.%.4, got 8", r.badreset)
       assert.matches("^%d+ | %d+$", r.timed)
-      local n = select(2, logged:gsub("\n", ""))
-      assert.are.equal(6, n)
+      assert.are.equal(6, #launches, r._output)
     end)
   end)
 
@@ -833,24 +836,20 @@ describe("pp.cuda with the fake driver", function()
         :format(sub.fake, log, rep)))
       local out = p:read("a")
       assert.is_true(p:close(), out)
-      local launches = read_file(log) or ""
-      local report = read_file(rep)
-      os.remove(log)
-      os.remove(rep)
+      local launches = launches_in(log)
+      local report = taken(rep)
       local win, ker, gap = out:match("window_ns=(%d+) kernel_ns=(%d+) gap_ns=(%d+)")
       assert.is_truthy(win, out)
       assert.is_true(tonumber(gap) >= 50000, out)
       assert.matches("record device_window_ns=" .. win .. " kernel_ns=" .. ker
         .. " probe_ns=%d+ kernel_src=1", out)
       assert.matches("events created=4 idle=4", out)
-      local n = 0
-      for line in launches:gmatch("[^\n]+") do
-        n = n + 1
+      for _, line in ipairs(launches) do
         assert.matches("^launch spin grid=1,1,1 block=32,1,1 shared=0 coop=0 "
           .. "params=a086010000000000,00000000,%x+$", line)
       end
-      assert.are.equal(3, n)
-      assert.are.equal("allocs=0 retains=0 modules=0 streams=0 events=0\n", report)
+      assert.are.equal(3, #launches)
+      assert.are.equal(NOTHING_HELD, report)
     end)
   end)
 end)

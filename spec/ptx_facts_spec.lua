@@ -332,6 +332,15 @@ describe("pp.ptx numbers no PTX allows", function()
     return oracle.position(full, pos)
   end
 
+  -- The error of a scan of text that must stop partway, asserted to stand
+  -- at the first needle in it (shift columns on: 0 unless given).
+  local function error_at(text, needle, shift)
+    local e = scan_error(text)
+    local line, col = at(text, needle)
+    assert.are.same({ line, col + (shift or 0) }, { e.line, e.col }, text .. " -> " .. e.what)
+    return e
+  end
+
   it("makes an alignment that is no power of two, or too large, an error at its number", function()
     for _, a in ipairs({ "3", "0", "6", "18446744073709551616", "4294967296", "0x100000000" }) do
       for _, text in ipairs({
@@ -340,10 +349,8 @@ describe("pp.ptx numbers no PTX allows", function()
         ".visible .entry k() { .shared .align " .. a .. " .b8 s[8]; ret; }\n",
         ".visible .entry k(.param .u64 .ptr .global .align " .. a .. " k_p) { ret; }\n",
       }) do
-        local e = scan_error(text)
+        local e = error_at(text, " " .. a .. " ", 1) -- the number after the space
         assert.matches("alignment", e.what, 1, true)
-        local line, col = at(text, " " .. a .. " ")
-        assert.are.same({ line, col + 1 }, { e.line, e.col }, text)
       end
     end
     for _, a in ipairs({ "1", "2", "4", "16", "2147483648" }) do
@@ -365,9 +372,7 @@ describe("pp.ptx numbers no PTX allows", function()
         ".visible .entry k(.param .align 8 .b8 k_p[" .. n .. "]) { ret; }\n",
         ".visible .entry k() { .local .b8 l[" .. n .. "]; ret; }\n",
       }) do
-        local e = scan_error(text)
-        local line, col = at(text, n)
-        assert.are.same({ line, col }, { e.line, e.col }, text .. " -> " .. e.what)
+        error_at(text, n)
       end
     end
     -- 2^63-1 itself is a count, but the bytes it takes are not
@@ -396,11 +401,7 @@ describe("pp.ptx numbers no PTX allows", function()
       ".visible .entry k() .minnctapersm 4294967296 { ret; }\n",
       ".visible .entry k() .maxnreg 4294967296 { ret; }\n",
     }) do
-      local r, e = scan(text)
-      assert.is_true(r.partial, text)
-      local n = text:match("%d%d%d%d%d%d%d%d%d%d+")
-      local line, col = at(text, n)
-      assert.are.same({ line, col }, { e.line, e.col }, text)
+      error_at(text, text:match("%d%d%d%d%d%d%d%d%d%d+"))
     end
     local r = pp.ptx.scan(".version 8.0\n.address_size 4294967360\n")
     assert.is_true(r.partial)

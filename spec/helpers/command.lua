@@ -3,6 +3,7 @@
 --
 --   local command = require "helpers.command"
 --   local rc, out, err = command.run("report", "examples/data/demo-h200.log")
+--   local err = command.usage_error("report", "--bogus", "examples/data/demo-h200.log")
 --   local columns, line = command.widest(out)
 local cli = require "phaseprobe.cli"
 local report = require "phaseprobe.output.report"
@@ -17,6 +18,17 @@ function M.run(...)
   -- --raw and --wide are the report module's settings: back to the default
   report.raw, report.wide = false, false
   return rc, text_of(out), text_of(err)
+end
+
+-- Runs the command, which must refuse its arguments as a usage error: exit
+-- status 2 and nothing on standard output. Returns its standard error.
+function M.usage_error(...)
+  local assert = require "luassert"
+  local rc, out, err = M.run(...)
+  local argv = table.concat({ ... }, " ")
+  assert.are.equal(2, rc, argv .. ": " .. err)
+  assert.are.equal("", out, argv)
+  return err
 end
 
 -- The width in characters of the widest line of text, and that line.

@@ -120,6 +120,21 @@ static void revive(const void *p) {
       dead[i] = NULL;
 }
 
+/* A new handle of size bytes, zeroed, its address no longer counted as
+ * ended; NULL when out of memory. */
+static void *new_handle(size_t size) {
+  void *p = calloc(1, size);
+  if (p)
+    revive(p);
+  return p;
+}
+
+/* Ends a handle: later calls that name it are refused. */
+static void end_handle(void *p) {
+  mark_dead(p);
+  free(p);
+}
+
 /* A handle of the fake's own kind that has not ended. */
 #define ALIVE(p, MAGIC) ((p) && !is_dead(p) && (p)->magic == (MAGIC))
 
@@ -155,6 +170,15 @@ static int missing(const char *sym) {
   return strlen(sym) == n && strncmp(p, sym, n) == 0;
 }
 
+/* The file named by the environment variable var, opened with mode; NULL
+ * when var is unset or empty or the file cannot be opened. */
+static FILE *open_named(const char *var, const char *mode) {
+  const char *path = getenv(var);
+  if (!path || !*path)
+    return NULL;
+  return fopen(path, mode);
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -179,7 +203,7 @@ static CUresult sync_point(void) {
   } while (0)
 
 /* ---- errors -------------------------------------------------------------- */
-static const struct {
+static const struct fake_err {
   CUresult rc;
   const char *name, *text;
 } errs[] = {
@@ -207,24 +231,24 @@ static const struct {
      "too many blocks in cooperative launch"},
 };
 
-static CUresult f_GetErrorName(CUresult rc, const char **out) {
+/* The row of errs for rc, or NULL for a code the fake does not name. */
+static const struct fake_err *err_of(CUresult rc) {
   for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
-    if (errs[i].rc == rc) {
-      *out = errs[i].name;
-      return CUDA_SUCCESS;
-    }
-  *out = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+    if (errs[i].rc == rc)
+      return &errs[i];
+  return NULL;
+}
+
+static CUresult f_GetErrorName(CUresult rc, const char **out) {
+  const struct fake_err *e = err_of(rc);
+  *out = e ? e->name : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult f_GetErrorString(CUresult rc, const char **out) {
-  for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
-    if (errs[i].rc == rc) {
-      *out = errs[i].text;
-      return CUDA_SUCCESS;
-    }
-  *out = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  const struct fake_err *e = err_of(rc);
+  *out = e ? e->text : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- init, devices, contexts --------------------------------------------- */
@@ -379,26 +403,32 @@ static CUresult f_MemGetInfo(size_t *free_b, size_t *total) {
   return CUDA_SUCCESS;
 }
 
-static CUresult f_MemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
+/* What a synchronous copy to or from [dev, dev+n) answers before it
+ * copies: a pending illegal address surfaces, and the range must lie in
+ * one allocation. */
+static CUresult copy_check(CUdeviceptr dev, size_t n) {
   GUARD();
   NEED_CTX();
   CUresult rc = sync_point();
   if (rc)
     return rc;
-  if (!find_range(dst, n))
+  if (!find_range(dev, n))
     return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+static CUresult f_MemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
+  CUresult rc = copy_check(dst, n);
+  if (rc)
+    return rc;
   memcpy((void *)(uintptr_t)dst, src, n);
   return CUDA_SUCCESS;
 }
 
 static CUresult f_MemcpyDtoH(void *dst, CUdeviceptr src, size_t n) {
-  GUARD();
-  NEED_CTX();
-  CUresult rc = sync_point();
+  CUresult rc = copy_check(src, n);
   if (rc)
     return rc;
-  if (!find_range(src, n))
-    return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
@@ -428,10 +458,9 @@ static CUresult f_StreamCreate(CUstream *s, unsigned flags) {
   NEED_CTX();
   if (flags > 1)
     return CUDA_ERROR_INVALID_VALUE;
-  *s = (CUstream)malloc(16);
+  *s = (CUstream)new_handle(16);
   if (!*s)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  revive(*s);
   st.streams++;
   return CUDA_SUCCESS;
 }
@@ -439,8 +468,7 @@ static CUresult f_StreamCreate(CUstream *s, unsigned flags) {
 static CUresult f_StreamDestroy(CUstream s) {
   if (!s || is_dead(s))
     return CUDA_ERROR_INVALID_HANDLE;
-  mark_dead(s);
-  free(s);
+  end_handle(s);
   st.streams--;
   return CUDA_SUCCESS;
 }
@@ -456,10 +484,9 @@ static CUresult f_EventCreate(CUevent *e, unsigned flags) {
   (void)flags;
   GUARD();
   NEED_CTX();
-  fake_event *ev = calloc(1, sizeof *ev);
+  fake_event *ev = new_handle(sizeof *ev);
   if (!ev)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  revive(ev);
   ev->magic = EV_MAGIC;
   *e = (CUevent)ev;
   st.events++;
@@ -471,8 +498,7 @@ static CUresult f_EventDestroy(CUevent e) {
   if (!ALIVE(ev, EV_MAGIC))
     return CUDA_ERROR_INVALID_HANDLE;
   ev->magic = 0;
-  mark_dead(ev);
-  free(ev);
+  end_handle(ev);
   st.events--;
   return CUDA_SUCCESS;
 }
@@ -617,10 +643,9 @@ static CUresult f_ModuleLoadDataEx(CUmodule *out, const void *image,
     return CUDA_ERROR_INVALID_PTX;
   }
   NEED_CTX();
-  fake_mod *m = calloc(1, sizeof *m);
+  fake_mod *m = new_handle(sizeof *m);
   if (!m)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  revive(m);
   m->magic = MOD_MAGIC;
   m->ptx = strdup(ptx);
   scan_globals(m);
@@ -648,24 +673,32 @@ static CUresult f_ModuleUnload(CUmodule mod) {
   while (m->fns) {
     fake_fn *f = m->fns;
     m->fns = f->next;
-    mark_dead(f);
-    free(f);
+    end_handle(f);
   }
   m->magic = 0;
   free(m->ptx);
-  mark_dead(m);
-  free(m);
+  end_handle(m);
   st.modules--;
+  return CUDA_SUCCESS;
+}
+
+/* The module behind mod for the calls that look into one (the context
+ * must still be there); a refusal otherwise. */
+static CUresult live_module(CUmodule mod, fake_mod **m) {
+  GUARD();
+  NEED_CTX();
+  *m = (fake_mod *)mod;
+  if (!ALIVE(*m, MOD_MAGIC))
+    return CUDA_ERROR_INVALID_HANDLE;
   return CUDA_SUCCESS;
 }
 
 static CUresult f_ModuleGetFunction(CUfunction *out, CUmodule mod,
                                     const char *name) {
-  GUARD();
-  NEED_CTX();
-  fake_mod *m = (fake_mod *)mod;
-  if (!ALIVE(m, MOD_MAGIC))
-    return CUDA_ERROR_INVALID_HANDLE;
+  fake_mod *m;
+  CUresult rc = live_module(mod, &m);
+  if (rc)
+    return rc;
   size_t nl = strlen(name);
   for (const char *p = m->ptx; (p = strstr(p, ".entry ")); p += 7) {
     const char *q = p + 7;
@@ -674,10 +707,9 @@ static CUresult f_ModuleGetFunction(CUfunction *out, CUmodule mod,
     if (strncmp(q, name, nl) != 0 ||
         !(q[nl] == '(' || q[nl] == ' ' || q[nl] == '\n' || q[nl] == '{'))
       continue;
-    fake_fn *f = calloc(1, sizeof *f);
+    fake_fn *f = new_handle(sizeof *f);
     if (!f)
       return CUDA_ERROR_OUT_OF_MEMORY;
-    revive(f);
     snprintf(f->name, sizeof f->name, "%s", name);
     f->nparams = scan_params(q + nl, f->sizes, 128);
     f->next = m->fns;
@@ -690,11 +722,10 @@ static CUresult f_ModuleGetFunction(CUfunction *out, CUmodule mod,
 
 static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *size, CUmodule mod,
                                   const char *name) {
-  GUARD();
-  NEED_CTX();
-  fake_mod *m = (fake_mod *)mod;
-  if (!ALIVE(m, MOD_MAGIC))
-    return CUDA_ERROR_INVALID_HANDLE;
+  fake_mod *m;
+  CUresult rc = live_module(mod, &m);
+  if (rc)
+    return rc;
   for (int i = 0; i < m->nglobals; i++)
     if (strcmp(m->gnames[i], name) == 0) {
       if (p)
@@ -751,10 +782,7 @@ static int occupancy(unsigned threads) {
 static void log_launch(const fake_fn *f, const unsigned g[3],
                        const unsigned b[3], unsigned shared, int coop,
                        void **params) {
-  const char *path = getenv("PHASEPROBE_FAKE_LOG");
-  if (!path || !*path)
-    return;
-  FILE *out = fopen(path, "a");
+  FILE *out = open_named("PHASEPROBE_FAKE_LOG", "a");
   if (!out)
     return;
   fprintf(out, "launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u coop=%d params=",
@@ -890,10 +918,7 @@ FAKE_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version,
 }
 
 __attribute__((destructor)) static void fake_report(void) {
-  const char *path = getenv("PHASEPROBE_FAKE_REPORT");
-  if (!path || !*path)
-    return;
-  FILE *out = fopen(path, "w");
+  FILE *out = open_named("PHASEPROBE_FAKE_REPORT", "w");
   if (!out)
     return;
   int allocs = 0;
