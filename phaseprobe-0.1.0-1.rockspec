@@ -78,6 +78,7 @@ build = {
       ["phaseprobe.dispatch.init"] = "lua/phaseprobe/dispatch/init.lua",
       ["phaseprobe.dispatch.lower"] = "lua/phaseprobe/dispatch/lower.lua",
       ["phaseprobe.dispatch.program"] = "lua/phaseprobe/dispatch/program.lua",
+      ["phaseprobe.output.analyses"] = "lua/phaseprobe/output/analyses.lua",
       ["phaseprobe.output.csv"] = "lua/phaseprobe/output/csv.lua",
       ["phaseprobe.output.export"] = "lua/phaseprobe/output/export.lua",
       ["phaseprobe.output.files"] = "lua/phaseprobe/output/files.lua",

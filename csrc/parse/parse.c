@@ -9,8 +9,13 @@
  * fills a token array; commit writes the columns), so a rejected line
  * leaves no trace in the store. The previous line's field order predicts
  * the next one's, so the usual name lookup is one memcmp.
+ *
+ * The parser is built from its options in parse_opts.c (prefixes, known
+ * schemas, strict names, caps); its state is in pp_parse_internal.h. This
+ * file holds what runs per line: the character tables, the tokenizer, the
+ * checks, the commit into the store, feeding and the results.
  */
-#include "pp_cols_internal.h"
+#include "pp_parse_internal.h"
 #include "pp_internal.h"
 
 #include <errno.h>
@@ -22,65 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NAME_MAX_LEN 63
 #define READ_CHUNK (1u << 20)
 #define PROGRESS_EVERY (16u << 20)
-
-typedef struct {
-  const char *name, *val;
-  uint32_t nlen, vlen;
-  int32_t col; /* existing column, or -1 for a name new to the store */
-  uint32_t column;
-  uint8_t kind, neg, strict;
-  uint64_t u;
-  double d;
-} tok_t;
-
-typedef struct {
-  char *prefix;
-  size_t plen;
-  char **req;
-  size_t nreq;
-} known_t;
-
-typedef struct {
-  char *name;
-  uint32_t str_id; /* in the current store; UINT32_MAX: not interned yet */
-  uint64_t lineno; /* its last line read, while another source is read */
-  pp_parse_stats st;
-} source_t;
-
-struct pp_parser {
-  pp_cols *cols;
-  int oom;
-  char **prefixes;
-  size_t *plens, nprefixes;
-  known_t *known;
-  size_t nknown;
-  char **strict;
-  size_t nstrict;
-  size_t max_errors;
-  uint64_t max_bytes; /* bytes one source may bring */
-  source_t *src;
-  size_t nsrc, src_alloc;
-  size_t cur;      /* the source being read (the last, unless resumed) */
-  uint64_t lineno; /* its last line read */
-  pp_parse_stats st;
-  char *carry;
-  size_t carry_len, carry_cap;
-  pp_parse_error *err;
-  size_t nerr, err_alloc;
-  uint64_t stamp;
-  /* the previous stored line, to predict and skip work for this one */
-  int prev_ok;
-  size_t prev_n;
-  uint32_t prev_prefix_id, prev_layout;
-  size_t prev_plen;
-  char prev_prefix[PP_PREFIX_MAX];
-  uint32_t prev_cols[PP_PARSE_MAX_TOKENS];
-  uint32_t lay_cols[PP_PARSE_MAX_TOKENS];
-  tok_t tok[PP_PARSE_MAX_TOKENS];
-};
 
 /* ---- character classes --------------------------------------------------- */
 static unsigned char name_ok[256], prefix_ok[256];
@@ -99,173 +47,18 @@ static void init_classes(void) {
   }
 }
 
-static inline int blank(char ch) { return ch == ' ' || ch == '\t'; }
-
-/* ---- setup --------------------------------------------------------------- */
-static char *dup_n(const char *s, size_t n) {
-  char *d = malloc(n + 1);
-  if (d) {
-    memcpy(d, s, n);
-    d[n] = 0;
-  }
-  return d;
-}
-
-static int add_strict(pp_parser *p, const char *name) {
-  for (size_t i = 0; i < p->nstrict; i++)
-    if (strcmp(p->strict[i], name) == 0)
-      return 0;
-  char **ns = realloc(p->strict, (p->nstrict + 1) * sizeof *ns);
-  if (!ns)
-    return -1;
-  p->strict = ns;
-  if (!(ns[p->nstrict] = dup_n(name, strlen(name))))
-    return -1;
-  p->nstrict++;
-  return 0;
-}
-
-/* A known schema: its prefix, the reference's part of its line (required)
- * and its integer fields (numeric). */
-static int add_known(pp_parser *p, const pp_schema *s) {
-  for (size_t i = 0; i < p->nknown; i++)
-    if (strcmp(p->known[i].prefix, s->prefix) == 0)
-      return 0; /* first declaration of a prefix wins */
-  known_t *nk = realloc(p->known, (p->nknown + 1) * sizeof *nk);
-  if (!nk)
-    return -1;
-  p->known = nk;
-  known_t *k = &nk[p->nknown];
-  memset(k, 0, sizeof *k);
-  k->plen = strlen(s->prefix);
-  if (!(k->prefix = dup_n(s->prefix, k->plen)))
-    return -1;
-  p->nknown++;
-  size_t nreq = (size_t)s->f_disk0;
-  if (!(k->req = calloc(nreq ? nreq : 1, sizeof *k->req)))
-    return -1;
-  for (size_t i = 0; i < nreq; i++) {
-    if (!(k->req[i] = dup_n(s->field[i], strlen(s->field[i]))))
-      return -1;
-    k->nreq++;
-  }
-  for (size_t i = 0; i < s->nfields; i++)
-    if (s->kind[i] == PP_FIELD_U64 && add_strict(p, s->field[i]) != 0)
-      return -1;
-  return 0;
-}
-
-static int setup(pp_parser *p, const pp_parse_opts *o, char *err,
-                 size_t errlen) {
-  for (size_t i = 0; o && i < o->nprefixes; i++) {
-    const char *pre = o->prefixes[i];
-    size_t n = pre ? strlen(pre) : 0;
-    int ok = n > 0 && n < PP_PREFIX_MAX;
-    for (size_t j = 0; ok && j < n; j++)
-      ok = !blank(pre[j]) && (unsigned char)pre[j] > ' ' && pre[j] != '=';
-    if (!ok) {
-      snprintf(err, errlen,
-               "prefix %zu ('%.40s'): 1 to %d bytes without blanks or '='",
-               i + 1, pre ? pre : "(null)", PP_PREFIX_MAX - 1);
-      return -1;
-    }
-  }
-  if (o && o->nprefixes) {
-    p->prefixes = calloc(o->nprefixes, sizeof *p->prefixes);
-    p->plens = calloc(o->nprefixes, sizeof *p->plens);
-    if (!p->prefixes || !p->plens)
-      goto oom;
-    for (size_t i = 0; i < o->nprefixes; i++) {
-      p->plens[i] = strlen(o->prefixes[i]);
-      if (!(p->prefixes[i] = dup_n(o->prefixes[i], p->plens[i])))
-        goto oom;
-      p->nprefixes++;
-    }
-  }
-  if (o && o->schemas) {
-    for (size_t i = 0; i < o->nschemas; i++)
-      if (o->schemas[i] && add_known(p, o->schemas[i]) != 0)
-        goto oom;
-  } else if (add_known(p, pp_schema_default()) != 0 ||
-             add_known(p, pp_schema_current()) != 0) {
-    goto oom;
-  }
-  for (size_t i = 0; o && i < o->nnumeric; i++) {
-    const char *nm = o->numeric[i];
-    size_t n = nm ? strlen(nm) : 0;
-    int ok = n > 0 && n <= NAME_MAX_LEN;
-    for (size_t j = 0; ok && j < n; j++)
-      ok = name_ok[(unsigned char)nm[j]];
-    if (!ok) {
-      snprintf(err, errlen,
-               "numeric field %zu ('%.40s'): names are 1 to %d bytes of "
-               "[A-Za-z0-9_]",
-               i + 1, nm ? nm : "(null)", NAME_MAX_LEN);
-      return -1;
-    }
-    if (add_strict(p, nm) != 0)
-      goto oom;
-  }
-  p->max_errors = o && o->max_errors ? o->max_errors : PP_PARSE_MAX_ERRORS;
-  p->max_bytes = o && o->max_bytes ? o->max_bytes : PP_PARSE_MAX_BYTES;
-  return 0;
-oom:
-  snprintf(err, errlen, "out of memory");
-  return -1;
-}
-
-PP_EXPORT pp_parser *pp_parser_new(const pp_parse_opts *opts, char *err, size_t errlen) {
+void pp_parse_classes_once(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, init_classes);
-  char dummy[8];
-  if (!err || !errlen) {
-    err = dummy;
-    errlen = sizeof dummy;
-  }
-  pp_parser *p = calloc(1, sizeof *p);
-  if (!p) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
-  p->cols = pp_cols_new();
-  if (!p->cols) {
-    snprintf(err, errlen, "out of memory");
-    pp_parser_free(p);
-    return NULL;
-  }
-  if (setup(p, opts, err, errlen) != 0) {
-    pp_parser_free(p);
-    return NULL;
-  }
-  return p;
 }
 
-PP_EXPORT void pp_parser_free(pp_parser *p) {
-  if (!p)
-    return;
-  pp_cols_free(p->cols);
-  for (size_t i = 0; i < p->nprefixes; i++)
-    free(p->prefixes[i]);
-  free(p->prefixes);
-  free(p->plens);
-  for (size_t i = 0; i < p->nknown; i++) {
-    free(p->known[i].prefix);
-    for (size_t j = 0; j < p->known[i].nreq; j++)
-      free(p->known[i].req[j]);
-    free(p->known[i].req);
-  }
-  free(p->known);
-  for (size_t i = 0; i < p->nstrict; i++)
-    free(p->strict[i]);
-  free(p->strict);
-  for (size_t i = 0; i < p->nsrc; i++)
-    free(p->src[i].name);
-  free(p->src);
-  for (size_t i = 0; i < p->nerr; i++)
-    free((char *)p->err[i].what);
-  free(p->err);
-  free(p->carry);
-  free(p);
+int pp_parse_name_ok(const char *s, size_t n) {
+  if (n == 0 || n > NAME_MAX_LEN)
+    return 0;
+  for (size_t j = 0; j < n; j++)
+    if (!name_ok[(unsigned char)s[j]])
+      return 0;
+  return 1;
 }
 
 /* ---- sources, counts and errors ------------------------------------------ */

@@ -11,7 +11,8 @@
 -- phaseprobe.record (set:layout()).
 --
 -- Where it sits: record sets (phaseprobe.records) come in; the reports
--- (output/report.lua, output/html.lua, the commands) print what comes out.
+-- (output/analyses.lua through output/report.lua, output/html.lua, the
+-- commands) print what comes out.
 --
 -- Progress: each step that goes through many fields or records (phases,
 -- scaling, starvation, overrun, variants; compare.sets and the HTML page
