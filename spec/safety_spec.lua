@@ -744,9 +744,13 @@ describe("other readers are bounded too (#12 sweep)", function()
     files.spit(bad_jsonl, "{\"a\": 1}\nnot json\n")
     local r = clean(sub(([[
       local export = require "phaseprobe.output.export"
-      -- (the shell os.execute starts is a child of this process)
+      -- (the shell io.popen starts is a child of this process; the pipe
+      -- it writes to is left out, since this process may or may not have
+      -- closed its own copy of the write end by the time it is listed, and
+      -- so is a descriptor closed between the listing and its readlink)
       local function fds()
-        local p = io.popen("ls /proc/$PPID/fd | wc -l")
+        local p = io.popen('me=$(readlink /proc/$$/fd/1); for f in /proc/$PPID/fd/*; do '
+          .. 'l=$(readlink "$f") && [ "$l" != "$me" ] && echo; done | wc -l')
         local n = tonumber(p:read("a"))
         p:close()
         return n
