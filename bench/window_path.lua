@@ -2,10 +2,13 @@
 -- return from s:window, the launch description, and w:launch_loop reading
 -- it, up to the spin it injects right before the loop (w.host_ns[5] -
 -- host_ns[1]). CUPTI's timeline counts that time as host gap (make truth,
--- part 2c, "open to spin"). Two variants in alternating rounds: the
--- description built in the loop (as tools/truth.lua does) and one table
--- built once and passed again; their ratio says what building the table
--- costs. Also the same step in C (s:timed), the floor.
+-- part 2c, "open to spin"). Variants in alternating rounds: the
+-- description built in the loop, one table built once and passed again
+-- (their ratio says what building the table costs), a launch prepared once
+-- with fn:prepare (what tools/truth.lua does: reading the description
+-- leaves the window path), the first with the collector stopped and with
+-- the CUPTI flusher idle (what the collector's steps and the flushes
+-- add). Also the same step in C (s:timed), the floor.
 --
 --   lua5.4 bench/window_path.lua [windows-per-round] [rounds] [gaps-us]  (GPU machine;
 --                 gaps a comma list, default 1: e.g. 2000 7 25,250,2000)
@@ -81,6 +84,10 @@ local variants = {
   { name = "one description, built once", run = function(n, gap)
     once.spin_us = gap
     return windows(n, function() return once end, gap)
+  end },
+  { name = "prepared once (fn:prepare)", run = function(n, gap)
+    local p = spin:prepare{ grid = 1, block = 32, args = { 1000, 0, 0 }, source = "cupti", spin_us = gap }
+    return windows(n, function() return p end, gap)
   end },
   { name = "built in the loop, collector off", run = function(n, gap)
     collectgarbage("stop")

@@ -600,7 +600,8 @@ local function fitting_args(fn)
 end
 
 -- A launch description for fn:launch (what = "launch"), w:launch_loop
--- ("loop") or s:timed ("timed").
+-- ("loop"), s:timed ("timed") or fn:prepare ("prepare": a loop's fields,
+-- the function the receiver).
 local function launch_desc(what, fn, self)
   local d = { grid = chance(0.9) and pick { 1, 2, { 1, 1 } } or pick { 0, -1, { 1, 2, 3, 4 }, 2 ^ 40 },
     block = chance(0.9) and pick { 1, 32, { 8, 8 } } or pick { 2048, 0, "x" } }
@@ -652,7 +653,7 @@ local function launch_desc(what, fn, self)
     end
     if chance(0.1) then d.source = pick { "event", "cupti", "bogus" } end
   end
-  if what == "timed" and chance(0.2) then d.spin_us = pick { 0, 0.5, 1 } end
+  if (what == "timed" or what == "prepare") and chance(0.2) then d.spin_us = pick { 0, 0.5, 1 } end
   if chance(0.03) then d.bogus = 1 end
   return opts(d)
 end
@@ -789,6 +790,8 @@ H["phaseprobe.cuda.module:func"] = function() return pick(FUNC_NAMES) end
 H["phaseprobe.cuda.module:global"] = function() return pick(GLOBAL_NAMES) end
 H["phaseprobe.cuda.module.__index"] = function() return pick { "jit_ns", "info_log", "ptx_bytes", "context", "closed", "x" } end
 H["phaseprobe.cuda.function:launch"] = function(fn) return launch_desc("launch", fn) end
+H["phaseprobe.cuda.function:prepare"] = function(fn) return launch_desc("prepare", fn) end
+H["phaseprobe.cuda.launch.__index"] = function() return pick { "fn", "iterations", "spin_us", "grid", "x" } end
 H["phaseprobe.cuda.function:launch_costs"] = function(fn) return launch_desc("costs", fn) end
 H["phaseprobe.cuda.function:max_active_blocks"] = function() return pick { 32, 1024, 0, 1 << 40 }, pick { nil, 0, 1 << 20 } end
 H["phaseprobe.cuda.function.__index"] = function() return pick { "name", "params", "param_bytes", "registers", "closed", "x" } end
@@ -811,7 +814,13 @@ H["phaseprobe.cuda.stream:timed"] = function(st) return launch_desc("timed", nil
 H["phaseprobe.cuda.stream.__index"] = function() return pick { "default", "context", "closed", "x" } end
 H["phaseprobe.cuda.stream.__call"] = function() return from_pool("phaseprobe.cuda.context"), opts { non_blocking = chance(0.5) } end
 H["phaseprobe.cuda.window:spin_us"] = function() return pick { 0, 0.5, 1, -1, 0 / 0 } end
-H["phaseprobe.cuda.window:launch_loop"] = function(w) return launch_desc("loop", nil, w) end
+H["phaseprobe.cuda.window:launch_loop"] = function(w)
+  -- a launch prepared earlier (of any function: its memory may have been
+  -- freed, its module closed since), or a description
+  local p = chance(0.3) and from_pool("phaseprobe.cuda.launch")
+  if p then return p end
+  return launch_desc("loop", nil, w)
+end
 H["phaseprobe.cuda.window.__index"] = function() return pick { "stage", "probe_ns", "kernel_src", "cupti_why", "stream", "x" } end
 
 H["records.read"] = function() return read_path(), parse_opts() end

@@ -672,6 +672,98 @@ describe("pp.cuda with the fake driver", function()
     end)
   end)
 
+  describe("a prepared launch", function()
+    it("launches window after window what its description would, with what it points into kept alive", function()
+      local r, launches = with_ctx_logged [[
+        local x = ctx:alloc(16)
+        local g = mod:global("counter")
+        g:write_u32(5)
+        local s = ctx.stream
+        local w = s:window()
+        w:launch_loop{fn = saxpy, grid = 2, block = 4, args = {4, 1.5, x, x},
+                      iterations = 2, reset = {target = g, bytes = 4, value = 0}}
+        w:close(); w:collect()
+        local p = saxpy:prepare{grid = 2, block = 4, args = {4, 1.5, x, x},
+                                iterations = 2, reset = {target = g, bytes = 4, value = 0}}
+        x = nil -- kept by p
+        collectgarbage(); collectgarbage()
+        report("str", tostring(p))
+        report("fields", p.fn == saxpy, p.iterations, p.spin_us)
+        for i = 1, 2 do
+          g:write_u32(7)
+          local w2 = s:window()
+          report("host" .. i, math.type(w2:launch_loop(p)))
+          report("counter" .. i, g:read_u32())
+          w2:close(); w2:collect()
+        end
+        local big = ctx:load(".version 8.0\n.target sm_90\n.address_size 64\n"
+          .. ".visible .entry big(.param .u32 big_n, .param .align 8 .b8 big_b[1000])\n{\n  ret;\n}\n")
+          :func("big")
+        local pb = big:prepare{grid = 1, block = 1, args = {9, ("\1\2\3\4"):rep(250)}}
+        collectgarbage(); collectgarbage()
+        local w3 = s:window()
+        w3:launch_loop(pb)
+        w3:close(); w3:collect()
+        try("field", saxpy.prepare, saxpy, {grid = 1, block = 1, stream = s, args = {}})
+        try("nofield", function() return p.grid end)
+      ]]
+      assert.are.equal("phaseprobe.cuda.launch of 'saxpy' (grid=2x1x1 block=4x1x1 shared=0)", r.str)
+      assert.are.equal("true | 2 | 0.0", r.fields)
+      assert.are.equal("integer", r.host1)
+      assert.are.equal("integer", r.host2)
+      assert.are.equal("0", r.counter1) -- the reset ran before the launches
+      assert.are.equal("0", r.counter2)
+      assert.are.equal(7, #launches, r._output)
+      for i = 3, 6 do assert.are.equal(launches[1], launches[i]) end
+      assert.are.equal("launch big grid=1,1,1 block=1,1,1 shared=0 coop=0 params=09000000,"
+        .. ("01020304"):rep(250), launches[7])
+      assert.matches("unknown field 'stream'", r.field)
+      assert.matches("phaseprobe.cuda.launch has no field 'grid'", r.nofield)
+    end)
+
+    it("refuses a function, memory or context closed after it was prepared", function()
+      local r, launches = with_ctx_logged [[
+        local s = ctx.stream
+        local function loop(p)
+          local w = s:window()
+          local ok, err = pcall(w.launch_loop, w, p)
+          w:close(); w:collect()
+          return ok or err
+        end
+        local x = ctx:alloc(16)
+        local p = saxpy:prepare{grid = 1, block = 1, args = {1, 1.0, x, x}}
+        x:free()
+        report("buffer", loop(p))
+        local g = mod:global("counter")
+        local pg = saxpy:prepare{grid = 1, block = 1, args = {1, 1.0, ctx:alloc(8), ctx:alloc(8)},
+                                 reset = {target = g, bytes = 4}}
+        report("ok", loop(pg))
+        mod:close()
+        report("global", loop(pg))
+        local m2 = ctx:load_file("examples/kernels/saxpy.ptx")
+        local f2 = m2:func("saxpy")
+        local p2 = f2:prepare{grid = 1, block = 1, args = {1, 1.0, ctx:alloc(8), ctx:alloc(8)}}
+        m2:close()
+        report("module", loop(p2))
+        local ctx2 = assert(cu.context(0))
+        local m3 = ctx2:load_file("examples/kernels/saxpy.ptx")
+        local p3 = m3:func("saxpy"):prepare{grid = 1, block = 1, args = {1, 1.0, ctx2:alloc(8), ctx2:alloc(8)}}
+        report("other", loop(p3))
+        ctx2:close()
+        local w = ctx.stream:window()
+        try("closedctx", w.launch_loop, w, p3)
+        w:close(); w:collect()
+      ]]
+      assert.matches("argument 3 of the prepared launch of 'saxpy' %(a buffer%) was closed after the launch was prepared", r.buffer)
+      assert.are.equal("true", r.ok)
+      assert.matches("the reset target of the prepared launch of 'saxpy' was closed", r.global)
+      assert.matches("the prepared launch's function 'saxpy' is closed %(its module was unloaded%)", r.module)
+      assert.matches("the function belongs to another context", r.other)
+      assert.matches("closed", r.closedctx)
+      assert.are.equal(1, #launches, r._output)
+    end)
+  end)
+
   describe("a handle closed by a finalizer while its own call runs", function()
     -- Any allocation may run pending finalizers, and one of them may close
     -- the handle whose method is running, or the context, module, buffer

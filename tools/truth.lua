@@ -178,10 +178,20 @@ local t_start = long0[2]
 -- One window around one spin kernel of `ns`, an optional host gap spun in C
 -- right before the loop. source "event": the event pairs; "both": the pairs
 -- and CUPTI (read later with w:wait()); "cupti": CUPTI's timeline only.
+-- Each launch is prepared once (fn:prepare), as a dispatcher that launches
+-- the same kernel again would: between the window's opening and its loop
+-- the binding then only checks it.
+local prepared = {}
 local function window(ns, source, gap_us)
+  local key = ("%d %s %s"):format(ns, source, tostring(gap_us))
+  local p = prepared[key]
+  if not p then
+    p = spin:prepare{ grid = 1, block = 32, args = { ns, 0, 0 },
+                      source = source == "event" and "event" or "cupti", spin_us = gap_us }
+    prepared[key] = p
+  end
   local w = s:window{ source = source == "cupti" and "cupti" or "event" }
-  w:launch_loop{ fn = spin, grid = 1, block = 32, args = { ns, 0, 0 },
-                 source = source == "event" and "event" or "cupti", spin_us = gap_us }
+  w:launch_loop(p)
   w:close()
   local win, ker = w:collect()
   return w, win, ker

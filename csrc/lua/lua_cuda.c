@@ -440,6 +440,7 @@ static void open_classes(lua_State *L) {
       .gc = ctx_close, .close = ctx_close, .tostring = ctx_tostring});
   lcu_open_module(L);
   lcu_open_mem(L);
+  lcu_open_launch(L);
   lcu_open_window(L);
 }
 

@@ -548,6 +548,161 @@ int lcu_fn_launch_costs(lua_State *L) {
   return 1;
 }
 
+/* ---- prepared launches ---------------------------------------------------- */
+/* A description read once: the parsed launch, its packed arguments inside
+ * it (or in a block its user value keeps), and the buffers and globals its
+ * pointers point into, each checked open again at every use. Its user
+ * value, a sequence, keeps alive what it points into: the function, the
+ * reset target, an outside argument block, those buffers and globals. */
+#define PREP_MEM_MAX 64
+typedef struct {
+  lcu_launch d;
+  int nmem; /* entries of mem[] */
+  struct {
+    void *obj;  /* an lcu_buf or an lcu_global */
+    int global; /* which of the two            */
+    int arg;    /* its argument (1-based), 0: the reset target */
+  } mem[PREP_MEM_MAX];
+} lcu_prepared;
+
+/* Lua aligns a userdata's block for its own types only (8 bytes here), and
+ * the packed arguments want 16: the prepared launch lies at the first
+ * 16-byte boundary of its block. */
+static lcu_prepared *prep_at(void *block) {
+  return block ? (lcu_prepared *)(((uintptr_t)block + 15) & ~(uintptr_t)15)
+               : NULL;
+}
+
+/* Notes the buffer or global at idx (if it is one) as memory p points into. */
+static void prep_note_mem(lua_State *L, lcu_prepared *p, int idx, int arg,
+                          int anchor) {
+  void *obj = luaL_testudata(L, idx, LCU_BUF_MT);
+  int global = 0;
+  if (!obj) {
+    obj = luaL_testudata(L, idx, LCU_GLOBAL_MT);
+    global = 1;
+  }
+  if (!obj)
+    return;
+  if (p->nmem == PREP_MEM_MAX)
+    luaL_error(L, "fn:prepare: more than %d buffers and globals in one "
+                  "description", PREP_MEM_MAX);
+  p->mem[p->nmem].obj = obj;
+  p->mem[p->nmem].global = global;
+  p->mem[p->nmem].arg = arg;
+  p->nmem++;
+  lua_pushvalue(L, idx);
+  lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+}
+
+/* fn:prepare{grid=, block=, shared=, args=, cooperative=, iterations=,
+ * reset=, fence=, source=, spin_us=} -> launch */
+int lcu_fn_prepare(lua_State *L) {
+  lcu_check_open_fn(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lcu_launch d;
+  lcu_parse_launch(L, 2, 1, "fn:prepare", LCU_LAUNCH_LOOP | LCU_LAUNCH_SPIN, &d);
+  int left = lua_gettop(L); /* 3..left: what d points into (pp_lua_cuda.h) */
+  lcu_prepared *p = prep_at(lua_newuserdatauv(L, sizeof *p + 15, 1));
+  int pi = lua_gettop(L);
+  memset(p, 0, offsetof(lcu_prepared, mem));
+  p->d = d;
+  /* The packed block inside d moved with it: its pointers follow. */
+  unsigned char *from = d.args, *to = p->d.args;
+  if ((unsigned char *)d.cfg.params == from) {
+    void **params = (void **)to;
+    for (int i = 0; i < d.fn->nparams; i++)
+      params[i] = to + ((unsigned char *)params[i] - from);
+    p->d.cfg.params = params;
+  }
+  p->d.ran_lua = 0;
+  lua_createtable(L, left - 2 + 4, 0);
+  int anchor = lua_gettop(L);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, anchor, 1);
+  for (int i = 3; i <= left; i++) {
+    lua_pushvalue(L, i);
+    lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+  }
+  if (lua_getfield(L, 2, "reset") == LUA_TTABLE) {
+    lua_getfield(L, -1, "target");
+    prep_note_mem(L, p, lua_gettop(L), 0, anchor);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, 2, "args") == LUA_TTABLE) {
+    int n = (int)lua_rawlen(L, -1);
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      prep_note_mem(L, p, lua_gettop(L), i, anchor);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  lua_setiuservalue(L, pi, 1);
+  luaL_setmetatable(L, LCU_LAUNCH_MT);
+  return 1;
+}
+
+const lcu_launch *lcu_prepared_use(lua_State *L, int idx, const char *what) {
+  lcu_prepared *p = prep_at(luaL_testudata(L, idx, LCU_LAUNCH_MT));
+  if (!p)
+    return NULL;
+  const lcu_fn *fn = p->d.fn;
+  if (fn->closed || fn->m->closed)
+    luaL_error(L, "%s: the prepared launch's function '%s' is closed%s", what,
+               fn->name, fn->m->closed ? " (its module was unloaded)" : "");
+  for (int i = 0; i < p->nmem; i++) {
+    int closed;
+    if (p->mem[i].global) {
+      const lcu_global *g = p->mem[i].obj;
+      closed = g->closed || g->m->closed;
+    } else {
+      closed = ((const lcu_buf *)p->mem[i].obj)->closed;
+    }
+    if (closed) {
+      if (p->mem[i].arg)
+        luaL_error(L, "%s: argument %d of the prepared launch of '%s' (a %s) "
+                      "was closed after the launch was prepared",
+                   what, p->mem[i].arg, fn->name,
+                   p->mem[i].global ? "global" : "buffer");
+      luaL_error(L, "%s: the reset target of the prepared launch of '%s' was "
+                    "closed after the launch was prepared", what, fn->name);
+    }
+  }
+  lcu_use(L, p->d.c, what);
+  return &p->d;
+}
+
+static int prepared_tostring(lua_State *L) {
+  lcu_prepared *p = prep_at(luaL_checkudata(L, 1, LCU_LAUNCH_MT));
+  lcu_launch_text(L, "phaseprobe.cuda.launch", &p->d);
+  return 1;
+}
+
+static int prepared_get(lua_State *L) {
+  lcu_prepared *p = prep_at(luaL_checkudata(L, 1, LCU_LAUNCH_MT));
+  const char *k = pp_lua_fieldkey(L, 2);
+  if (k && strcmp(k, "fn") == 0) {
+    lua_getiuservalue(L, 1, 1);
+    lua_rawgeti(L, -1, 1);
+  } else if (k && strcmp(k, "iterations") == 0) {
+    lua_pushinteger(L, (lua_Integer)p->d.iterations);
+  } else if (k && strcmp(k, "spin_us") == 0) {
+    lua_pushnumber(L, p->d.spin_us);
+  } else {
+    return lcu_no_field(L, LCU_LAUNCH_MT);
+  }
+  return 1;
+}
+
+void lcu_open_launch(lua_State *L) {
+  pp_lua_class_new(L, &(pp_lua_class){.name = LCU_LAUNCH_MT,
+                                      .get = prepared_get,
+                                      .tostring = prepared_tostring});
+}
+
 #else
 typedef int pp_lua_cuda_launch_absent_;
 #endif

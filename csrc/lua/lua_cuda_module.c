@@ -657,6 +657,7 @@ void lcu_open_module(lua_State *L) {
                                          {NULL, NULL}};
   static const luaL_Reg fn_methods[] = {
       {"launch", lcu_fn_launch},
+      {"prepare", lcu_fn_prepare},
       {"launch_costs", lcu_fn_launch_costs},
       {"max_active_blocks", fn_max_active_blocks},
       {"close", fn_close},

@@ -237,47 +237,54 @@ static int window_spin_us(lua_State *L) {
 
 /* w:launch_loop{fn=, grid=, block=, shared=, args=, iterations=, reset=,
  * cooperative=, fence=, source=, spin_us=} -> host ns of the loop (inner
- * events included). spin_us: a host gap spun right before the loop (after
- * the description was read), for tests and the truth harness. source =
+ * events included); or w:launch_loop(p), p a launch fn:prepare{...} read
+ * once. spin_us: a host gap spun right before the loop (after the
+ * description was read), for tests and the truth harness. source =
  * "event" | "cupti" overrides the context's kernel-time source for this
  * window (lua_cuda_ksrc.c). This runs between the window's opening and the
  * loop's first launch call, host time CUPTI's timeline counts as host gap:
- * the context is made current once, when the description has been read. */
+ * the context is made current once, when the description has been read
+ * (or the prepared launch checked). */
 static int window_launch_loop(lua_State *L) {
   lcu_window *w = live_window(L, "window:launch_loop", 0);
   if (w->w.stage != PP_CUDA_WINDOW_OPEN)
     return luaL_error(L, "window:launch_loop: %s",
                       w->w.looped ? "the loop already ran in this window"
                                   : "the window is closed");
-  lcu_launch d;
-  lcu_parse_launch(L, 2, 0, "window:launch_loop", LCU_LAUNCH_FN | LCU_LAUNCH_LOOP | LCU_LAUNCH_SPIN, &d);
-  if (d.c != w->c)
+  lcu_launch parsed;
+  const lcu_launch *d = lcu_prepared_use(L, 2, "window:launch_loop");
+  if (!d) {
+    lcu_parse_launch(L, 2, 0, "window:launch_loop",
+                     LCU_LAUNCH_FN | LCU_LAUNCH_LOOP | LCU_LAUNCH_SPIN, &parsed);
+    d = &parsed;
+  }
+  if (d->c != w->c)
     return luaL_error(L, "window:launch_loop: the function belongs to "
                          "another context");
   /* reading the description may have run code that closed the window */
-  if (d.ran_lua) {
+  if (d->ran_lua) {
     live_window(L, "window:launch_loop", 0);
     if (w->w.stage != PP_CUDA_WINDOW_OPEN)
       return luaL_error(L, "window:launch_loop: the window is closed");
   }
-  pp_kernel_src src = d.source != PP_KSRC_NONE ? d.source : w->w.source;
+  pp_kernel_src src = d->source != PP_KSRC_NONE ? d->source : w->w.source;
   if (w->w.timeline && src != PP_KSRC_CUPTI)
     return luaL_error(L, "window:launch_loop: this window records no events "
                          "(its context reads CUPTI): open it with "
                          "s:window{source = \"event\"} for the event pair");
   lcu_check_ksrc(L, src, "window:launch_loop");
   w->w.source = src;
-  if (d.spin_us > 0) { /* a host gap injected right before the loop */
+  if (d->spin_us > 0) { /* a host gap injected right before the loop */
     w->gap_ns[0] = pp_now_ns();
-    pp_cuda_spin_ns((uint64_t)(d.spin_us * 1000.0));
+    pp_cuda_spin_ns((uint64_t)(d->spin_us * 1000.0));
     w->gap_ns[1] = pp_now_ns();
   }
-  CUresult rc = pp_cuda_window_launch_loop(&w->w, &d.cfg, d.iterations,
-                                           &d.reset);
-  if (rc == CUDA_SUCCESS && d.fence)
+  CUresult rc = pp_cuda_window_launch_loop(&w->w, &d->cfg, d->iterations,
+                                           &d->reset);
+  if (rc == CUDA_SUCCESS && d->fence)
     rc = pp_cuda_window_fence(&w->w);
   if (rc != CUDA_SUCCESS)
-    return window_fail(L, w, rc, lcu_launch_text(L, "window:launch_loop", &d));
+    return window_fail(L, w, rc, lcu_launch_text(L, "window:launch_loop", d));
   lua_pushinteger(L, (lua_Integer)w->w.loop_host_ns);
   return 1;
 }

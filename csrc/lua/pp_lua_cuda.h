@@ -16,6 +16,7 @@
 #define LCU_GLOBAL_MT "phaseprobe.cuda.global"
 #define LCU_BUF_MT "phaseprobe.cuda.buffer"
 #define LCU_STREAM_MT "phaseprobe.cuda.stream"
+#define LCU_LAUNCH_MT "phaseprobe.cuda.launch"
 #define LCU_WINDOW_MT "phaseprobe.cuda.window"
 
 /* Finalizers: any allocation (a userdata, a table, a string, a number
@@ -242,6 +243,15 @@ const char *lcu_launch_text(lua_State *L, const char *what,
 /* fn:launch{...}, fn:launch_costs{...} */
 int lcu_fn_launch(lua_State *L);
 int lcu_fn_launch_costs(lua_State *L);
+/* fn:prepare{...} -> a prepared launch (LCU_LAUNCH_MT): the description of
+ * a window's loop read once, for w:launch_loop(p) to launch again. */
+int lcu_fn_prepare(lua_State *L);
+/* The launch prepared at idx, checked usable now (its function, module,
+ * context and every buffer or global it points into still open; the
+ * context made current), or NULL when idx holds no prepared launch. Runs
+ * no Lua code. */
+const lcu_launch *lcu_prepared_use(lua_State *L, int idx, const char *what);
+void lcu_open_launch(lua_State *L);
 
 /* ---- lua_cuda_window.c ---------------------------------------------------- */
 void lcu_open_window(lua_State *L);
