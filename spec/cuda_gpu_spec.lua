@@ -136,6 +136,41 @@ describe("pp.cuda on a GPU #gpu", function()
     mod:close()
   end)
 
+  it("launches a prepared saxpy window after window, as its description would #gpu", function()
+    local mod = ctx:load_file("examples/kernels/saxpy.ptx")
+    local fn = mod:func("saxpy")
+    local n = 1 << 16
+    local x, y = {}, {}
+    for i = 1, n do x[i] = (i % 100) * 0.5; y[i] = 0 end
+    local dx, dy = ctx:alloc(4 * n), ctx:alloc(4 * n)
+    dx:upload(x, "f32")
+    dy:upload(y, "f32")
+    -- y = 2x + y, twice, from one prepared launch: y = 4x
+    local p = fn:prepare { grid = n // 256, block = 256, args = { n, 2.0, dx, dy } }
+    for _ = 1, 2 do
+      local w = stream:window()
+      assert.are.equal("integer", math.type(w:launch_loop(p)))
+      w:close()
+      stream:synchronize()
+      local win, ker = w:collect()
+      assert.is_true(win > 0 and ker > 0)
+    end
+    local got = dy:download("f32")
+    local bad = 0
+    for i = 1, n do if got[i] ~= 4 * x[i] then bad = bad + 1 end end
+    assert.are.equal(0, bad)
+    dy:free()
+    local w = stream:window()
+    local ok, err = pcall(w.launch_loop, w, p)
+    w:close()
+    stream:synchronize()
+    w:collect()
+    assert.is_false(ok)
+    assert.matches("argument 4 of the prepared launch of 'saxpy' %(a buffer%) was closed", err)
+    dx:free()
+    mod:close()
+  end)
+
   -- Behaviour only, with bounds that hold on every run: the accuracy of the
   -- starvation figure and the stability of kernel_ns are timing targets,
   -- measured and reported by `make truth` (parts 1 and 2), not asserted here.
