@@ -721,6 +721,27 @@ describe("pp.cuda with the fake driver", function()
       assert.matches("phaseprobe.cuda.launch has no field 'grid'", r.nofield)
     end)
 
+    it("checks the memory it packed, even from a description whose __index answers anew each time", function()
+      local r, launches = with_ctx_logged [[
+        local x, y = ctx:alloc(16), ctx:alloc(16)
+        local reads = 0
+        local desc = setmetatable({}, { __index = function(_, k)
+          if k == "grid" or k == "block" then return 1 end
+          if k == "args" then
+            reads = reads + 1
+            return reads == 1 and { 1, 1.0, x, x } or { 1, 1.0, y, y }
+          end
+        end })
+        local p = saxpy:prepare(desc)
+        x:free()
+        local w = ctx.stream:window()
+        try("freed", w.launch_loop, w, p)
+        w:close(); w:collect()
+      ]]
+      assert.matches("argument 3 of the prepared launch of 'saxpy' %(a buffer%) was closed", r.freed)
+      assert.are.equal(0, #launches, r._output)
+    end)
+
     it("refuses a function, memory or context closed after it was prepared", function()
       local r, launches = with_ctx_logged [[
         local s = ctx.stream

@@ -486,7 +486,10 @@ void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   if (d->cfg.cooperative)
     check_coop(L, what, d);
   d->cfg.params = pack_args(L, what, d->fn, args_idx, mem);
-  lua_remove(L, args_idx);
+  if (allow & LCU_LAUNCH_KEEP_ARGS)
+    lua_rotate(L, args_idx, -1); /* to the top */
+  else
+    lua_remove(L, args_idx);
 }
 
 const char *lcu_launch_text(lua_State *L, const char *what,
@@ -598,12 +601,14 @@ static void prep_note_mem(lua_State *L, lcu_prepared *p, int idx, int arg,
 /* fn:prepare{grid=, block=, shared=, args=, cooperative=, iterations=,
  * reset=, fence=, source=, spin_us=} -> launch */
 int lcu_fn_prepare(lua_State *L) {
-  lcu_check_open_fn(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   lcu_launch d;
-  lcu_parse_launch(L, 2, 1, "fn:prepare", LCU_LAUNCH_LOOP | LCU_LAUNCH_SPIN, &d);
-  int left = lua_gettop(L); /* 3..left: what d points into (pp_lua_cuda.h) */
+  lcu_parse_launch(L, 2, 1, "fn:prepare",
+                   LCU_LAUNCH_LOOP | LCU_LAUNCH_SPIN | LCU_LAUNCH_KEEP_ARGS, &d);
+  /* 3..left: what d points into (pp_lua_cuda.h), the args list it packed
+   * above them; the description is not read again (its __index could
+   * answer differently) */
+  int args = lua_gettop(L), left = args - 1;
   lcu_prepared *p = prep_at(lua_newuserdatauv(L, sizeof *p + 15, 1));
   int pi = lua_gettop(L);
   memset(p, 0, offsetof(lcu_prepared, mem));
@@ -621,25 +626,19 @@ int lcu_fn_prepare(lua_State *L) {
   int anchor = lua_gettop(L);
   lua_pushvalue(L, 1);
   lua_rawseti(L, anchor, 1);
-  for (int i = 3; i <= left; i++) {
+  for (int i = 3; i <= left; i++) { /* a buffer or global here: the reset target */
+    prep_note_mem(L, p, i, 0, anchor);
     lua_pushvalue(L, i);
     lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
   }
-  if (lua_getfield(L, 2, "reset") == LUA_TTABLE) {
-    lua_getfield(L, -1, "target");
-    prep_note_mem(L, p, lua_gettop(L), 0, anchor);
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, 2, "args") == LUA_TTABLE) {
-    int n = (int)lua_rawlen(L, -1);
+  if (lua_istable(L, args)) { /* the raw reads pack_args made */
+    int n = (int)lua_rawlen(L, args);
     for (int i = 1; i <= n; i++) {
-      lua_rawgeti(L, -1, i);
+      lua_rawgeti(L, args, i);
       prep_note_mem(L, p, lua_gettop(L), i, anchor);
       lua_pop(L, 1);
     }
   }
-  lua_pop(L, 1);
   lua_setiuservalue(L, pi, 1);
   luaL_setmetatable(L, LCU_LAUNCH_MT);
   return 1;

@@ -225,14 +225,16 @@ enum {
   LCU_LAUNCH_STREAM = 2, /* stream                                     */
   LCU_LAUNCH_LOOP = 4,   /* iterations, reset, fence, source           */
   LCU_LAUNCH_SPIN = 8,   /* spin_us                                    */
-  LCU_LAUNCH_SAMPLES = 16
+  LCU_LAUNCH_SAMPLES = 16,
+  LCU_LAUNCH_KEEP_ARGS = 32 /* not a field: leave the args list read, on top */
 };
 
 /* Reads a launch description from the table at t; an unknown field, or one
  * `allow` leaves out, raises. fn_idx: the function's stack index, or 0 to
  * take it from field 'fn'. Leaves on the stack what d points into: the
  * function when taken from the table, the stream, the reset target and the
- * packed argument block when it did not fit d->args. Ends with d's context
+ * packed argument block when it did not fit d->args, and with
+ * LCU_LAUNCH_KEEP_ARGS the args list it packed (on top). Ends with d's context
  * current on this thread; when d->ran_lua is 0 no Lua code ran. */
 void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
                       int allow, lcu_launch *d);
