@@ -164,7 +164,7 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
       assert.truthy(line:find("^ok "), out)
       n = n + 1
     end
-    assert.are.equal(15, n, out)
+    assert.are.equal(16, n, out)
   end)
 
   it("starts spans on fresh slots without a page fault #novalgrind", function()

@@ -50,9 +50,9 @@ local REPS1 = 20
 local GAPS_US = { 25, 50, 100, 250, 500, 1000, 2000, 5000, 20000 }
 local REPS2 = 20
 local GAP_KERNEL_NS = 10000
--- 2c's kernel: 10 us, as part 2's. A close after the kernel's end adds a
--- tail to host_gap_ns that the host's reading (open to the launch call) does
--- not hold. (100 us kernels queued behind each other in back-to-back windows
+-- 2c's kernel: 10 us, as part 2's. A close after the launch call's return
+-- (and the kernel's end) adds a tail to host_gap_ns that the host's reading
+-- (open to the launch call) does not hold. (100 us kernels queued behind each other in back-to-back windows
 -- came back from CUPTI untimed in one window of each batch: not used.)
 local GAP2C_KERNEL_NS = 10000
 local CAL_SAMPLES = 200

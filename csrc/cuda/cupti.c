@@ -67,7 +67,10 @@ typedef struct {
   uint64_t nlaunch, received, untimed, sum, first_start, last_end;
   uint64_t open_ns, close_ns, closed_at;
   int forced;          /* a forced flush was made for it                     */
-  uint64_t launch[SPAN_LAUNCHES], start[SPAN_LAUNCHES], end[SPAN_LAUNCHES];
+  /* per launch call: its entry and return (0: not seen) on the host, its
+   * kernel's start and end on the device (0: untimed) */
+  uint64_t launch[SPAN_LAUNCHES], ret[SPAN_LAUNCHES];
+  uint64_t start[SPAN_LAUNCHES], end[SPAN_LAUNCHES];
   pp_record rec;
 } span;
 
@@ -83,6 +86,11 @@ static uint8_t *buf_free[BUF_KEEP];
 static size_t nbuf_free;
 
 static __thread uint64_t tls_span; /* this thread's open span, or 0          */
+/* The launch call this thread is inside: its span and place there, so its
+ * return is noted without the table lock (the span stays open, and is read
+ * only once closed, while this thread closes it after the call returned). */
+static __thread span *tls_call_span;
+static __thread uint64_t tls_call_id, tls_call_index;
 
 static span *span_of(uint64_t id) {
   if (!id || !spans)
@@ -142,25 +150,34 @@ static void timeline_of(const span *s, pp_cupti_timeline *t) {
   t->close_ns = s->close_ns;
   uint64_t end = s->close_ns > s->last_end ? s->close_ns : s->last_end;
   t->window_ns = end > s->open_ns ? end - s->open_ns : 0;
-  /* Device idle before each kernel, from the end of the one before (the
-   * window's opening for the first): the part before its launch call was
-   * made is the host's doing, the rest is launch latency. */
+  /* The device's idle time in the window (before each kernel from the end
+   * of the ones before, and after the last until the close), split by what
+   * the host was doing. Launch latency: a launch call was in progress, or
+   * its kernel had not started yet, from the call's entry to the later of
+   * its return and its kernel's end (a call that returns after its kernel
+   * ended, as after a long idle, keeps the device waiting on the launch
+   * path). Host gap: the rest, no launch call in progress and no kernel
+   * pending: the host's own code. */
   uint64_t n = s->nlaunch < SPAN_LAUNCHES ? s->nlaunch : SPAN_LAUNCHES;
-  uint64_t prev = s->open_ns, gap = 0, lat = 0;
+  uint64_t prev = s->open_ns, covered = s->open_ns, idle = 0, gap = 0;
   for (uint64_t i = 0; i < n; i++) {
     if (!s->start[i] || s->end[i] <= s->start[i])
       continue; /* untimed: its share of the split is unknown */
-    uint64_t l = s->launch[i];
-    if (l > prev)
-      gap += l - prev;
-    uint64_t base = l > prev ? l : prev;
-    if (s->start[i] > base)
-      lat += s->start[i] - base;
+    if (s->start[i] > prev)
+      idle += s->start[i] - prev;
     prev = s->end[i] > prev ? s->end[i] : prev;
+    uint64_t l = s->launch[i], busy = s->ret[i] > s->end[i] ? s->ret[i] : s->end[i];
+    if (l > covered)
+      gap += l - covered;
+    covered = busy > covered ? busy : covered;
   }
   if (s->close_ns > prev)
-    gap += s->close_ns - prev; /* after the last kernel, until the close */
-  t->launch_latency_ns = lat;
+    idle += s->close_ns - prev;
+  if (s->close_ns > covered)
+    gap += s->close_ns - covered;
+  if (gap > idle) /* a launch made before the window opened */
+    gap = idle;
+  t->launch_latency_ns = idle - gap;
   t->host_gap_ns = gap;
   t->split_partial = s->nlaunch > SPAN_LAUNCHES;
 }
@@ -288,6 +305,8 @@ static void on_kernel(uint32_t corr, uint64_t start, uint64_t end,
   s->received++;
   if (!start || end <= start) {
     s->untimed++;
+    if (i < SPAN_LAUNCHES) /* the slot may hold an earlier span's times */
+      s->start[i] = s->end[i] = 0;
   } else {
     s->sum = pp_sat_add(s->sum, end - start);
     if (!s->first_start || start < s->first_start)
@@ -374,16 +393,28 @@ void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
   (void)cbid;
   const CUpti_CallbackData *cb = data;
   uint64_t id = tls_span;
-  if (!id || cb->callbackSite != CUPTI_API_ENTER)
+  if (!id)
     return;
+  if (cb->callbackSite != CUPTI_API_ENTER) {
+    span *s = tls_call_span;
+    tls_call_span = NULL;
+    if (s && tls_call_id == id)
+      s->ret[tls_call_index] = pp_now_ns();
+    return;
+  }
   uint64_t now = pp_now_ns();
   lock_on_dispatch_path();
   span *s = span_of(id);
   if (s && s->state == SPAN_OPEN) {
     uint64_t i = s->nlaunch++;
     stats.launches++;
-    if (i < SPAN_LAUNCHES)
+    if (i < SPAN_LAUNCHES) {
       s->launch[i] = now;
+      s->ret[i] = 0;
+      tls_call_span = s;
+      tls_call_id = id;
+      tls_call_index = i;
+    }
     corr_slot *c = &corr_tab[cb->correlationId & (CORR_SLOTS - 1)];
     c->corr = cb->correlationId;
     c->span = id;

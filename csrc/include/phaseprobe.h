@@ -257,10 +257,11 @@ typedef struct {
   uint64_t last_end_ns;       /* device: the last kernel's end               */
   uint64_t window_ns;         /* the window: its open to the later of its    */
                               /* close and the last kernel's end             */
-  uint64_t launch_latency_ns; /* device idle after a launch call was made,   */
-                              /* before its kernel started                   */
-  uint64_t host_gap_ns;       /* device idle because no launch was made yet, */
-                              /* or after the last kernel until the close    */
+  uint64_t launch_latency_ns; /* device idle while a launch call was in      */
+                              /* progress or its kernel had not started      */
+  uint64_t host_gap_ns;       /* device idle with no launch call in progress */
+                              /* and no kernel pending: before, between and  */
+                              /* after the calls, until the close            */
 } pp_device_timeline;
 /* Records it into this thread's open dispatch: kernel_ns (kernel_src =
  * cupti), device_window_ns (unless set), kernels, launch_at_ns,

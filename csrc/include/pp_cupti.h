@@ -9,8 +9,8 @@
  * phases, the launch calls and the dispatch's start_ns. From them a window
  * gets its kernel time (the sum of the kernels' durations), and the device's
  * idle time inside the window split into launch latency (a launch call was
- * made, its kernel had not started) and host-caused gap (no launch was made
- * yet: the host was busy elsewhere).
+ * in progress, or its kernel had not started) and host-caused gap (no call
+ * in progress and no kernel pending: the host was busy elsewhere).
  *
  * The library is loaded at run time (dlopen; nothing links -lcupti). The
  * first of these that loads is used:
@@ -143,9 +143,11 @@ typedef struct {
   uint64_t last_end_ns;       /* end of the last kernel                    */
   uint64_t open_ns, close_ns; /* the window                                */
   uint64_t window_ns;         /* max(close, last end) - open               */
-  uint64_t launch_latency_ns; /* idle: launched, kernel not started        */
-  uint64_t host_gap_ns;       /* idle: nothing launched yet (and after the */
-                              /* last kernel until the window closed)      */
+  uint64_t launch_latency_ns; /* idle: a launch call in progress, or its  */
+                              /* kernel not started                        */
+  uint64_t host_gap_ns;       /* idle: no call in progress, no kernel      */
+                              /* pending (before, between and after the    */
+                              /* calls, until the window closed)           */
   int split_partial;          /* more launches than the split follows one  */
                               /* by one (PP_CUPTI_SPAN_LAUNCHES): the split */
                               /* covers the first ones                     */

@@ -23,6 +23,8 @@
 
 typedef uint32_t (*launch_fn)(uint64_t dur, uint64_t latency, int complete);
 static launch_fn launch;
+static uint32_t (*launch_returning)(uint64_t dur, uint64_t latency,
+                                    int complete, uint64_t return_ns);
 static void (*complete_all)(void);
 static int failures;
 
@@ -179,6 +181,40 @@ static void case_split(const char *c) {
         U(tail));
   uint64_t end = close > t.last_end_ns ? close : t.last_end_ns;
   CHECK(c, t.window_ns == end - open, "window %llu", U(t.window_ns));
+  CHECK(c, t.window_ns - t.sum_ns == t.host_gap_ns + t.launch_latency_ns,
+        "idle %llu != gap %llu + latency %llu", U(t.window_ns - t.sum_ns),
+        U(t.host_gap_ns), U(t.launch_latency_ns));
+}
+
+/* A launch call that returns 3 ms after its 1 us kernel ended, as the
+ * driver's does after a long idle: the device waits on the launch path
+ * then, not on the host's own code, so that time is launch latency; the
+ * host gap is what lies before the call and after its return. */
+static void case_return_late(const char *c) {
+  char why[256] = "";
+  uint64_t open = pp_now_ns();
+  uint64_t id = pp_cupti_span_begin();
+  uint64_t call0 = pp_now_ns();
+  launch_returning(1000, 0, 1, 3000000);
+  uint64_t call1 = pp_now_ns();
+  pp_cupti_span_end(id);
+  uint64_t close = pp_now_ns();
+  pp_cupti_span_close(id, open, close, PP_CUPTI_KEEP);
+  pp_cupti_timeline t;
+  int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
+  CHECK(c, rc == 0 && t.kernels == 1 && t.sum_ns == 1000,
+        "rc %d kernels %llu sum %llu (%s)", rc, U(t.kernels), U(t.sum_ns), why);
+  CHECK(c, t.last_end_ns < call0 + 3000000,
+        "the kernel ended at %llu, after the call's 3 ms", U(t.last_end_ns - call0));
+  uint64_t before = t.first_launch_ns - open;
+  CHECK(c, t.host_gap_ns >= before + (close - call1) &&
+               t.host_gap_ns <= before + (close - call0 - 3000000),
+        "host gap %llu, expected %llu plus %llu to %llu after the call",
+        U(t.host_gap_ns), U(before), U(close - call1),
+        U(close - call0 - 3000000));
+  CHECK(c, t.launch_latency_ns >= 3000000 - 1000,
+        "launch latency %llu, the call took %llu", U(t.launch_latency_ns),
+        U(call1 - call0));
   CHECK(c, t.window_ns - t.sum_ns == t.host_gap_ns + t.launch_latency_ns,
         "idle %llu != gap %llu + latency %llu", U(t.window_ns - t.sum_ns),
         U(t.host_gap_ns), U(t.launch_latency_ns));
@@ -507,7 +543,9 @@ int main(int argc, char **argv) {
   void *h = dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD);
   launch = h ? (launch_fn)dlsym(h, "fakecupti_launch") : NULL;
   complete_all = h ? (void (*)(void))dlsym(h, "fakecupti_complete_all") : NULL;
-  if (!launch || !complete_all) {
+  if (h)
+    *(void **)&launch_returning = dlsym(h, "fakecupti_launch_returning");
+  if (!launch || !launch_returning || !complete_all) {
     printf("FAIL fake: %s is not the fake CUPTI\n", argv[1]);
     return 1;
   }
@@ -531,6 +569,8 @@ int main(int argc, char **argv) {
   static const check_case cases[] = {
       {case_basic, "times a span's kernels on the probe clock"},
       {case_split, "splits device idle into host gap and launch latency"},
+      {case_return_late,
+       "counts a launch call's return after its kernel as launch latency"},
       {case_outside, "ignores launches outside the span"},
       {case_incomplete,
        "takes an incomplete record with a forced flush, as untimed"},

@@ -185,44 +185,68 @@ FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
 }
 
 /* ---- the test's side --------------------------------------------------------- */
-/* One launch on this thread: the launch callback runs (entry), then a kernel
+static void queue_kernel(uint32_t corr, uint64_t start, uint64_t end,
+                         int complete);
+
+static void launch_callback(CUpti_CallbackFunc fn, CUpti_ApiCallbackSite site,
+                            uint32_t corr) {
+  if (!fn)
+    return;
+  CUpti_CallbackData cb;
+  memset(&cb, 0, sizeof cb);
+  cb.callbackSite = site;
+  cb.functionName = "cuLaunchKernel";
+  cb.correlationId = corr;
+  fn(api_ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+     &cb);
+}
+
+/* One launch on this thread: the launch callback runs (entry), a kernel
  * record is queued that starts latency_ns after the launch and lasts dur_ns
- * (times from the registered timestamp callback). complete: 0 for a record
- * that stays incomplete until a forced flush; -1 for a launch whose kernel
- * record never comes. Returns the correlation id. */
-FAKE_EXPORT uint32_t fakecupti_launch(uint64_t dur_ns, uint64_t latency_ns,
-                                      int complete) {
+ * (times from the registered timestamp callback), and the call returns
+ * (the callback's exit) return_ns after the launch, as a real call that
+ * is slow after an idle returns after its kernel ended. complete: 0 for a
+ * record that stays incomplete until a forced flush; -1 for a launch whose
+ * kernel record never comes. Returns the correlation id. */
+FAKE_EXPORT uint32_t fakecupti_launch_returning(uint64_t dur_ns,
+                                                uint64_t latency_ns,
+                                                int complete,
+                                                uint64_t return_ns) {
   pthread_mutex_lock(&lock);
   uint32_t corr = next_corr++;
   CUpti_CallbackFunc fn = launch_cb_on ? api_fn : NULL;
   int on = kernel_on;
   pthread_mutex_unlock(&lock);
-  if (fn) {
-    CUpti_CallbackData cb;
-    memset(&cb, 0, sizeof cb);
-    cb.callbackSite = CUPTI_API_ENTER;
-    cb.functionName = "cuLaunchKernel";
-    cb.correlationId = corr;
-    fn(api_ud, CUPTI_CB_DOMAIN_DRIVER_API,
-       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-  }
+  launch_callback(fn, CUPTI_API_ENTER, corr);
   uint64_t now = ts_fn ? ts_fn() : 0;
-  if (!on || complete < 0)
-    return corr;
+  if (on && complete >= 0)
+    queue_kernel(corr, now + latency_ns, now + latency_ns + dur_ns, complete);
+  while (return_ns && ts_fn && ts_fn() - now < return_ns)
+    ;
+  launch_callback(fn, CUPTI_API_EXIT, corr);
+  return corr;
+}
+
+FAKE_EXPORT uint32_t fakecupti_launch(uint64_t dur_ns, uint64_t latency_ns,
+                                      int complete) {
+  return fakecupti_launch_returning(dur_ns, latency_ns, complete, 0);
+}
+
+static void queue_kernel(uint32_t corr, uint64_t start, uint64_t end,
+                         int complete) {
   pending k;
   memset(&k, 0, sizeof k);
   k.complete = complete;
   k.k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.k.correlationId = corr;
-  k.k.start = now + latency_ns;
-  k.k.end = now + latency_ns + dur_ns;
+  k.k.start = start;
+  k.k.end = end;
   pthread_mutex_lock(&lock);
   if (!queue)
     queue = calloc(MAX_PENDING, sizeof *queue);
   if (queue && nqueue < MAX_PENDING)
     queue[nqueue++] = k;
   pthread_mutex_unlock(&lock);
-  return corr;
 }
 
 /* Marks every queued record complete. */
