@@ -445,6 +445,28 @@ local function synthetic(mode, buf, data, args)
   return pp.emit(), t_phases
 end
 
+-- The same nine scopes, begin, finish and emit around spins only (no CUDA
+-- call): what the probe adds where nothing else runs between its calls, the
+-- control for the synthetic dispatch's figure (each CUDA-side phase spins
+-- about as long as its calls take there).
+local HOST_ONLY = { stage = 6000, launch = 8000, release = 32000, readback = 6000 }
+local function host_only()
+  local phase, spin_ns = pp.phase, truth.spin_ns
+  pp.begin()
+  do local _ <close> = phase("prepare"); spin_ns(HOST.prepare) end
+  do local _ <close> = phase("ptx"); spin_ns(HOST.ptx) end
+  do local _ <close> = phase("modkey"); spin_ns(HOST.modkey) end
+  do local _ <close> = phase("stage"); spin_ns(HOST_ONLY.stage) end
+  do local _ <close> = phase("resolve"); spin_ns(HOST.resolve) end
+  do local _ <close> = phase("lease"); spin_ns(HOST.lease) end
+  do local _ <close> = phase("launch"); spin_ns(HOST_ONLY.launch) end
+  do local _ <close> = phase("release"); spin_ns(HOST_ONLY.release) end
+  do local _ <close> = phase("readback"); spin_ns(HOST_ONLY.readback) end
+  local t_phases = pp.now()
+  pp.finish()
+  return pp.emit(), t_phases
+end
+
 -- Runs blocks of `conds` (each {name=, setup=, teardown=, run=}) in the order
 -- ABC.. ..CBA for `rounds`, after one warm-up block each. Returns per
 -- condition {walls=, probe=, halves={first, second}}.
@@ -579,6 +601,14 @@ local function part4()
     row("4", "cost: CUPTI source per dispatch", "not measured: " .. tostring(cupti_why4),
       "stated in us", "", "MISS")
   end
+  local ctl = interleave({
+    { name = "E", setup = pp.disable, run = host_only },
+    { name = "F", setup = pp.enable, run = host_only },
+  }, ROUNDS4, BLOCK4)
+  pp.disable()
+  row("4", "control: the same probe calls around spins only (no CUDA call)",
+    fmt("F enabled against E disabled: %s; whole dispatch (B - A) %s",
+      describe_cond(ctl.F, ctl.E), sus(median(B.walls) - median(A.walls))), "", "", "info")
   local scope_on, scope_off, bfe_on, bfe_off = entry_costs()
   row("4", "probe entry points (host loop, this run)",
     fmt("scope enabled %.0f ns vs disabled %.0f ns; begin+finish+emit enabled %.0f ns vs disabled %.0f ns; "
