@@ -79,7 +79,9 @@ static pthread_cond_t tab_cond = PTHREAD_COND_INITIALIZER; /* spans done    */
 static corr_slot *corr_tab;  /* CORR_SLOTS, allocated at the first start    */
 static span *spans;          /* SPAN_SLOTS                                  */
 static uint64_t span_seq = 1;
-static unsigned span_cursor;
+/* The free slots, oldest freed first: a span's start takes one at once,
+ * however many wait, and a slot is reused as late as possible. */
+static unsigned free_slot[SPAN_SLOTS], free_head, nfree;
 static uint64_t npending;    /* spans not free                               */
 static pp_cupti_stats stats; /* under tab_lock (starts: cupti_collect.c)    */
 static uint8_t *buf_free[BUF_KEEP];
@@ -102,6 +104,7 @@ static span *span_of(uint64_t id) {
 static void span_free(span *s) {
   memset(s, 0, offsetof(span, launch));
   npending--;
+  free_slot[(free_head + nfree++) & (SPAN_SLOTS - 1)] = (unsigned)(s - spans);
 }
 
 /* Writes a byte in each page of a fresh allocation, so that its page faults
@@ -132,6 +135,10 @@ int pp_cupti_tables_init(char *why, size_t whylen) {
   pthread_mutex_lock(&tab_lock);
   corr_tab = t;
   spans = sp;
+  for (unsigned i = 0; i < SPAN_SLOTS; i++)
+    free_slot[i] = i;
+  free_head = 0;
+  nfree = SPAN_SLOTS;
   pthread_mutex_unlock(&tab_lock);
   return 0;
 }
@@ -523,6 +530,13 @@ uint64_t pp_cupti_waiting(void) {
   return waiting;
 }
 
+int pp_cupti_crowded(void) {
+  pthread_mutex_lock(&tab_lock);
+  int crowded = nfree < SPAN_SLOTS / 4;
+  pthread_mutex_unlock(&tab_lock);
+  return crowded;
+}
+
 void pp_cupti_flush_round(void) {
   pp_cupti_lib()->ActivityFlushAll(0);
   pthread_mutex_lock(&tab_lock);
@@ -537,11 +551,11 @@ PP_EXPORT uint64_t pp_cupti_span_begin(void) {
     return 0;
   uint64_t id = 0;
   lock_on_dispatch_path();
-  for (unsigned k = 0; spans && k < SPAN_SLOTS; k++) {
-    unsigned i = (span_cursor + k) & (SPAN_SLOTS - 1);
-    if (spans[i].state != SPAN_FREE)
-      continue;
-    span_cursor = i + 1;
+  int crowded = 0;
+  if (spans && nfree) {
+    unsigned i = free_slot[free_head];
+    free_head = (free_head + 1) & (SPAN_SLOTS - 1);
+    crowded = --nfree == SPAN_SLOTS / 4 - 1;
     span *s = &spans[i];
     memset(s, 0, offsetof(span, launch));
     id = (span_seq++ << SPAN_BITS) | i;
@@ -549,11 +563,12 @@ PP_EXPORT uint64_t pp_cupti_span_begin(void) {
     s->state = SPAN_OPEN;
     npending++;
     stats.spans++;
-    break;
-  }
-  if (!id)
+  } else {
     stats.spans_refused++;
+  }
   pthread_mutex_unlock(&tab_lock);
+  if (crowded)
+    pp_cupti_wake_flusher();
   tls_span = id;
   return id;
 }

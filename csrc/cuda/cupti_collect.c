@@ -65,10 +65,12 @@ static void *flusher_main(void *arg) {
      * a thread inside a timed window would wait on them in its driver calls
      * and the window would read the flush as host time. So the flush waits
      * for a moment with no window open, polling each millisecond, at most
-     * DEFER_MAX_NS. */
+     * DEFER_MAX_NS, and no longer once the span slots run short: windows
+     * back to back (open nearly all the time) would otherwise fill them
+     * and the next ones would get no timeline at all. */
     uint64_t t0 = pp_now_ns();
     while (!flusher_stop && __atomic_load_n(&windows_open, __ATOMIC_ACQUIRE) > 0 &&
-           pp_cupti_since(pp_now_ns(), t0) < DEFER_MAX_NS)
+           pp_cupti_since(pp_now_ns(), t0) < DEFER_MAX_NS && !pp_cupti_crowded())
       ctl_wait_ns(1000000u);
     if (flusher_stop)
       continue;
@@ -223,6 +225,8 @@ unsigned pp_cupti_starts(void) {
   pthread_mutex_unlock(&ctl_lock);
   return n;
 }
+
+void pp_cupti_wake_flusher(void) { pthread_cond_signal(&ctl_cond); }
 
 PP_EXPORT void pp_cupti_window(int delta) {
   __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);

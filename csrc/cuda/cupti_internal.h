@@ -89,6 +89,9 @@ void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
 const pp_device_hooks *pp_cupti_device_hooks(void);
 /* Spans not free (waiting for kernels, or for someone to read them). */
 uint64_t pp_cupti_waiting(void);
+/* 1 when three quarters of the span slots are taken: the flusher flushes
+ * then even inside a timed window, or the next windows would get none. */
+int pp_cupti_crowded(void);
 /* The flusher's round: a flush of CUPTI's buffers, then the sweep that
  * gives up on spans waiting too long. */
 void pp_cupti_flush_round(void);
@@ -96,6 +99,9 @@ void pp_cupti_flush_round(void);
 /* ---- collection (cupti_collect.c) ------------------------------------------- */
 /* pp_cupti_start calls not yet stopped. */
 unsigned pp_cupti_starts(void);
+/* Wakes the flusher for a round now (one system call when it sleeps): a
+ * span's start makes it when the slots run short, once per crossing. */
+void pp_cupti_wake_flusher(void);
 
 /* t - origin, 0 when t is earlier. */
 static inline uint64_t pp_cupti_since(uint64_t t, uint64_t origin) {
