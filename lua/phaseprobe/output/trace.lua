@@ -62,7 +62,7 @@ M.CHUNK = 2048
 local encode = json.encode
 local us_text = json.us_text
 local key_cache, str_cache = events.key_text, events.str_text
-local u, sat_add = events.u, events.sat_add
+local u, sat_add = events.u, record.sat_add
 local value_json, arg_text = events.value_json, events.arg_text
 local meta, fast_args = events.meta, events.fast_args
 

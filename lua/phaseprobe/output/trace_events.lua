@@ -10,8 +10,9 @@
 --                                  a run whose columns allow it (or nil)
 --   events.value_json, events.arg_text
 --                                  an arg's value text, exact
---   events.u, events.sat_add       a column's value as a duration or time
---                                  in ns, saturated at 2^63-1; their sum
+--   events.u(v)                    a column's value as a duration or time
+--                                  in ns, saturated at 2^63-1 (their sums:
+--                                  record.sat_add)
 --   events.key_text, events.str_text
 --                                  cached JSON texts of keys and strings
 --
@@ -57,11 +58,7 @@ local function u(v)
   return math.floor(v)
 end
 
-local function sat_add(a, b)
-  local s = a + b
-  if s < a then return math.maxinteger end
-  return s
-end
+local sat_add = record.sat_add
 
 -- ---- events ---------------------------------------------------------------------
 
@@ -346,7 +343,7 @@ end
 
 M.meta, M.fast_args = meta, fast_args
 M.value_json, M.arg_text = value_json, arg_text
-M.u, M.sat_add = u, sat_add
+M.u = u
 M.key_text, M.str_text = key_cache, str_cache
 
 return M
