@@ -6,11 +6,7 @@ local vyre = require "helpers.vyre_ptx"
 local lcg = require("helpers.lcg").new
 local KERNELS, FIXTURES, MARKER = oracle.KERNELS, oracle.FIXTURES, oracle.MARKER
 
-local function by_name(list)
-  local out = {}
-  for _, e in ipairs(list) do out[e.name] = e end
-  return out
-end
+local by_name = oracle.by_name
 
 local function names(list)
   local out = {}
