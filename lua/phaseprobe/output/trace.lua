@@ -58,6 +58,10 @@ M.LIMIT = 5000
 M.BINS = 2000
 --- Records read per chunk.
 M.CHUNK = 2048
+--- The tracks a dispatch is drawn on, one function(run) -> function(d, emit)
+-- each: output/trace_events.lua's table itself (what they are given is
+-- said there), so an entry set here is drawn.
+M.TRACKS = events.TRACKS
 
 local encode = json.encode
 local us_text = json.us_text
@@ -209,9 +213,6 @@ local function plan_run(set, opts)
   plan.bin = math.max(1, math.ceil(n / M.BINS))
   return plan
 end
-
---- The tracks a dispatch is drawn on: output/trace_events.lua.
-M.TRACKS = events.TRACKS
 
 -- ---- one run --------------------------------------------------------------------
 
