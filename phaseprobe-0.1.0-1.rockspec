@@ -88,6 +88,7 @@ build = {
       ["phaseprobe.output.report"] = "lua/phaseprobe/output/report.lua",
       ["phaseprobe.output.svg"] = "lua/phaseprobe/output/svg.lua",
       ["phaseprobe.output.trace"] = "lua/phaseprobe/output/trace.lua",
+      ["phaseprobe.output.trace_events"] = "lua/phaseprobe/output/trace_events.lua",
       ["phaseprobe.record"] = "lua/phaseprobe/record.lua",
       ["phaseprobe.records"] = "lua/phaseprobe/records.lua",
       -- the demo's recorded log, where the demo looks beside its modules

@@ -12,16 +12,7 @@ local P = require "phaseprobe.dispatch.program"
 local D = require "phaseprobe.dispatch"
 local lower = require "phaseprobe.dispatch.lower"
 
-local function best_ns(reps, fn)
-  local best = math.huge
-  for _ = 1, reps do
-    local t0 = pp.now()
-    fn()
-    local dt = pp.now() - t0
-    if dt < best then best = dt end
-  end
-  return best
-end
+local best_ns = rounds.best
 
 local sizes = { 1000, 2500, 10000 }
 local walks = {

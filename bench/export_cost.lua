@@ -26,15 +26,8 @@ local set = gen.set(records)
 local tmp = require("helpers.files").tmpdir()
 local dir = tmp.path
 
-local function best(run)
-  local b = math.huge
-  for _ = 1, 3 do
-    local t0 = pp.now()
-    run()
-    b = math.min(b, (pp.now() - t0) / N)
-  end
-  return b
-end
+-- ns per record, the best of 3 runs
+local function best(run) return rounds.best(3, run) / N end
 
 -- the exporters take record sets (the one container)
 local set = gen.set(records)

@@ -66,18 +66,8 @@ local function build()
   return table.concat(parts), copy
 end
 
--- Best of n runs, in ns.
-local function best(n, fn)
-  local b = math.huge
-  local result
-  for _ = 1, n do
-    local t0 = pp.now()
-    result = fn()
-    local dt = pp.now() - t0
-    if dt < b then b = dt end
-  end
-  return b, result
-end
+-- Best of n runs, in ns, and the last run's result.
+local best = rounds.best
 
 -- Best of n runs, in ns, on text t.
 local function measure(t, label)

@@ -67,6 +67,20 @@ function M.run(variants, rounds, n, now)
   return variants
 end
 
+--- The fastest of n runs of fn, in ns (pp.now), and what its last run
+-- returned.
+function M.best(n, fn)
+  local now = require("phaseprobe").now
+  local b, result = math.huge, nil
+  for _ = 1, n do
+    local t0 = now()
+    result = fn()
+    local dt = now() - t0
+    if dt < b then b = dt end
+  end
+  return b, result
+end
+
 --- Prints one row per variant: min, median, max, and median / the median of
 -- variants[base] (default 1); a variant with v.invalid set (a reason) gets
 -- that reason instead of figures.

@@ -11,11 +11,7 @@ local oracle = require "helpers.ptx_oracle"
 local FIXTURES = "spec/fixtures/ptx/"
 local HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
-local function by_name(list)
-  local out = {}
-  for _, e in ipairs(list) do out[e.name] = e end
-  return out
-end
+local by_name = oracle.by_name
 
 -- The scan of one entry whose body is `lines`, read twice: as written
 -- (simple lines go through the scanner's fast line reader) and with a

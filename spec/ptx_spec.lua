@@ -3,13 +3,10 @@
 local pp = require "phaseprobe"
 local oracle = require "helpers.ptx_oracle"
 local vyre = require "helpers.vyre_ptx"
+local lcg = require("helpers.lcg").new
 local KERNELS, FIXTURES, MARKER = oracle.KERNELS, oracle.FIXTURES, oracle.MARKER
 
-local function by_name(list)
-  local out = {}
-  for _, e in ipairs(list) do out[e.name] = e end
-  return out
-end
+local by_name = oracle.by_name
 
 local function names(list)
   local out = {}
@@ -225,11 +222,7 @@ describe("pp.ptx.count", function()
   it("counts non-overlapping occurrences at every position and length", function()
     local naive = require("helpers.text").count
     assert.are.equal(2, pp.ptx.count("aaaaa", "aa"))
-    local rng = 12345
-    local function rand(n)
-      rng = (rng * 1103515245 + 12345) % 2147483648
-      return rng % n
-    end
+    local rand = lcg(12345)
     local alphabet = { "g", "r", "i", "d", ".", "s", "#", " ", "\n", "\0" }
     for _ = 1, 300 do
       local t = {}
@@ -378,11 +371,7 @@ describe("pp.ptx.scan on malformed input", function()
 
   it("survives random bytes and random splices of real PTX", function()
     local base = oracle.read(KERNELS .. "gridsync.ptx") .. oracle.read(FIXTURES .. "comments_strings.ptx")
-    local rng = 987654321
-    local function rand(n)
-      rng = (rng * 1103515245 + 12345) % 2147483648
-      return rng % n
-    end
+    local rand = lcg(987654321)
     local pieces = { "{", "}", "(", ")", ";", "/*", "*/", "//", "\"", "\n", "\0", ".entry", ".func",
       ".param", ".reg", "[", "]", "<", ">", ",", "@", "\255", ".global", "=", "atom.global.add.u32", MARKER }
     for _ = 1, 400 do

@@ -267,11 +267,7 @@ describe("values", function()
   end)
 
   it("come back the same from CSV and JSON lines, over random columns of every mix of kinds", function()
-    local seed = 20261201
-    local function rand(n)
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      return seed % n
-    end
+    local rand = require("helpers.lcg").new(20261201)
     local function pick(list) return list[rand(#list) + 1] end
     local function digits(n)
       local t = {}

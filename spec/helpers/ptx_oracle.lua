@@ -1,7 +1,8 @@
 -- ptx_oracle.lua: slow, independent answers for well-formed PTX (nvcc's and
 -- the fixtures'), to hold the C scanner's figures against. Line-and-pattern
 -- based: no string literals containing comment starters, bodies close with
--- a '}' alone at the start of a line.
+-- a '}' alone at the start of a line. Also what the PTX specs share: where
+-- their PTX lives, the barrier marker, a scan's lists by name.
 local M = {}
 
 -- Where the PTX the specs scan lives, and the reference's barrier marker.
@@ -82,6 +83,13 @@ function M.position(s, i)
   local line = select(2, before:gsub("\n", "")) + 1
   local last_nl = before:match(".*()\n")
   return line, last_nl and (i - last_nl) or i
+end
+
+-- A list of a scan's result (entries, functions, globals) by name.
+function M.by_name(list)
+  local out = {}
+  for _, e in ipairs(list) do out[e.name] = e end
+  return out
 end
 
 return M

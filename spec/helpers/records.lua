@@ -7,6 +7,7 @@
 -- spec changes a table, then makes a record set of the list with set()).
 local pp = require "phaseprobe"
 local recs = require "phaseprobe.records"
+local lcg = require("helpers.lcg").new
 
 local M = {}
 
@@ -17,14 +18,6 @@ M.SHAPES = {
 }
 
 M.PTX_NS_PER_NODE = 79
-
-local function lcg(seed)
-  local s = seed
-  return function(n) -- 0 .. n-1
-    s = (s * 1103515245 + 12345) % 2147483648
-    return s % n
-  end
-end
 
 -- opts.per_size: dispatches per program size (default 4); opts.start: give
 -- records absolute start_ns laid out with gaps (default true); opts.seed.

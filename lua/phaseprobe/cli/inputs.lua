@@ -370,6 +370,13 @@ end
 -- CSV error names its row's first line and the cell ("cell 2 (wall_ns):
 -- bad number 'abc'", column = the cell number, cell = true); a JSON-lines
 -- error its line (column 0: the message names the field).
+-- The number of the cell of field `name` in a CSV header (nil: none).
+local function cell_of(header, name)
+  for i, h in ipairs(header) do
+    if h == name then return i end
+  end
+end
+
 local function place_errors(rep, forms)
   for _, e in ipairs(rep.errors or {}) do
     local form = forms[e.file]
@@ -377,15 +384,11 @@ local function place_errors(rep, forms)
       e.placed = true
       e.column = 0
       local name = e.what:match("^field '([%w_]+)'") or e.what:match("^field %d+ %('([%w_]+)'%)")
-      if form.format == "csv" and name and form.header then
-        for i, h in ipairs(form.header) do
-          if h == name then
-            local rest = e.what:gsub("^field [^:]*: ", "")
-            e.what = string.format("cell %d (%s): %s", i, name, rest)
-            e.column, e.cell = i, true
-            break
-          end
-        end
+      local i = form.format == "csv" and name and form.header and cell_of(form.header, name)
+      if i then
+        local rest = e.what:gsub("^field [^:]*: ", "")
+        e.what = string.format("cell %d (%s): %s", i, name, rest)
+        e.column, e.cell = i, true
       end
     end
   end

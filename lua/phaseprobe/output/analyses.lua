@@ -17,9 +17,7 @@ local M = {}
 
 local function lines(t) return table.concat(t, "\n") end
 
-local function width(s)
-  return utf8.len(s) or #s
-end
+local width = R.text_width
 
 --- Per-phase time (analyze.phases): summary columns plus share of wall;
 -- each nested region right under the phase it was measured in, indented.

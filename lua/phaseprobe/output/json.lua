@@ -15,7 +15,8 @@
 --   json.number_text(v, where)        an integer or float as exported text
 --
 -- Sits after the record sets in the flow, beside output/csv.lua and
--- output/trace.lua (which builds its events with encode and record_json).
+-- output/trace.lua (whose events output/trace_events.lua builds with
+-- encode, number_text and value_text).
 --
 -- `set` is a record set (phaseprobe.records). `path` is a file name, or "-"
 -- for standard output (or for `stream` when given). Writers return true, or

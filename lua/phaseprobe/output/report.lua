@@ -198,9 +198,12 @@ function M.q(v)
   return string.format("%.2f", v)
 end
 
+--- The columns a text takes: its UTF-8 characters (its bytes when it is
+-- no valid UTF-8).
 local function width(s)
   return utf8.len(s) or #s
 end
+M.text_width = width
 
 local function pad(s, w, right)
   local n = w - width(s)
