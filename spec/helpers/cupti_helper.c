@@ -150,20 +150,39 @@ static void case_basic(const char *c) {
         "window %llu shorter than the kernels %llu", U(t.window_ns), U(t.sum_ns));
 }
 
-static void case_split(const char *c) {
-  char why[256] = "";
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  sleep_ms(3); /* the host makes the device wait 3 ms before the launch */
-  uint64_t call0 = pp_now_ns();
-  launch(20000, 7000, 1);
-  uint64_t call1 = pp_now_ns();
-  pp_cupti_span_end(id);
-  uint64_t close = pp_now_ns();
-  pp_cupti_span_close(id, open, close, PP_CUPTI_KEEP);
+/* A kept span of one launch (dur_ns, lat_ns, its call returning return_ns
+ * after it), `idle_ms` after the span's opening; the host's stamps of the
+ * opening, around the launch call and of the close, and the timeline read
+ * back. Returns pp_cupti_span_wait's result. */
+typedef struct {
+  uint64_t open, call0, call1, close;
   pp_cupti_timeline t;
-  int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
-  CHECK(c, rc == 0, "wait %d (%s)", rc, why);
+  char why[256];
+} one_launch;
+
+static int span_of_one(one_launch *o, unsigned idle_ms, uint64_t dur,
+                       uint64_t lat, uint64_t return_ns) {
+  o->why[0] = 0;
+  o->open = pp_now_ns();
+  uint64_t id = pp_cupti_span_begin();
+  if (idle_ms)
+    sleep_ms(idle_ms);
+  o->call0 = pp_now_ns();
+  launch_returning(dur, lat, 1, return_ns);
+  o->call1 = pp_now_ns();
+  pp_cupti_span_end(id);
+  o->close = pp_now_ns();
+  pp_cupti_span_close(id, o->open, o->close, PP_CUPTI_KEEP);
+  return pp_cupti_span_wait(id, 0, &o->t, o->why, sizeof o->why);
+}
+
+static void case_split(const char *c) {
+  one_launch o;
+  /* the host makes the device wait 3 ms before the launch */
+  int rc = span_of_one(&o, 3, 20000, 7000, 0);
+  uint64_t open = o.open, call0 = o.call0, call1 = o.call1, close = o.close;
+  const pp_cupti_timeline t = o.t;
+  CHECK(c, rc == 0, "wait %d (%s)", rc, o.why);
   uint64_t gap_before = t.first_launch_ns - open;
   CHECK(c, gap_before >= 3000000, "first launch %llu ns after the open",
         U(gap_before));
@@ -191,19 +210,12 @@ static void case_split(const char *c) {
  * then, not on the host's own code, so that time is launch latency; the
  * host gap is what lies before the call and after its return. */
 static void case_return_late(const char *c) {
-  char why[256] = "";
-  uint64_t open = pp_now_ns();
-  uint64_t id = pp_cupti_span_begin();
-  uint64_t call0 = pp_now_ns();
-  launch_returning(1000, 0, 1, 3000000);
-  uint64_t call1 = pp_now_ns();
-  pp_cupti_span_end(id);
-  uint64_t close = pp_now_ns();
-  pp_cupti_span_close(id, open, close, PP_CUPTI_KEEP);
-  pp_cupti_timeline t;
-  int rc = pp_cupti_span_wait(id, 0, &t, why, sizeof why);
+  one_launch o;
+  int rc = span_of_one(&o, 0, 1000, 0, 3000000);
+  uint64_t open = o.open, call0 = o.call0, call1 = o.call1, close = o.close;
+  const pp_cupti_timeline t = o.t;
   CHECK(c, rc == 0 && t.kernels == 1 && t.sum_ns == 1000,
-        "rc %d kernels %llu sum %llu (%s)", rc, U(t.kernels), U(t.sum_ns), why);
+        "rc %d kernels %llu sum %llu (%s)", rc, U(t.kernels), U(t.sum_ns), o.why);
   CHECK(c, t.last_end_ns < call0 + 3000000,
         "the kernel ended at %llu, after the call's 3 ms", U(t.last_end_ns - call0));
   uint64_t before = t.first_launch_ns - open;
