@@ -623,26 +623,32 @@ static int guard(lua_State *L, lua_CFunction method) {
   return n;
 }
 
-#define GUARDED(f)                                                             \
+/* The methods run through guard, in one list: the wrapper of each and its
+ * entry in cols_methods are made from it. */
+#define GUARDED_METHODS(X)                                                     \
+  X("fields", cols_fields)                                                     \
+  X("kind", cols_kind)                                                         \
+  X("row", cols_row)                                                           \
+  X("get", cols_get)                                                           \
+  X("line", cols_line)                                                         \
+  X("values", cols_values)                                                     \
+  X("summary", pp_lua_cols_summary)                                            \
+  X("fit", pp_lua_cols_fit)                                                    \
+  X("fits", pp_lua_cols_fits)                                                  \
+  X("lincomb", pp_lua_cols_lincomb)                                            \
+  X("where", cols_where)                                                       \
+  X("range", cols_range)                                                       \
+  X("compare", cols_compare)                                                   \
+  X("select", cols_select)                                                     \
+  X("group", cols_group)                                                       \
+  X("distinct", cols_distinct)                                                 \
+  X("prefixes", cols_prefixes)                                                 \
+  X("order", cols_order)
+
+#define GUARDED_WRAPPER(name, f)                                               \
   static int f##_guarded(lua_State *L) { return guard(L, f); }
-GUARDED(cols_fields)
-GUARDED(cols_kind)
-GUARDED(cols_row)
-GUARDED(cols_get)
-GUARDED(cols_line)
-GUARDED(cols_values)
-GUARDED(pp_lua_cols_summary)
-GUARDED(pp_lua_cols_fit)
-GUARDED(pp_lua_cols_fits)
-GUARDED(pp_lua_cols_lincomb)
-GUARDED(cols_where)
-GUARDED(cols_range)
-GUARDED(cols_compare)
-GUARDED(cols_select)
-GUARDED(cols_group)
-GUARDED(cols_distinct)
-GUARDED(cols_prefixes)
-GUARDED(cols_order)
+GUARDED_METHODS(GUARDED_WRAPPER)
+#undef GUARDED_WRAPPER
 
 static int cols_tostring(lua_State *L) {
   cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
@@ -659,24 +665,9 @@ static int cols_tostring(lua_State *L) {
 /* count, bytes and close read nothing across an allocation: unguarded. */
 static const luaL_Reg cols_methods[] = {
     {"count", cols_count},
-    {"fields", cols_fields_guarded},
-    {"kind", cols_kind_guarded},
-    {"row", cols_row_guarded},
-    {"get", cols_get_guarded},
-    {"line", cols_line_guarded},
-    {"values", cols_values_guarded},
-    {"summary", pp_lua_cols_summary_guarded},
-    {"fit", pp_lua_cols_fit_guarded},
-    {"fits", pp_lua_cols_fits_guarded},
-    {"lincomb", pp_lua_cols_lincomb_guarded},
-    {"where", cols_where_guarded},
-    {"range", cols_range_guarded},
-    {"compare", cols_compare_guarded},
-    {"select", cols_select_guarded},
-    {"group", cols_group_guarded},
-    {"distinct", cols_distinct_guarded},
-    {"prefixes", cols_prefixes_guarded},
-    {"order", cols_order_guarded},
+#define GUARDED_ENTRY(name, f) {name, f##_guarded},
+    GUARDED_METHODS(GUARDED_ENTRY)
+#undef GUARDED_ENTRY
     {"bytes", cols_bytes},
     {"close", cols_close},
     {NULL, NULL}};
