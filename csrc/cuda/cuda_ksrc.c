@@ -13,21 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Host time of the probe's own work, to the window and the open dispatch. */
-static void charge(pp_cuda_window *w, pp_ticks t0) {
-  uint64_t ns = pp_ticks_delta_ns(t0, pp_now_inline());
-  w->probe_ns = pp_sat_add(w->probe_ns, ns);
-  if (pp_is_open())
-    pp_add_probe_ns(ns);
-}
-
 PP_EXPORT void pp_cuda_ksrc_loop_enter(pp_cuda_window *w) {
   w->cupti_span = 0;
   if (w->source != PP_KSRC_CUPTI)
     return;
   pp_ticks t0 = pp_now_inline();
   w->cupti_span = pp_cupti_span_begin();
-  charge(w, t0);
+  pp_cuda_window_charge(w, t0);
 }
 
 PP_EXPORT void pp_cuda_ksrc_loop_leave(pp_cuda_window *w) {
@@ -35,7 +27,7 @@ PP_EXPORT void pp_cuda_ksrc_loop_leave(pp_cuda_window *w) {
     return;
   pp_ticks t0 = pp_now_inline();
   pp_cupti_span_end(w->cupti_span);
-  charge(w, t0);
+  pp_cuda_window_charge(w, t0);
 }
 
 PP_EXPORT void pp_cuda_ksrc_collect(pp_cuda_window *w, uint64_t *kernel_ns,
@@ -69,7 +61,7 @@ PP_EXPORT void pp_cuda_ksrc_collect(pp_cuda_window *w, uint64_t *kernel_ns,
              "the CUPTI span of the launch loop was already given up on");
   else
     w->kernel_src = PP_KSRC_PENDING;
-  charge(w, t0);
+  pp_cuda_window_charge(w, t0);
   if (w->timeline)
     *src = PP_KSRC_PENDING;
 }
@@ -84,7 +76,7 @@ PP_EXPORT int pp_cuda_window_wait(pp_cuda_window *w, uint64_t timeout_ns) {
   pp_ticks t0 = pp_now_inline();
   int rc = pp_cupti_span_wait(w->cupti_span, timeout_ns, &w->tl, w->cupti_why,
                               sizeof w->cupti_why);
-  charge(w, t0);
+  pp_cuda_window_charge(w, t0);
   w->cupti_span = 0;
   w->cupti_kernels = w->tl.kernels;
   if (rc != 0)

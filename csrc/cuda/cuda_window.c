@@ -161,15 +161,6 @@ PP_EXPORT uint64_t pp_cuda_ms_to_ns(float ms) {
   return (uint64_t)llround(ns);
 }
 
-/* Charges host time the probe itself spent to the open dispatch (only an
- * open one: the window never opens a dispatch implicitly). */
-static void probe_cost(pp_cuda_window *w, pp_ticks t0) {
-  uint64_t ns = pp_ticks_delta_ns(t0, pp_now_inline());
-  w->probe_ns = pp_sat_add(w->probe_ns, ns);
-  if (pp_is_open())
-    pp_add_probe_ns(ns);
-}
-
 static CUresult fail(pp_cuda_window *w, const char *call, CUresult rc) {
   w->failed = call;
   return rc;
@@ -186,11 +177,11 @@ static CUresult record(pp_cuda_window *w, const pp_cuda_api *cu, CUevent *ev,
   if (!*ev)
     rc = pp_cuda_event_get(w->pool, ev);
   if (rc != CUDA_SUCCESS) {
-    probe_cost(w, t0);
+    pp_cuda_window_charge(w, t0);
     return fail(w, "cuEventCreate", rc);
   }
   rc = cu->EventRecord(*ev, w->stream);
-  probe_cost(w, t0);
+  pp_cuda_window_charge(w, t0);
   return rc == CUDA_SUCCESS ? rc : fail(w, "cuEventRecord", rc);
 }
 
@@ -306,7 +297,7 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
   for (int i = 0; i < 2 && rc == CUDA_SUCCESS; i++)
     if (!w->inner[i])
       rc = pp_cuda_event_get(w->pool, &w->inner[i]);
-  probe_cost(w, t0);
+  pp_cuda_window_charge(w, t0);
   if (rc != CUDA_SUCCESS)
     return fail(w, "cuEventCreate", rc);
   pp_cuda_ksrc_loop_enter(w); /* CUPTI span, outside the inner pair */
@@ -364,7 +355,7 @@ static CUresult elapsed(pp_cuda_window *w, const pp_cuda_api *cu, CUevent a,
   float ms = 0.0f;
   pp_ticks t0 = pp_now_inline();
   CUresult rc = cu->EventElapsedTime(&ms, a, b);
-  probe_cost(w, t0);
+  pp_cuda_window_charge(w, t0);
   if (rc != CUDA_SUCCESS)
     return fail(w, "cuEventElapsedTime", rc);
   *out = pp_cuda_ms_to_ns(ms);

@@ -15,16 +15,15 @@
  *   cols:summary(name [, sel]), cols:fit(x, y [, sel]),
  *   cols:fits({x...}, {y...} [, sel]), cols:lincomb({{name, coef}...} [, sel
  *     [, floor]])                          the tables of pp.numeric
+ *                                          (lua_cols_stats.c)
  *   cols:group(name [, sel]), cols:distinct(name [, sel]), cols:prefixes(),
  *   cols:order(name [, sel]), cols:bytes(), cols:close()
  *
  * A selection (phaseprobe.selection) is a sorted list of rows that keeps
  * its store alive (user value 1) and is refused by any other store.
  */
-#include "pp_lua.h"
-#include "pp_parse.h"
+#include "pp_lua_cols.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,9 +80,8 @@ static sel_ud *push_sel(lua_State *L, int cols_idx, const uint32_t *rows,
   return s;
 }
 
-/* The optional selection argument: NULL for all rows. */
-static const uint32_t *opt_sel(lua_State *L, int arg, int cols_idx,
-                               size_t *n) {
+const uint32_t *pp_lua_cols_opt_sel(lua_State *L, int arg, int cols_idx,
+                                    size_t *n) {
   *n = 0;
   if (lua_isnoneornil(L, arg))
     return NULL;
@@ -94,10 +92,6 @@ static const uint32_t *opt_sel(lua_State *L, int arg, int cols_idx,
   luaL_argcheck(L, same, arg, "selection made from another record store");
   *n = s->n;
   return s->rows;
-}
-
-static size_t nrows(const pp_cols *c, const uint32_t *sel, size_t nsel) {
-  return sel ? nsel : pp_cols_count(c);
 }
 
 /* Room for the row indices a query picks out of the selection sel (nsel
@@ -153,10 +147,6 @@ static int sel_tostring(lua_State *L) {
 }
 
 /* ---- column methods ------------------------------------------------------ */
-static int col_of(lua_State *L, const pp_cols *c, int arg) {
-  return pp_cols_find(c, pp_lua_checkcstr(L, arg));
-}
-
 static int cols_count(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)pp_cols_count(check_cols(L, 1)));
   return 1;
@@ -227,29 +217,21 @@ static int cols_line(lua_State *L) {
   return 1;
 }
 
-/* The arguments of most queries, (columns, name [, sel]), checked in
- * that order. */
-typedef struct {
-  pp_cols *c;
-  int col;             /* -1: no record has that field */
-  const uint32_t *sel; /* NULL: every record */
-  size_t nsel;
-} query;
-
-static query query_args(lua_State *L) {
-  query q;
+/* The arguments (columns, name [, sel]) of most queries. */
+cols_query pp_lua_cols_query(lua_State *L) {
+  cols_query q;
   q.c = check_cols(L, 1);
   q.col = col_of(L, q.c, 2);
-  q.sel = opt_sel(L, 3, 1, &q.nsel);
+  q.sel = pp_lua_cols_opt_sel(L, 3, 1, &q.nsel);
   return q;
 }
 
 /* The arguments (columns [, sel]) of a query over whole records. */
-static query records_args(lua_State *L) {
-  query q;
+static cols_query records_args(lua_State *L) {
+  cols_query q;
   q.c = check_cols(L, 1);
   q.col = -1;
-  q.sel = opt_sel(L, 2, 1, &q.nsel);
+  q.sel = pp_lua_cols_opt_sel(L, 2, 1, &q.nsel);
   return q;
 }
 
@@ -258,7 +240,7 @@ static query records_args(lua_State *L) {
  * as the exact texts the record lines print */
 static int cols_values(lua_State *L) {
   static const char *const as_names[] = {"value", "text", NULL};
-  query q = query_args(L);
+  cols_query q = pp_lua_cols_query(L);
   int as_text = pp_lua_checkoption(L, 4, "value", as_names) == 1;
   size_t n = nrows(q.c, q.sel, q.nsel);
   lua_createtable(L, q.col < 0 ? 0 : (int)n, 0);
@@ -289,136 +271,6 @@ static int cols_values(lua_State *L) {
     }
     lua_rawseti(L, -2, out++);
   }
-  return 1;
-}
-
-/* cols:summary(name [, sel]) -> {count, min, median, mean, p90, p99, max, sum}
- */
-static int cols_summary(lua_State *L) {
-  query q = query_args(L);
-  pp_summary s;
-  memset(&s, 0, sizeof s);
-  if (q.col >= 0 && pp_cols_summary(q.c, (size_t)q.col, q.sel, q.nsel, &s) != 0)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
-  pp_lua_push_summary(L, &s);
-  return 1;
-}
-
-/* cols:fit(xname, yname [, sel]) -> fit table */
-static int cols_fit(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  int xc = col_of(L, c, 2), yc = col_of(L, c, 3);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
-  pp_fit f;
-  memset(&f, 0, sizeof f);
-  if (xc >= 0 && yc >= 0 &&
-      pp_cols_fit(c, (size_t)xc, (size_t)yc, sel, nsel, &f) != 0)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
-  pp_lua_push_fit(L, &f);
-  return 1;
-}
-
-/* Reads a list of field names into column indices (-1: absent). */
-static size_t read_cols(lua_State *L, const pp_cols *c, int arg, int *out,
-                        size_t max) {
-  luaL_checktype(L, arg, LUA_TTABLE);
-  lua_Integer n = (lua_Integer)lua_rawlen(L, arg);
-  luaL_argcheck(L, n >= 0 && (size_t)n <= max, arg, "too many names");
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, arg, i);
-    out[i - 1] = pp_cols_find(c, pp_lua_checkcstr(L, -1));
-    lua_pop(L, 1);
-  }
-  return (size_t)n;
-}
-
-/* cols:fits({x...}, {y...} [, sel]) -> {[y] = {[x] = fit}}: every y against
- * every x, reading each column once */
-static int cols_fits(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  int xi[256], yi[256];
-  size_t nx = read_cols(L, c, 2, xi, 256), ny = read_cols(L, c, 3, yi, 256);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
-  size_t xc[256], yc[256], kx = 0, ky = 0;
-  for (size_t a = 0; a < nx; a++)
-    if (xi[a] >= 0)
-      xc[kx++] = (size_t)xi[a];
-  for (size_t b = 0; b < ny; b++)
-    if (yi[b] >= 0)
-      yc[ky++] = (size_t)yi[b];
-  size_t nf = kx * ky > 0 ? kx * ky : 1;
-  pp_fit *f = lua_newuserdatauv(L, nf * sizeof *f, 0);
-  memset(f, 0, nf * sizeof *f);
-  if (kx && ky && pp_cols_fit_many(c, xc, kx, yc, ky, sel, nsel, f) != 0)
-    return luaL_error(L, "phaseprobe.columns: out of memory");
-  pp_fit empty;
-  memset(&empty, 0, sizeof empty);
-  lua_createtable(L, 0, (int)ny);
-  for (size_t b = 0, jb = 0; b < ny; b++) {
-    lua_createtable(L, 0, (int)nx);
-    for (size_t a = 0, ja = 0; a < nx; a++) {
-      if (yi[b] >= 0 && xi[a] >= 0)
-        pp_lua_push_fit(L, &f[jb * kx + ja]);
-      else
-        pp_lua_push_fit(L, &empty);
-      lua_rawgeti(L, 2, (lua_Integer)a + 1);
-      lua_insert(L, -2);
-      lua_rawset(L, -3);
-      if (xi[a] >= 0)
-        ja++;
-    }
-    lua_rawgeti(L, 3, (lua_Integer)b + 1);
-    lua_insert(L, -2);
-    lua_rawset(L, -3);
-    if (yi[b] >= 0)
-      jb++;
-  }
-  return 1;
-}
-
-/* cols:lincomb({{name, coef}, ...} [, sel [, floor]]) -> summary of the
- * per-record sums (records lacking a term are left out; with floor, sums
- * below it count as floor) */
-static int cols_lincomb(lua_State *L) {
-  pp_cols *c = check_cols(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  size_t nsel;
-  const uint32_t *sel = opt_sel(L, 3, 1, &nsel);
-  int clamp = !lua_isnoneornil(L, 4);
-  double floor = clamp ? luaL_checknumber(L, 4) : 0;
-  lua_Integer nt = (lua_Integer)lua_rawlen(L, 2);
-  luaL_argcheck(L, nt >= 1 && nt <= 256, 2, "1 to 256 terms");
-  size_t cols[256];
-  double coef[256];
-  int missing = 0;
-  for (lua_Integer i = 1; i <= nt; i++) {
-    lua_rawgeti(L, 2, i);
-    luaL_argcheck(L, lua_istable(L, -1), 2, "each term is {name, coefficient}");
-    lua_rawgeti(L, -1, 1);
-    lua_rawgeti(L, -2, 2);
-    int col = pp_cols_find(c, pp_lua_checkcstr(L, -2));
-    coef[i - 1] = luaL_checknumber(L, -1);
-    if (col < 0)
-      missing = 1;
-    else
-      cols[i - 1] = (size_t)col;
-    lua_pop(L, 3);
-  }
-  pp_summary s;
-  memset(&s, 0, sizeof s);
-  if (!missing) {
-    size_t n = nrows(c, sel, nsel);
-    double *out = malloc((n ? n : 1) * sizeof *out);
-    if (!out)
-      return luaL_error(L, "phaseprobe.columns: out of memory");
-    size_t m = pp_cols_lincomb(c, cols, coef, (size_t)nt, sel, nsel, clamp,
-                               floor, out);
-    pp_summarize(out, m, &s);
-    free(out);
-  }
-  pp_lua_push_summary(L, &s);
   return 1;
 }
 
@@ -463,7 +315,7 @@ static int cols_where(lua_State *L) {
   pp_value v;
   check_value(L, 3, &v);
   size_t nsel;
-  const uint32_t *sel = opt_sel(L, 4, 1, &nsel);
+  const uint32_t *sel = pp_lua_cols_opt_sel(L, 4, 1, &nsel);
   uint32_t *out = sel_room(L, c, sel, nsel);
   size_t m = 0;
   if (col >= 0)
@@ -491,7 +343,7 @@ static int cols_range(lua_State *L) {
   pp_value a, b;
   const pp_value *lo = opt_bound(L, 3, &a), *hi = opt_bound(L, 4, &b);
   size_t nsel;
-  const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
+  const uint32_t *sel = pp_lua_cols_opt_sel(L, 5, 1, &nsel);
   uint32_t *out = sel_room(L, c, sel, nsel);
   size_t m = col >= 0 ? pp_cols_where_between(c, (size_t)col, lo, hi, sel, nsel, out) : 0;
   push_sel(L, 1, out, m);
@@ -512,7 +364,7 @@ static int cols_compare(lua_State *L) {
   size_t len;
   const char *text = luaL_checklstring(L, 4, &len);
   size_t nsel;
-  const uint32_t *sel = opt_sel(L, 5, 1, &nsel);
+  const uint32_t *sel = pp_lua_cols_opt_sel(L, 5, 1, &nsel);
   uint32_t *out = sel_room(L, c, sel, nsel);
   size_t m = 0;
   if (col >= 0) {
@@ -608,7 +460,7 @@ static void add_group(lua_State *L, const pp_value *key, size_t n,
  * appearance; records lacking the field form a group with key nil and
  * missing = true */
 static int cols_group(lua_State *L) {
-  query q = query_args(L);
+  cols_query q = pp_lua_cols_query(L);
   if (q.col < 0) {
     size_t n = nrows(q.c, q.sel, q.nsel);
     lua_createtable(L, 1, 0);
@@ -647,7 +499,7 @@ static int cols_group(lua_State *L) {
 
 /* cols:distinct(name [, sel [, limit]]) -> count (up to limit, default 1000) */
 static int cols_distinct(lua_State *L) {
-  query q = query_args(L);
+  cols_query q = pp_lua_cols_query(L);
   lua_Integer limit = luaL_optinteger(L, 4, 1000);
   luaL_argcheck(L, limit >= 1, 4, "limit must be positive");
   lua_pushinteger(
@@ -659,7 +511,7 @@ static int cols_distinct(lua_State *L) {
 
 /* cols:prefixes([sel]) -> { {prefix=, n=}, ... } */
 static int cols_prefixes(lua_State *L) {
-  query q = records_args(L);
+  cols_query q = records_args(L);
   size_t nl = pp_cols_nlayouts(q.c), n = nrows(q.c, q.sel, q.nsel);
   size_t *per = lua_newuserdatauv(L, (nl ? nl : 1) * sizeof *per, 0);
   memset(per, 0, (nl ? nl : 1) * sizeof *per);
@@ -698,7 +550,7 @@ static int cols_prefixes(lua_State *L) {
 /* cols:order([sel]) -> field names in line order, merged over the
  * layouts of the selected records (first layout first) */
 static int cols_order(lua_State *L) {
-  query q = records_args(L);
+  cols_query q = records_args(L);
   size_t nl = pp_cols_nlayouts(q.c), n = nrows(q.c, q.sel, q.nsel);
   unsigned char *used = lua_newuserdatauv(L, nl ? nl : 1, 0);
   memset(used, 0, nl ? nl : 1);
@@ -771,26 +623,32 @@ static int guard(lua_State *L, lua_CFunction method) {
   return n;
 }
 
-#define GUARDED(f)                                                             \
+/* The methods run through guard, in one list: the wrapper of each and its
+ * entry in cols_methods are made from it. */
+#define GUARDED_METHODS(X)                                                     \
+  X("fields", cols_fields)                                                     \
+  X("kind", cols_kind)                                                         \
+  X("row", cols_row)                                                           \
+  X("get", cols_get)                                                           \
+  X("line", cols_line)                                                         \
+  X("values", cols_values)                                                     \
+  X("summary", pp_lua_cols_summary)                                            \
+  X("fit", pp_lua_cols_fit)                                                    \
+  X("fits", pp_lua_cols_fits)                                                  \
+  X("lincomb", pp_lua_cols_lincomb)                                            \
+  X("where", cols_where)                                                       \
+  X("range", cols_range)                                                       \
+  X("compare", cols_compare)                                                   \
+  X("select", cols_select)                                                     \
+  X("group", cols_group)                                                       \
+  X("distinct", cols_distinct)                                                 \
+  X("prefixes", cols_prefixes)                                                 \
+  X("order", cols_order)
+
+#define GUARDED_WRAPPER(name, f)                                               \
   static int f##_guarded(lua_State *L) { return guard(L, f); }
-GUARDED(cols_fields)
-GUARDED(cols_kind)
-GUARDED(cols_row)
-GUARDED(cols_get)
-GUARDED(cols_line)
-GUARDED(cols_values)
-GUARDED(cols_summary)
-GUARDED(cols_fit)
-GUARDED(cols_fits)
-GUARDED(cols_lincomb)
-GUARDED(cols_where)
-GUARDED(cols_range)
-GUARDED(cols_compare)
-GUARDED(cols_select)
-GUARDED(cols_group)
-GUARDED(cols_distinct)
-GUARDED(cols_prefixes)
-GUARDED(cols_order)
+GUARDED_METHODS(GUARDED_WRAPPER)
+#undef GUARDED_WRAPPER
 
 static int cols_tostring(lua_State *L) {
   cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
@@ -807,24 +665,9 @@ static int cols_tostring(lua_State *L) {
 /* count, bytes and close read nothing across an allocation: unguarded. */
 static const luaL_Reg cols_methods[] = {
     {"count", cols_count},
-    {"fields", cols_fields_guarded},
-    {"kind", cols_kind_guarded},
-    {"row", cols_row_guarded},
-    {"get", cols_get_guarded},
-    {"line", cols_line_guarded},
-    {"values", cols_values_guarded},
-    {"summary", cols_summary_guarded},
-    {"fit", cols_fit_guarded},
-    {"fits", cols_fits_guarded},
-    {"lincomb", cols_lincomb_guarded},
-    {"where", cols_where_guarded},
-    {"range", cols_range_guarded},
-    {"compare", cols_compare_guarded},
-    {"select", cols_select_guarded},
-    {"group", cols_group_guarded},
-    {"distinct", cols_distinct_guarded},
-    {"prefixes", cols_prefixes_guarded},
-    {"order", cols_order_guarded},
+#define GUARDED_ENTRY(name, f) {name, f##_guarded},
+    GUARDED_METHODS(GUARDED_ENTRY)
+#undef GUARDED_ENTRY
     {"bytes", cols_bytes},
     {"close", cols_close},
     {NULL, NULL}};

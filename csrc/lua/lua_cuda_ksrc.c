@@ -63,17 +63,6 @@ void lcu_ctx_release_ksrc(lcu_ctx *c) {
   c->ksrc = PP_KSRC_EVENT;
 }
 
-/* Starts CUPTI collection (one more start): 0, or 1 with nil and why
- * pushed when CUPTI is not available here or does not start. */
-static int start_cupti(lua_State *L) {
-  char why[512];
-  if (pp_cupti_available(why, sizeof why) && pp_cupti_start(why, sizeof why) == 0)
-    return 0;
-  luaL_pushfail(L);
-  lua_pushstring(L, why);
-  return 1;
-}
-
 /* ctx:kernel_source([name]) -> name | nil, why */
 int lcu_ctx_kernel_source(lua_State *L) {
   lcu_ctx *c = lcu_check_ctx(L, 1);
@@ -87,7 +76,7 @@ int lcu_ctx_kernel_source(lua_State *L) {
   if (want == 0) {
     lcu_ctx_release_ksrc(c);
   } else if (!c->cupti_held) {
-    if (start_cupti(L))
+    if (pp_lua_cupti_start(L))
       return 2;
     c->cupti_held = 1;
     c->ksrc = PP_KSRC_CUPTI;
@@ -196,7 +185,7 @@ int lcu_ctx_calibrate_events(lua_State *L) {
   lcu_use(L, c, "ctx:calibrate_events");
   int started = 0;
   if (source == PP_KSRC_CUPTI && !pp_cupti_active()) {
-    if (start_cupti(L))
+    if (pp_lua_cupti_start(L))
       return 2;
     started = 1;
   }

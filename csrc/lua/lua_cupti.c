@@ -27,16 +27,21 @@ static int l_cupti_available(lua_State *L) {
   return 2;
 }
 
-static int l_cupti_start(lua_State *L) {
+int pp_lua_cupti_start(lua_State *L) {
   char why[512];
   if (pp_cupti_available(why, sizeof why) &&
-      pp_cupti_start(why, sizeof why) == 0) {
-    lua_pushboolean(L, 1);
-    return 1;
-  }
+      pp_cupti_start(why, sizeof why) == 0)
+    return 0;
   luaL_pushfail(L);
   lua_pushstring(L, why);
   return 2;
+}
+
+static int l_cupti_start(lua_State *L) {
+  if (pp_lua_cupti_start(L))
+    return 2;
+  lua_pushboolean(L, 1);
+  return 1;
 }
 
 static int l_cupti_stop(lua_State *L) {

@@ -100,6 +100,17 @@ static void read_markers(lua_State *L, lopts *lo, const char *fn) {
   lo->o.nmarkers = (size_t)n;
 }
 
+/* The value on top of the stack, option `name` of fn: a positive integer,
+ * else raises. */
+static lua_Integer positive_opt(lua_State *L, const char *fn,
+                                const char *name) {
+  lua_Integer n = lua_tointeger(L, -1);
+  if (!lua_isinteger(L, -1) || n < 1)
+    luaL_error(L, "%s: option '%s' must be a positive integer, got %s", fn,
+               name, luaL_tolstring(L, -1, NULL));
+  return n;
+}
+
 static void read_opts(lua_State *L, int t, lopts *lo, const char *fn,
                       int file) {
   memset(lo, 0, sizeof *lo);
@@ -128,18 +139,9 @@ static void read_opts(lua_State *L, int t, lopts *lo, const char *fn,
         lo->o.counter_global = lo->counter;
       }
     } else if (k && strcmp(k, "max_line") == 0) {
-      lua_Integer n = lua_tointeger(L, -1);
-      if (!lua_isinteger(L, -1) || n < 1)
-        luaL_error(L, "%s: option 'max_line' must be a positive integer, got %s",
-                   fn, luaL_tolstring(L, -1, NULL));
-      lo->o.max_line = (size_t)n;
+      lo->o.max_line = (size_t)positive_opt(L, fn, k);
     } else if (file && k && strcmp(k, "max_bytes") == 0) {
-      lua_Integer n = lua_tointeger(L, -1);
-      if (!lua_isinteger(L, -1) || n < 1)
-        luaL_error(L, "%s: option 'max_bytes' must be a positive integer, got "
-                      "%s",
-                   fn, luaL_tolstring(L, -1, NULL));
-      lo->max_bytes = (uint64_t)n;
+      lo->max_bytes = (uint64_t)positive_opt(L, fn, k);
     } else {
       luaL_error(L, "%s: unknown option '%s' (valid: markers, counter_global, "
                     "max_line%s)",

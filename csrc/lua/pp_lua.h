@@ -42,6 +42,10 @@ void pp_lua_open_cols(lua_State *L);
 void pp_lua_push_cols(lua_State *L, pp_cols *c);
 /* With the module table on top: adds pp.cuda.cupti_* (lua_cupti.c). */
 void pp_lua_open_cupti(lua_State *L);
+/* Starts CUPTI collection (one more start, lua_cupti.c): 0, or nil and why
+ * pushed and 2 returned, when CUPTI is not available here or does not
+ * start. */
+int pp_lua_cupti_start(lua_State *L);
 
 /* ---- records (lua_record.c) ------------------------------------------------
  * The one record type of the Lua side, "phaseprobe.record": a userdata whose

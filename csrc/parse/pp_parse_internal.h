@@ -1,7 +1,7 @@
 /* pp_parse_internal.h: the parser's state, shared by parse.c (the line
- * parser: its character tables and hot path, sources, feeding, results) and
- * parse_opts.c (the parser built from its options and freed); not
- * installed.
+ * parser: its character tables and hot path), parse_feed.c (sources,
+ * feeding, results) and parse_opts.c (the parser built from its options and
+ * freed); not installed.
  *
  * The options (pp_parse_opts) become the parser's prefixes, known schemas
  * and strict (unsigned integer) names once, in parse_opts.c; every line read
@@ -92,5 +92,9 @@ void pp_parse_classes_once(void);
 /* parse.c: whether s[0..n) is a field name (1 to NAME_MAX_LEN bytes of
  * [A-Za-z0-9_]), by the tokenizer's table. */
 int pp_parse_name_ok(const char *s, size_t n);
+/* parse.c: one line of the current source (without its '\n'; only the
+ * first PP_PARSE_MAX_LINE bytes of a longer one are read): counted, and its
+ * record checked and stored or rejected. */
+void pp_parse_process_line(pp_parser *p, const char *line, size_t len);
 
 #endif

@@ -12,7 +12,9 @@
  *   ptx_decl.c   declarations: types, variables, registers, parameter
  *                lists, performance directives
  *   ptx_body.c   function bodies: the statement loop, body directives and
- *                the instruction classes (barriers, atomics, grid syncs)
+ *                the instruction classes (barriers, atomics)
+ *   ptx_grid.c   grid syncs in a body: the pattern, addresses followed
+ *                through register copies
  *   ptx_lines.c  the fast reader of a body's simple lines (AVX2 masks)
  *   ptx_arena.c  the result's memory: names and lists carved from blocks
  *
@@ -123,7 +125,7 @@ typedef struct scanner {
   pp_ptx_func *decl[2][DECL_WINDOW];
   uint32_t decl_hash[2][DECL_WINDOW];
   size_t ndecl[2];
-  /* The name classes of grid-sync recognition (ptx_body.c): malloc'ed at
+  /* The name classes of grid-sync recognition (ptx_grid.c): malloc'ed at
    * first use, freed at the end of the scan. */
   struct copy_table *copies;
 } scanner;
@@ -287,7 +289,7 @@ int pp_ptx_perf_directive(scanner *s, pp_ptx_func *f, const tok *w);
 /* One number after a directive, clamped to 32 bits. */
 void pp_ptx_parse_num1(scanner *s, uint32_t *out, const char *what);
 
-/* ---- bodies (ptx_body.c, ptx_lines.c) -------------------------------------- */
+/* ---- bodies (ptx_body.c, ptx_grid.c, ptx_lines.c) -------------------------- */
 /* A grid synchronisation is recognised by its structure, however far apart
  * its parts are: an arrive (an add-atomic on global or generic memory),
  * then a label, then a spin read of the same address, then a branch back to
