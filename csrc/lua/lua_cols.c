@@ -591,22 +591,8 @@ static void cols_free(cols_ud *u) {
 
 /* close() and __close: the store goes now, or, when a method of this
  * handle is running (a finalizer called close during one of its
- * allocations), when that method returns. */
-static int cols_close(lua_State *L) {
-  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
-  u->closed = 1;
-  if (u->busy == 0)
-    cols_free(u);
-  return 0;
-}
-
-/* __gc: no method of an unreachable handle runs, whatever busy says. */
-static int cols_gc(lua_State *L) {
-  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
-  u->closed = 1;
-  cols_free(u);
-  return 0;
-}
+ * allocations), when that method returns; __gc frees it at once. */
+PP_LUA_BUSY_CLOSE_GC(cols_close, cols_gc, cols_ud, COLS_MT, cols_free)
 
 /* Every method that reads the store across an allocation runs through
  * guard: any allocation may run pending finalizers, and one of them may

@@ -294,28 +294,23 @@ static parser_ud *check_feedable(lua_State *L) {
   return u;
 }
 
-static void parser_release(parser_ud *u) {
-  u->closed = 1;
-  if (u->busy == 0 && u->p) {
+static void parser_free(parser_ud *u) {
+  if (u->p) {
     pp_parser_free(u->p);
     u->p = NULL;
   }
 }
 
-/* Closing while a callback of this parser runs only marks it: the call
- * that runs the callback frees it on its way out. */
-static int parser_close(lua_State *L) {
-  parser_release(luaL_checkudata(L, 1, PARSER_MT));
-  return 0;
+static void parser_release(parser_ud *u) {
+  u->closed = 1;
+  if (u->busy == 0)
+    parser_free(u);
 }
 
-/* __gc: no call of an unreachable parser runs, whatever busy says. */
-static int parser_gc(lua_State *L) {
-  parser_ud *u = luaL_checkudata(L, 1, PARSER_MT);
-  u->busy = 0;
-  parser_release(u);
-  return 0;
-}
+/* Closing while a callback of this parser runs only marks it: the call
+ * that runs the callback frees it on its way out; __gc frees it at once. */
+PP_LUA_BUSY_CLOSE_GC(parser_close, parser_gc, parser_ud, PARSER_MT,
+                     parser_free)
 
 /* Around a call into Lua code from inside a parser method. */
 static void parser_enter(parser_ud *u) { u->busy++; }

@@ -57,6 +57,28 @@ int pp_lua_class_push(lua_State *L, const pp_lua_class *c);
  * and a record's field list (r._fields) are such views. */
 void pp_lua_view_open(lua_State *L, int idx, int nevents);
 
+/* close() (and __close) and __gc of a handle whose methods may run Lua
+ * code (a callback, or a finalizer during one of their allocations) that
+ * closes it. T has `closed` and `busy` (methods running that can run Lua
+ * code); free_fn(T *) frees what it holds, once. close frees now, or,
+ * while busy, leaves it to the method running, on its way out; __gc frees
+ * whatever busy says, as no method of an unreachable handle runs. */
+#define PP_LUA_BUSY_CLOSE_GC(close_fn, gc_fn, T, mt, free_fn)                 \
+  static int close_fn(lua_State *L) {                                         \
+    T *u_ = luaL_checkudata(L, 1, mt);                                        \
+    u_->closed = 1;                                                           \
+    if (u_->busy == 0)                                                        \
+      free_fn(u_);                                                            \
+    return 0;                                                                 \
+  }                                                                           \
+  static int gc_fn(lua_State *L) {                                            \
+    T *u_ = luaL_checkudata(L, 1, mt);                                        \
+    u_->closed = 1;                                                           \
+    u_->busy = 0;                                                             \
+    free_fn(u_);                                                              \
+    return 0;                                                                 \
+  }
+
 /* Raises "bad argument #1 (closed KIND)" unless cond holds. */
 #define PP_CHECK_OPEN(L, cond, kind) luaL_argcheck(L, (cond), 1, "closed " kind)
 
