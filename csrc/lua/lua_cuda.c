@@ -124,46 +124,58 @@ const char *lcu_get_key(lua_State *L, int closed, const char *kind) {
   return k;
 }
 
+/* Pushes the member f of the struct at p. */
+static void push_member(lua_State *L, const void *p, const lcu_field *f) {
+  const char *at = (const char *)p + f->at;
+  int i;
+  uint64_t u;
+  size_t z;
+  double d;
+  const char *sp;
+  switch (f->kind) {
+  case LCU_INT:
+  case LCU_BOOL:
+    memcpy(&i, at, sizeof i);
+    if (f->kind == LCU_BOOL)
+      lua_pushboolean(L, i);
+    else
+      lua_pushinteger(L, i);
+    break;
+  case LCU_U64:
+    memcpy(&u, at, sizeof u);
+    lua_pushinteger(L, (lua_Integer)u);
+    break;
+  case LCU_SIZE:
+    memcpy(&z, at, sizeof z);
+    lua_pushinteger(L, (lua_Integer)z);
+    break;
+  case LCU_NUM:
+    memcpy(&d, at, sizeof d);
+    lua_pushnumber(L, d);
+    break;
+  case LCU_CHARS:
+    lua_pushstring(L, at);
+    break;
+  case LCU_STRP:
+    memcpy(&sp, at, sizeof sp);
+    lua_pushstring(L, sp);
+    break;
+  }
+}
+
+void lcu_set_fields(lua_State *L, const void *p, const lcu_field *list) {
+  for (; list->name; list++) {
+    push_member(L, p, list);
+    lua_setfield(L, -2, list->name);
+  }
+}
+
 int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
                    const char *k) {
   for (; list->name; list++) {
     if (strcmp(k, list->name) != 0)
       continue;
-    const char *at = (const char *)p + list->at;
-    int i;
-    uint64_t u;
-    size_t z;
-    double d;
-    const char *sp;
-    switch (list->kind) {
-    case LCU_INT:
-    case LCU_BOOL:
-      memcpy(&i, at, sizeof i);
-      if (list->kind == LCU_BOOL)
-        lua_pushboolean(L, i);
-      else
-        lua_pushinteger(L, i);
-      break;
-    case LCU_U64:
-      memcpy(&u, at, sizeof u);
-      lua_pushinteger(L, (lua_Integer)u);
-      break;
-    case LCU_SIZE:
-      memcpy(&z, at, sizeof z);
-      lua_pushinteger(L, (lua_Integer)z);
-      break;
-    case LCU_NUM:
-      memcpy(&d, at, sizeof d);
-      lua_pushnumber(L, d);
-      break;
-    case LCU_CHARS:
-      lua_pushstring(L, at);
-      break;
-    case LCU_STRP:
-      memcpy(&sp, at, sizeof sp);
-      lua_pushstring(L, sp);
-      break;
-    }
+    push_member(L, p, list);
     return 1;
   }
   return 0;

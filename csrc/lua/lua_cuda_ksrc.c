@@ -85,37 +85,41 @@ int lcu_ctx_kernel_source(lua_State *L) {
   return 1;
 }
 
+#define CAL_FIELD(name, kind) LCU_FIELD(pp_cuda_calibration, #name, kind, name)
+/* A calibration's figures, those of the CUPTI method, and of each point. */
+static const lcu_field cal_fields[] = {
+    CAL_FIELD(samples, LCU_SIZE),          CAL_FIELD(floor_ns, LCU_U64),
+    CAL_FIELD(event_min_ns, LCU_U64),      CAL_FIELD(event_median_ns, LCU_U64),
+    CAL_FIELD(event_p90_ns, LCU_U64),      CAL_FIELD(event_max_ns, LCU_U64),
+    CAL_FIELD(host_ns, LCU_U64),           {NULL, LCU_INT, 0}};
+static const lcu_field cal_cupti_fields[] = {
+    CAL_FIELD(cupti_median_ns, LCU_U64), CAL_FIELD(diff_min_ns, LCU_U64),
+    CAL_FIELD(diff_p90_ns, LCU_U64),     CAL_FIELD(diff_max_ns, LCU_U64),
+    {NULL, LCU_INT, 0}};
+#undef CAL_FIELD
+#define POINT_FIELD(name, kind) LCU_FIELD(pp_cuda_cal_point, #name, kind, name)
+static const lcu_field point_fields[] = {
+    POINT_FIELD(kernel_ns, LCU_U64), POINT_FIELD(pair_ns, LCU_U64),
+    POINT_FIELD(floor_ns, LCU_U64),  POINT_FIELD(error_ns, LCU_U64),
+    POINT_FIELD(samples, LCU_SIZE),  {NULL, LCU_INT, 0}};
+#undef POINT_FIELD
+
 static void push_calibration(lua_State *L, const pp_cuda_calibration *cal) {
   lua_createtable(L, 0, 14);
   lua_pushstring(L, cal->method == PP_CUDA_CAL_CUPTI ? "cupti" : "event");
   lua_setfield(L, -2, "method");
-  pp_lua_set_int(L, "samples", cal->samples);
-  pp_lua_set_int(L, "floor_ns", cal->floor_ns);
-  pp_lua_set_int(L, "event_min_ns", cal->event_min_ns);
-  pp_lua_set_int(L, "event_median_ns", cal->event_median_ns);
-  pp_lua_set_int(L, "event_p90_ns", cal->event_p90_ns);
-  pp_lua_set_int(L, "event_max_ns", cal->event_max_ns);
-  if (cal->method == PP_CUDA_CAL_CUPTI) {
-    pp_lua_set_int(L, "cupti_median_ns", cal->cupti_median_ns);
-    pp_lua_set_int(L, "diff_min_ns", cal->diff_min_ns);
-    pp_lua_set_int(L, "diff_p90_ns", cal->diff_p90_ns);
-    pp_lua_set_int(L, "diff_max_ns", cal->diff_max_ns);
-  }
+  lcu_set_fields(L, cal, cal_fields);
+  if (cal->method == PP_CUDA_CAL_CUPTI)
+    lcu_set_fields(L, cal, cal_cupti_fields);
   if (cal->npoints) {
     lua_createtable(L, (int)cal->npoints, 0);
     for (size_t i = 0; i < cal->npoints; i++) {
-      const pp_cuda_cal_point *p = &cal->points[i];
       lua_createtable(L, 0, 5);
-      pp_lua_set_int(L, "kernel_ns", p->kernel_ns);
-      pp_lua_set_int(L, "pair_ns", p->pair_ns);
-      pp_lua_set_int(L, "floor_ns", p->floor_ns);
-      pp_lua_set_int(L, "error_ns", p->error_ns);
-      pp_lua_set_int(L, "samples", p->samples);
+      lcu_set_fields(L, &cal->points[i], point_fields);
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "points");
   }
-  pp_lua_set_int(L, "host_ns", cal->host_ns);
   if (cal->why[0]) {
     lua_pushstring(L, cal->why);
     lua_setfield(L, -2, "why");

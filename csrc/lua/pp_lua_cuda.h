@@ -172,6 +172,8 @@ typedef struct {
 /* Pushes field k of the struct at p when the list names it: 1, else 0. */
 int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
                    const char *k);
+/* Sets every field of the list, from the struct at p, in the table on top. */
+void lcu_set_fields(lua_State *L, const void *p, const lcu_field *list);
 /* The context of a context handle at idx (checked). */
 lcu_ctx *lcu_check_ctx(lua_State *L, int idx);
 /* Field `field` of the table at t, as a boolean (absent: false). */
