@@ -3,7 +3,8 @@
  * passes between the areas of the data flow: the clock (probe/clock.c),
  * the schema's layout (probe/schema.c), this thread's accumulator
  * (probe/probe.c), the record's line (record/record.c), the sinks and the
- * store (record/sink.c, record/store.c).
+ * store (record/sink.c, its writer thread record/sink_writer.c,
+ * record/store.c).
  */
 #ifndef PP_INTERNAL_H
 #define PP_INTERNAL_H

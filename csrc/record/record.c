@@ -5,8 +5,9 @@
  * pp_emit left in its thread's buffer), and read by field name
  * (pp_record_get).
  *
- *   probe.c (the accumulator) -> pp_emit -> pp_record -> sink.c (line
- *   writer, hook), store.c -> Lua (lua_record.c), parsers (parse.c)
+ *   probe.c (the accumulator) -> pp_emit -> pp_record -> sink.c (the
+ *   threads' buffers, hook; sink_writer.c writes the lines), store.c ->
+ *   Lua (lua_record.c), parsers (parse.c)
  *
  * The fields and their order are the schema's (schema.c): the record's
  * values are in line order, so the line is the schema's field names and the
