@@ -1,7 +1,8 @@
 /*
  * cupti.c: CUPTI as the device timeline of a dispatch (see pp_cupti.h): the
  * spans. Loading libcupti is cupti_loader.c; turning collection on and off
- * (CUPTI's callbacks registered, the flusher thread) is cupti_collect.c.
+ * (CUPTI's callbacks registered, the flusher thread) is cupti_collect.c; a
+ * complete span's timeline and record, cupti_timeline.c.
  *
  * Built with the CUPTI headers (PP_HAVE_CUPTI_H, which the Makefile sets
  * only beside PP_HAVE_CUDA_H); without them every entry point says why
@@ -40,9 +41,6 @@
 #include <time.h>
 
 #define CORR_SLOTS (1u << 16)
-#define SPAN_BITS 8
-#define SPAN_SLOTS (1u << SPAN_BITS) /* spans waiting at once              */
-#define SPAN_LAUNCHES PP_CUPTI_SPAN_LAUNCHES
 #define BUF_BYTES ((size_t)256 << 10)
 #define BUF_KEEP 8
 #define GIVE_UP_NS 2000000000ull     /* a closed span waits at most 2 s,    */
@@ -56,28 +54,11 @@ typedef struct {
   uint64_t span;  /* the span id (0: slot empty)                            */
 } corr_slot;
 
-enum { SPAN_FREE = 0, SPAN_OPEN, SPAN_CLOSED };
-
-typedef struct {
-  uint64_t id;         /* (sequence << SPAN_BITS) | slot; 0 when free       */
-  int state;           /* SPAN_*                                            */
-  int mode;            /* PP_CUPTI_RELEASE, _TO_DISPATCH or _KEEP           */
-  int has_record;      /* its record waits here for the timeline             */
-  int keep_window;     /* the record's device_window_ns was given by emit    */
-  uint64_t nlaunch, received, untimed, sum, first_start, last_end;
-  uint64_t open_ns, close_ns, closed_at;
-  int forced;          /* a forced flush was made for it                     */
-  /* per launch call: its entry and return (0: not seen) on the host, its
-   * kernel's start and end on the device (0: untimed) */
-  uint64_t launch[SPAN_LAUNCHES], ret[SPAN_LAUNCHES];
-  uint64_t start[SPAN_LAUNCHES], end[SPAN_LAUNCHES];
-  pp_record rec;
-} span;
 
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tab_cond = PTHREAD_COND_INITIALIZER; /* spans done    */
 static corr_slot *corr_tab;  /* CORR_SLOTS, allocated at the first start    */
-static span *spans;          /* SPAN_SLOTS                                  */
+static pp_cupti_span *spans;          /* SPAN_SLOTS                                  */
 static uint64_t span_seq = 1;
 /* The free slots, oldest freed first: a span's start takes one at once,
  * however many wait, and a slot is reused as late as possible. */
@@ -91,18 +72,18 @@ static __thread uint64_t tls_span; /* this thread's open span, or 0          */
 /* The launch call this thread is inside: its span and place there, so its
  * return is noted without the table lock (the span stays open, and is read
  * only once closed, while this thread closes it after the call returned). */
-static __thread span *tls_call_span;
+static __thread pp_cupti_span *tls_call_span;
 static __thread uint64_t tls_call_id, tls_call_index;
 
-static span *span_of(uint64_t id) {
+static pp_cupti_span *span_of(uint64_t id) {
   if (!id || !spans)
     return NULL;
-  span *s = &spans[id & (SPAN_SLOTS - 1)];
+  pp_cupti_span *s = &spans[id & (SPAN_SLOTS - 1)];
   return s->id == id ? s : NULL;
 }
 
-static void span_free(span *s) {
-  memset(s, 0, offsetof(span, launch));
+static void span_free(pp_cupti_span *s) {
+  memset(s, 0, offsetof(pp_cupti_span, launch));
   npending--;
   free_slot[(free_head + nfree++) & (SPAN_SLOTS - 1)] = (unsigned)(s - spans);
 }
@@ -123,7 +104,7 @@ int pp_cupti_tables_init(char *why, size_t whylen) {
   if (corr_tab)
     return 0;
   corr_slot *t = calloc(CORR_SLOTS, sizeof *t);
-  span *sp = calloc(SPAN_SLOTS, sizeof *sp);
+  pp_cupti_span *sp = calloc(SPAN_SLOTS, sizeof *sp);
   if (!t || !sp) {
     free(t);
     free(sp);
@@ -143,86 +124,13 @@ int pp_cupti_tables_init(char *why, size_t whylen) {
   return 0;
 }
 
-/* ---- the timeline ------------------------------------------------------------ */
-static void timeline_of(const span *s, pp_cupti_timeline *t) {
-  memset(t, 0, sizeof *t);
-  t->launches = s->nlaunch;
-  t->kernels = s->received;
-  t->untimed = s->untimed;
-  t->sum_ns = s->sum;
-  t->first_launch_ns = s->nlaunch ? s->launch[0] : 0;
-  t->first_start_ns = s->first_start;
-  t->last_end_ns = s->last_end;
-  t->open_ns = s->open_ns;
-  t->close_ns = s->close_ns;
-  uint64_t end = s->close_ns > s->last_end ? s->close_ns : s->last_end;
-  t->window_ns = end > s->open_ns ? end - s->open_ns : 0;
-  /* The device's idle time in the window (before each kernel from the end
-   * of the ones before, and after the last until the close), split by what
-   * the host was doing. Launch latency: a launch call was in progress, or
-   * its kernel had not started yet, from the call's entry to the later of
-   * its return and its kernel's end (a call that returns after its kernel
-   * ended, as after a long idle, keeps the device waiting on the launch
-   * path). Host gap: the rest, no launch call in progress and no kernel
-   * pending: the host's own code. */
-  uint64_t n = s->nlaunch < SPAN_LAUNCHES ? s->nlaunch : SPAN_LAUNCHES;
-  uint64_t prev = s->open_ns, covered = s->open_ns, idle = 0, gap = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    if (!s->start[i] || s->end[i] <= s->start[i])
-      continue; /* untimed: its share of the split is unknown */
-    if (s->start[i] > prev)
-      idle += s->start[i] - prev;
-    prev = s->end[i] > prev ? s->end[i] : prev;
-    uint64_t l = s->launch[i], busy = s->ret[i] > s->end[i] ? s->ret[i] : s->end[i];
-    if (l > covered)
-      gap += l - covered;
-    covered = busy > covered ? busy : covered;
-  }
-  if (s->close_ns > prev)
-    idle += s->close_ns - prev;
-  if (s->close_ns > covered)
-    gap += s->close_ns - covered;
-  if (gap > idle) /* a launch made before the window opened */
-    gap = idle;
-  t->launch_latency_ns = idle - gap;
-  t->host_gap_ns = gap;
-  t->split_partial = s->nlaunch > SPAN_LAUNCHES;
-}
-
-static void device_timeline(const pp_cupti_timeline *t, pp_device_timeline *d) {
-  memset(d, 0, sizeof *d);
-  d->kernels = t->kernels;
-  d->kernel_ns = t->sum_ns;
-  d->first_launch_ns = t->first_launch_ns;
-  d->first_start_ns = t->first_start_ns;
-  d->last_end_ns = t->last_end_ns;
-  d->window_ns = t->window_ns;
-  d->launch_latency_ns = t->launch_latency_ns;
-  d->host_gap_ns = t->host_gap_ns;
-}
-
-/* The record of a dispatch, completed from its span's timeline. Every
- * launch's kernel came and was timed: the device fields are CUPTI's; else
- * the record says it has no kernel time (kernel_src=none). */
-static void fill_record(pp_record *r, const pp_cupti_timeline *t,
-                        int keep_window) {
-  int whole = t->launches && t->kernels >= t->launches && !t->untimed;
-  if (!whole) {
-    pp_record_fill_timeline(r, NULL, keep_window);
-    return;
-  }
-  pp_device_timeline d;
-  device_timeline(t, &d);
-  pp_record_fill_timeline(r, &d, keep_window);
-}
-
 /* ---- completion --------------------------------------------------------------- */
 /* Spans completed under tab_lock, delivered after it is released. */
 typedef struct {
   pp_record rec;
 } done_rec;
 
-static int span_complete(const span *s) {
+static int span_complete(const pp_cupti_span *s) {
   return s->state == SPAN_CLOSED && s->received >= s->nlaunch;
 }
 
@@ -230,16 +138,16 @@ static int span_complete(const span *s) {
  * for delivery and the span is freed, unless someone still has to come for
  * its timeline (a dispatch not emitted yet, or a waiter). Returns 1 when a
  * record was copied to *out. */
-static int settle(span *s, pp_record *out) {
+static int settle(pp_cupti_span *s, pp_record *out) {
   if ((s->mode == PP_CUPTI_TO_DISPATCH && !s->has_record) ||
       s->mode == PP_CUPTI_KEEP)
     return 0;
   int deliver = 0;
   if (s->has_record) {
     pp_cupti_timeline t;
-    timeline_of(s, &t);
+    pp_cupti_timeline_of(s, &t);
     *out = s->rec;
-    fill_record(out, &t, s->keep_window);
+    pp_cupti_fill_record(out, &t, s->keep_window);
     stats.deferred++;
     deliver = 1;
   }
@@ -250,7 +158,7 @@ static int settle(span *s, pp_record *out) {
 
 /* With tab_lock held: gives the span its mode; a complete one settles now.
  * Returns 1 when a record was copied to *out for delivery. */
-static int set_mode(span *s, int mode, pp_record *out) {
+static int set_mode(pp_cupti_span *s, int mode, pp_record *out) {
   s->mode = mode;
   return span_complete(s) ? settle(s, out) : 0;
 }
@@ -258,7 +166,7 @@ static int set_mode(span *s, int mode, pp_record *out) {
 /* Gives up on a span whose kernels did not all come (with tab_lock held):
  * it completes with what came, marked incomplete, so its record says it has
  * no kernel time (kernel_src=none). */
-static int give_up(span *s, pp_record *out) {
+static int give_up(pp_cupti_span *s, pp_record *out) {
   stats.incomplete++;
   s->nlaunch = s->received;
   s->untimed++;
@@ -294,14 +202,14 @@ static void lock_on_dispatch_path(void) {
 
 /* With tab_lock held. */
 static void on_kernel(uint32_t corr, uint64_t start, uint64_t end,
-                      span **done, size_t *ndone, size_t cap) {
+                      pp_cupti_span **done, size_t *ndone, size_t cap) {
   stats.kernels++;
   if (!corr_tab)
     return;
   corr_slot *c = &corr_tab[corr & (CORR_SLOTS - 1)];
   if (c->corr != corr || !c->span)
-    return; /* a kernel launched outside any span */
-  span *s = span_of(c->span);
+    return; /* a kernel launched outside any pp_cupti_span */
+  pp_cupti_span *s = span_of(c->span);
   uint32_t i = c->index;
   c->span = 0;
   if (!s) {
@@ -348,7 +256,7 @@ void CUPTIAPI pp_cupti_buffer_completed(CUcontext ctx, uint32_t stream,
       api->ActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS)
     dropped = 0;
   enum { CAP = 64 };
-  span *done[CAP];
+  pp_cupti_span *done[CAP];
   size_t ndone = 0;
   pp_record *out = NULL;
   size_t nout = 0;
@@ -403,7 +311,7 @@ void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
   if (!id)
     return;
   if (cb->callbackSite != CUPTI_API_ENTER) {
-    span *s = tls_call_span;
+    pp_cupti_span *s = tls_call_span;
     tls_call_span = NULL;
     if (s && tls_call_id == id)
       s->ret[tls_call_index] = pp_now_ns();
@@ -411,7 +319,7 @@ void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
   }
   uint64_t now = pp_now_ns();
   lock_on_dispatch_path();
-  span *s = span_of(id);
+  pp_cupti_span *s = span_of(id);
   if (s && s->state == SPAN_OPEN) {
     uint64_t i = s->nlaunch++;
     stats.launches++;
@@ -436,7 +344,7 @@ void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
  * filled (pp_emit delivers it). */
 static int defer_record(uint64_t id, pp_record *r, int keep_window) {
   pthread_mutex_lock(&tab_lock);
-  span *s = span_of(id);
+  pp_cupti_span *s = span_of(id);
   if (!s) {
     pthread_mutex_unlock(&tab_lock);
     r->values[r->schema->f_ksrc] = PP_KSRC_NONE;
@@ -444,8 +352,8 @@ static int defer_record(uint64_t id, pp_record *r, int keep_window) {
   }
   if (span_complete(s)) {
     pp_cupti_timeline t;
-    timeline_of(s, &t);
-    fill_record(r, &t, keep_window);
+    pp_cupti_timeline_of(s, &t);
+    pp_cupti_fill_record(r, &t, keep_window);
     span_free(s);
     pthread_cond_broadcast(&tab_cond);
     pthread_mutex_unlock(&tab_lock);
@@ -463,7 +371,7 @@ static void orphan_span(uint64_t id) {
   pp_record rec;
   int deliver = 0;
   pthread_mutex_lock(&tab_lock);
-  span *s = span_of(id);
+  pp_cupti_span *s = span_of(id);
   if (s)
     deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   pthread_mutex_unlock(&tab_lock);
@@ -492,7 +400,7 @@ static void sweep(void) {
   size_t nout = 0;
   pthread_mutex_lock(&tab_lock);
   for (unsigned i = 0; spans && i < SPAN_SLOTS; i++) {
-    span *s = &spans[i];
+    pp_cupti_span *s = &spans[i];
     if (s->state != SPAN_CLOSED)
       continue;
     uint64_t age = pp_cupti_since(now, s->closed_at);
@@ -556,8 +464,8 @@ PP_EXPORT uint64_t pp_cupti_span_begin(void) {
     unsigned i = free_slot[free_head];
     free_head = (free_head + 1) & (SPAN_SLOTS - 1);
     crowded = --nfree == SPAN_SLOTS / 4 - 1;
-    span *s = &spans[i];
-    memset(s, 0, offsetof(span, launch));
+    pp_cupti_span *s = &spans[i];
+    memset(s, 0, offsetof(pp_cupti_span, launch));
     id = (span_seq++ << SPAN_BITS) | i;
     s->id = id;
     s->state = SPAN_OPEN;
@@ -588,7 +496,7 @@ PP_EXPORT int pp_cupti_span_close(uint64_t id, uint64_t open_ns,
   pp_record rec;
   int deliver = 0, rc = 0;
   pthread_mutex_lock(&tab_lock);
-  span *s = span_of(id);
+  pp_cupti_span *s = span_of(id);
   if (!s || s->state != SPAN_OPEN) {
     rc = -1;
   } else {
@@ -610,7 +518,7 @@ PP_EXPORT void pp_cupti_span_release(uint64_t id) {
   pp_record rec;
   int deliver = 0;
   pthread_mutex_lock(&tab_lock);
-  span *s = span_of(id);
+  pp_cupti_span *s = span_of(id);
   if (s && s->mode == PP_CUPTI_KEEP) {
     deliver = set_mode(s, PP_CUPTI_RELEASE, &rec);
   } else if (s && s->state == SPAN_OPEN) { /* dropped before its close */
@@ -664,7 +572,7 @@ static void collect_until(int (*done)(void *), void *arg, uint64_t timeout_ns) {
 /* collect_until's tests: one span complete (or gone), none waiting. */
 static int span_done(void *arg) {
   pthread_mutex_lock(&tab_lock);
-  span *s = span_of(*(const uint64_t *)arg);
+  pp_cupti_span *s = span_of(*(const uint64_t *)arg);
   int done = !s || span_complete(s);
   pthread_mutex_unlock(&tab_lock);
   return done;
@@ -687,7 +595,7 @@ PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
   if (!timeout_ns)
     timeout_ns = 1000000000u;
   pthread_mutex_lock(&tab_lock);
-  span *s = span_of(id);
+  pp_cupti_span *s = span_of(id);
   if (s && s->state == SPAN_OPEN) { /* never closed: close it now */
     s->open_ns = s->nlaunch ? s->launch[0] : pp_now_ns();
     s->close_ns = pp_now_ns();
@@ -711,7 +619,7 @@ PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
     pp_fail(why, whylen, "CUPTI span %llu was given up on",
             (unsigned long long)id);
   } else {
-    timeline_of(s, out);
+    pp_cupti_timeline_of(s, out);
     if (s->nlaunch == 0) {
       rc = 1;
       pp_fail(why, whylen,
@@ -743,7 +651,7 @@ PP_EXPORT int pp_cupti_span_wait(uint64_t id, uint64_t timeout_ns,
       pp_acc_link_device(0);
       if (rc == 0) {
         pp_device_timeline d;
-        device_timeline(out, &d);
+        pp_cupti_device_timeline(out, &d);
         pp_record_device_timeline(&d);
       }
     }
@@ -768,7 +676,7 @@ PP_EXPORT size_t pp_cupti_drain(uint64_t timeout_ns) {
   size_t nout = 0, left = 0;
   pthread_mutex_lock(&tab_lock);
   for (unsigned i = 0; spans && i < SPAN_SLOTS; i++) {
-    span *s = &spans[i];
+    pp_cupti_span *s = &spans[i];
     if (s->state != SPAN_CLOSED || span_complete(s))
       continue;
     left++;

@@ -72,7 +72,40 @@ const pp_cupti_api *pp_cupti_lib(void);
 /* "call: CUPTI_ERROR_NAME (message)" into why. */
 void pp_cupti_why(char *why, size_t len, const char *call, CUptiResult rc);
 
-/* ---- spans (cupti.c) -------------------------------------------------------- */
+/* ---- spans (cupti.c) and their timeline (cupti_timeline.c) ------------------ */
+#define SPAN_BITS 8
+#define SPAN_SLOTS (1u << SPAN_BITS) /* spans waiting at once              */
+#define SPAN_LAUNCHES PP_CUPTI_SPAN_LAUNCHES
+
+enum { SPAN_FREE = 0, SPAN_OPEN, SPAN_CLOSED };
+
+/* A window's launches and what CUPTI brought for them; cupti.c's table
+ * holds SPAN_SLOTS of them, under its tab_lock. */
+typedef struct {
+  uint64_t id;         /* (sequence << SPAN_BITS) | slot; 0 when free       */
+  int state;           /* SPAN_*                                            */
+  int mode;            /* PP_CUPTI_RELEASE, _TO_DISPATCH or _KEEP           */
+  int has_record;      /* its record waits here for the timeline             */
+  int keep_window;     /* the record's device_window_ns was given by emit    */
+  uint64_t nlaunch, received, untimed, sum, first_start, last_end;
+  uint64_t open_ns, close_ns, closed_at;
+  int forced;          /* a forced flush was made for it                     */
+  /* per launch call: its entry and return (0: not seen) on the host, its
+   * kernel's start and end on the device (0: untimed) */
+  uint64_t launch[SPAN_LAUNCHES], ret[SPAN_LAUNCHES];
+  uint64_t start[SPAN_LAUNCHES], end[SPAN_LAUNCHES];
+  pp_record rec;
+} pp_cupti_span;
+
+/* The span's timeline: its kernels, window and idle time split. */
+void pp_cupti_timeline_of(const pp_cupti_span *s, pp_cupti_timeline *t);
+/* The fields of a timeline that a record carries. */
+void pp_cupti_device_timeline(const pp_cupti_timeline *t,
+                              pp_device_timeline *d);
+/* Completes a dispatch's record from its span's timeline. */
+void pp_cupti_fill_record(pp_record *r, const pp_cupti_timeline *t,
+                          int keep_window);
+
 /* The correlation and span tables, allocated at the first start. */
 int pp_cupti_tables_init(char *why, size_t whylen);
 /* CUPTI's activity buffers (cuptiActivityRegisterCallbacks) and its driver
