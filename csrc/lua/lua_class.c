@@ -7,6 +7,10 @@
  */
 #include "pp_lua.h"
 
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 /* __index of a class with methods and a getter. Upvalues: 1 the methods,
  * 2 the getter. */
 static int class_index(lua_State *L) {
@@ -28,8 +32,8 @@ static int class_index(lua_State *L) {
  * class is simply not equal, and the class's eq sees two of its own.
  * Upvalues: 1 the class name, 2 its eq. */
 static int class_eq(lua_State *L) {
-  const char *name = lua_tostring(L, lua_upvalueindex(1));
-  if (!luaL_testudata(L, 1, name) || !luaL_testudata(L, 2, name)) {
+  uint64_t tag = pp_lua_tag(lua_tostring(L, lua_upvalueindex(1)));
+  if (!pp_lua_testudata_(L, 1, tag) || !pp_lua_testudata_(L, 2, tag)) {
     lua_pushboolean(L, 0);
     return 1;
   }
@@ -109,6 +113,66 @@ static void fill(lua_State *L, const pp_lua_class *c) {
     lua_setfield(L, -2, "__eq");
   }
   protect(L, c->name);
+}
+
+/* ---- class tags ----------------------------------------------------------- */
+/* luaL_testudata looks the class's metatable up in the registry by name
+ * (the name interned again, a hash lookup, two metatables compared) for
+ * each check: about 300 instructions, several per call of a handle's
+ * method. A class's objects end in its tag instead: 8 bytes after the
+ * object (pp_lua_newudata), FNV-1a of the class name mixed with a secret
+ * drawn once per process, which no Lua code can read or write, so no
+ * userdata of another kind, nor one whose bytes a script chose, passes. */
+static uint64_t tag_secret;
+
+uint64_t pp_lua_tag(const char *tname) {
+  uint64_t secret = __atomic_load_n(&tag_secret, __ATOMIC_ACQUIRE);
+  if (!secret) {
+    static char here;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t mine = ((uint64_t)(uintptr_t)&here * 0x9e3779b97f4a7c15u) ^
+                    ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+                    ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)&ts;
+    mine |= 1;
+    uint64_t none = 0;
+    if (__atomic_compare_exchange_n(&tag_secret, &none, mine, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      secret = mine;
+    else
+      secret = none; /* another thread's, set first */
+  }
+  uint64_t h = 0xcbf29ce484222325u;
+  for (const unsigned char *p = (const unsigned char *)tname; *p; p++)
+    h = (h ^ *p) * 0x100000001b3u;
+  return (h ^ secret) | 1;
+}
+
+void *pp_lua_newudata_(lua_State *L, size_t size, int nuv, uint64_t tag) {
+  size_t at = (size + 7) & ~(size_t)7;
+  unsigned char *p = lua_newuserdatauv(L, at + sizeof tag, nuv);
+  memcpy(p + at, &tag, sizeof tag);
+  return p;
+}
+
+void *pp_lua_testudata_(lua_State *L, int idx, uint64_t tag) {
+  if (lua_type(L, idx) != LUA_TUSERDATA)
+    return NULL;
+  size_t len = lua_rawlen(L, idx);
+  unsigned char *p = lua_touserdata(L, idx);
+  uint64_t t;
+  if (len < sizeof t)
+    return NULL;
+  memcpy(&t, p + len - sizeof t, sizeof t);
+  return t == tag ? p : NULL;
+}
+
+void *pp_lua_checkudata_(lua_State *L, int idx, const char *tname,
+                         uint64_t tag) {
+  void *p = pp_lua_testudata_(L, idx, tag);
+  if (!p)
+    luaL_typeerror(L, idx, tname);
+  return p;
 }
 
 void pp_lua_class_new(lua_State *L, const pp_lua_class *c) {

@@ -43,7 +43,7 @@ typedef struct {
 
 /* ---- columns userdata ---------------------------------------------------- */
 void pp_lua_push_cols(lua_State *L, pp_cols *c) {
-  cols_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  cols_ud *u = pp_lua_newudata_tagged(L, sizeof *u, 1, COLS_MT);
   u->c = c;
   u->closed = 0;
   u->busy = 0;
@@ -53,7 +53,7 @@ void pp_lua_push_cols(lua_State *L, pp_cols *c) {
 }
 
 static pp_cols *check_cols(lua_State *L, int i) {
-  cols_ud *u = luaL_checkudata(L, i, COLS_MT);
+  cols_ud *u = pp_lua_checkudata(L, i, COLS_MT);
   PP_CHECK_OPEN(L, !u->closed, "columns");
   return u->c;
 }
@@ -62,7 +62,7 @@ static pp_cols *check_cols(lua_State *L, int i) {
 pp_cols *pp_lua_check_cols(lua_State *L, int idx) { return check_cols(L, idx); }
 
 pp_cols *pp_lua_test_cols(lua_State *L, int idx) {
-  cols_ud *u = luaL_testudata(L, idx, COLS_MT);
+  cols_ud *u = pp_lua_testudata(L, idx, COLS_MT);
   return u && !u->closed ? u->c : NULL;
 }
 
@@ -70,7 +70,7 @@ pp_cols *pp_lua_test_cols(lua_State *L, int idx) {
 static sel_ud *push_sel(lua_State *L, int cols_idx, const uint32_t *rows,
                         size_t n) {
   cols_idx = lua_absindex(L, cols_idx);
-  sel_ud *s = lua_newuserdatauv(L, sizeof *s + n * sizeof(uint32_t), 1);
+  sel_ud *s = pp_lua_newudata_tagged(L, sizeof *s + n * sizeof(uint32_t), 1, SEL_MT);
   s->n = n;
   if (n)
     memcpy(s->rows, rows, n * sizeof *rows);
@@ -85,7 +85,7 @@ const uint32_t *pp_lua_cols_opt_sel(lua_State *L, int arg, int cols_idx,
   *n = 0;
   if (lua_isnoneornil(L, arg))
     return NULL;
-  sel_ud *s = luaL_checkudata(L, arg, SEL_MT);
+  sel_ud *s = pp_lua_checkudata(L, arg, SEL_MT);
   lua_getiuservalue(L, arg, 1);
   int same = lua_rawequal(L, -1, cols_idx);
   lua_pop(L, 1);
@@ -114,14 +114,14 @@ static size_t every_row(const pp_cols *c, const uint32_t *sel, size_t nsel,
 }
 
 static int sel_len(lua_State *L) {
-  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  sel_ud *s = pp_lua_checkudata(L, 1, SEL_MT);
   lua_pushinteger(L, (lua_Integer)s->n);
   return 1;
 }
 
 /* sel:indices() -> {row, ...} (1-based) */
 static int sel_indices(lua_State *L) {
-  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  sel_ud *s = pp_lua_checkudata(L, 1, SEL_MT);
   lua_createtable(L, (int)s->n, 0);
   for (size_t i = 0; i < s->n; i++) {
     lua_pushinteger(L, (lua_Integer)s->rows[i] + 1);
@@ -132,7 +132,7 @@ static int sel_indices(lua_State *L) {
 
 /* sel:get(i) -> row (1-based), nil past the end */
 static int sel_get(lua_State *L) {
-  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  sel_ud *s = pp_lua_checkudata(L, 1, SEL_MT);
   lua_Integer i = luaL_checkinteger(L, 2);
   if (i < 1 || (size_t)i > s->n)
     return 0;
@@ -141,7 +141,7 @@ static int sel_get(lua_State *L) {
 }
 
 static int sel_tostring(lua_State *L) {
-  sel_ud *s = luaL_checkudata(L, 1, SEL_MT);
+  sel_ud *s = pp_lua_checkudata(L, 1, SEL_MT);
   lua_pushfstring(L, "phaseprobe.selection (%d records)", (int)s->n);
   return 1;
 }
@@ -389,7 +389,8 @@ static int cols_select(lua_State *L) {
   pp_cols *c = check_cols(L, 1);
   if (lua_isnoneornil(L, 2)) { /* every record */
     size_t n = pp_cols_count(c);
-    sel_ud *s = lua_newuserdatauv(L, sizeof *s + n * sizeof(uint32_t), 1);
+    sel_ud *s =
+        pp_lua_newudata_tagged(L, sizeof *s + n * sizeof(uint32_t), 1, SEL_MT);
     s->n = n;
     for (size_t i = 0; i < n; i++)
       s->rows[i] = (uint32_t)i;
@@ -430,7 +431,7 @@ typedef struct {
 } groups_guard;
 
 static int groups_gc(lua_State *L) {
-  groups_guard *gg = luaL_checkudata(L, 1, GROUPS_MT);
+  groups_guard *gg = pp_lua_checkudata(L, 1, GROUPS_MT);
   pp_groups_free(gg->g, gg->n);
   gg->g = NULL;
   gg->n = 0;
@@ -478,7 +479,7 @@ static int cols_group(lua_State *L) {
   }
   /* the groups are freed by their guard's __gc if building the tables
    * raises (out of memory), else right here */
-  groups_guard *gg = lua_newuserdatauv(L, sizeof *gg, 0);
+  groups_guard *gg = pp_lua_newudata_tagged(L, sizeof *gg, 0, GROUPS_MT);
   gg->g = NULL;
   gg->n = 0;
   luaL_setmetatable(L, GROUPS_MT);
@@ -600,7 +601,7 @@ PP_LUA_BUSY_CLOSE_GC(cols_close, cols_gc, cols_ud, COLS_MT, cols_free)
  * A method that raises (a bad argument, no memory) leaves busy set: the
  * store then goes when the handle is collected rather than at close(). */
 static int guard(lua_State *L, lua_CFunction method) {
-  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  cols_ud *u = pp_lua_checkudata(L, 1, COLS_MT);
   PP_CHECK_OPEN(L, !u->closed, "columns");
   u->busy++;
   int n = method(L);
@@ -637,7 +638,7 @@ GUARDED_METHODS(GUARDED_WRAPPER)
 #undef GUARDED_WRAPPER
 
 static int cols_tostring(lua_State *L) {
-  cols_ud *u = luaL_checkudata(L, 1, COLS_MT);
+  cols_ud *u = pp_lua_checkudata(L, 1, COLS_MT);
   if (u->closed)
     lua_pushliteral(L, "phaseprobe.columns (closed)");
   else

@@ -182,7 +182,7 @@ int lcu_push_field(lua_State *L, const void *p, const lcu_field *list,
 }
 
 lcu_ctx *lcu_check_ctx(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_CTX_MT);
+  return pp_lua_checkudata(L, idx, LCU_CTX_MT);
 }
 
 int lcu_opt_bool(lua_State *L, int t, const char *field) {
@@ -313,7 +313,7 @@ static int l_context(lua_State *L) {
         L, 1,
         lua_pushfstring(L, "no CUDA device %d (%d device%s)", (int)ord, n,
                         n == 1 ? "" : "s"));
-  lcu_ctx *c = lua_newuserdatauv(L, sizeof *c, 1);
+  lcu_ctx *c = pp_lua_newudata_tagged(L, sizeof *c, 1, LCU_CTX_MT);
   memset(c, 0, sizeof *c);
   c->ordinal = (int)ord;
   c->closed = 1; /* until fully set up: a failure below releases it */

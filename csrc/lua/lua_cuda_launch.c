@@ -429,7 +429,7 @@ void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
 #define HAS(bit) ((has & (bit)) != 0)
   if (!fn_idx) {
     push_field(L, t, HAS(F_FN), "fn");
-    if (!luaL_testudata(L, -1, LCU_FN_MT))
+    if (!pp_lua_testudata(L, -1, LCU_FN_MT))
       luaL_error(L, "%s: field 'fn' must be a function (mod:func), got %s",
                  what, luaL_typename(L, -1));
     fn_idx = lua_gettop(L);
@@ -445,7 +445,7 @@ void lcu_parse_launch(lua_State *L, int t, int fn_idx, const char *what,
   int stream_idx = 0, target_idx = 0;
   if (allow & LCU_LAUNCH_STREAM) {
     if (push_field(L, t, HAS(F_STREAM), "stream") != LUA_TNIL) {
-      d->s = luaL_testudata(L, -1, LCU_STREAM_MT);
+      d->s = pp_lua_testudata(L, -1, LCU_STREAM_MT);
       if (!d->s)
         luaL_error(L, "%s: field 'stream' must be a stream, got %s", what,
                    luaL_typename(L, -1));
@@ -579,10 +579,10 @@ static lcu_prepared *prep_at(void *block) {
 /* Notes the buffer or global at idx (if it is one) as memory p points into. */
 static void prep_note_mem(lua_State *L, lcu_prepared *p, int idx, int arg,
                           int anchor) {
-  void *obj = luaL_testudata(L, idx, LCU_BUF_MT);
+  void *obj = pp_lua_testudata(L, idx, LCU_BUF_MT);
   int global = 0;
   if (!obj) {
-    obj = luaL_testudata(L, idx, LCU_GLOBAL_MT);
+    obj = pp_lua_testudata(L, idx, LCU_GLOBAL_MT);
     global = 1;
   }
   if (!obj)
@@ -609,7 +609,8 @@ int lcu_fn_prepare(lua_State *L) {
    * above them; the description is not read again (its __index could
    * answer differently) */
   int args = lua_gettop(L), left = args - 1;
-  lcu_prepared *p = prep_at(lua_newuserdatauv(L, sizeof *p + 15, 1));
+  lcu_prepared *p =
+      prep_at(pp_lua_newudata_tagged(L, sizeof *p + 15, 1, LCU_LAUNCH_MT));
   int pi = lua_gettop(L);
   memset(p, 0, offsetof(lcu_prepared, mem));
   p->d = d;
@@ -645,7 +646,7 @@ int lcu_fn_prepare(lua_State *L) {
 }
 
 const lcu_launch *lcu_prepared_use(lua_State *L, int idx, const char *what) {
-  lcu_prepared *p = prep_at(luaL_testudata(L, idx, LCU_LAUNCH_MT));
+  lcu_prepared *p = prep_at(pp_lua_testudata(L, idx, LCU_LAUNCH_MT));
   if (!p)
     return NULL;
   const lcu_fn *fn = p->d.fn;
@@ -675,13 +676,13 @@ const lcu_launch *lcu_prepared_use(lua_State *L, int idx, const char *what) {
 }
 
 static int prepared_tostring(lua_State *L) {
-  lcu_prepared *p = prep_at(luaL_checkudata(L, 1, LCU_LAUNCH_MT));
+  lcu_prepared *p = prep_at(pp_lua_checkudata(L, 1, LCU_LAUNCH_MT));
   lcu_launch_text(L, "phaseprobe.cuda.launch", &p->d);
   return 1;
 }
 
 static int prepared_get(lua_State *L) {
-  lcu_prepared *p = prep_at(luaL_checkudata(L, 1, LCU_LAUNCH_MT));
+  lcu_prepared *p = prep_at(pp_lua_checkudata(L, 1, LCU_LAUNCH_MT));
   const char *k = pp_lua_fieldkey(L, 2);
   if (k && strcmp(k, "fn") == 0) {
     lua_getiuservalue(L, 1, 1);

@@ -24,7 +24,7 @@ enum { E_U8, E_I32, E_U32, E_I64, E_U64, E_F32, E_F64 };
 static const size_t elem_size[] = {1, 4, 4, 8, 8, 4, 8};
 
 static lcu_buf *check_buf(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_BUF_MT);
+  return pp_lua_checkudata(L, idx, LCU_BUF_MT);
 }
 
 /* The open buffer at 1; with `what`, its context made current (last, after
@@ -39,7 +39,7 @@ static lcu_buf *check_open_buf(lua_State *L, const char *what) {
 
 int lcu_to_devptr(lua_State *L, int idx, lcu_ctx **c, CUdeviceptr *ptr,
                   size_t *size) {
-  lcu_buf *b = luaL_testudata(L, idx, LCU_BUF_MT);
+  lcu_buf *b = pp_lua_testudata(L, idx, LCU_BUF_MT);
   if (b) {
     luaL_argcheck(L, !b->closed, idx, "closed buffer");
     *c = b->c;
@@ -47,7 +47,7 @@ int lcu_to_devptr(lua_State *L, int idx, lcu_ctx **c, CUdeviceptr *ptr,
     *size = b->size;
     return 1;
   }
-  lcu_global *g = luaL_testudata(L, idx, LCU_GLOBAL_MT);
+  lcu_global *g = pp_lua_testudata(L, idx, LCU_GLOBAL_MT);
   if (g) {
     luaL_argcheck(L, !g->closed, idx, "closed global");
     luaL_argcheck(L, !g->m->closed, idx, "global of a closed module");
@@ -65,7 +65,7 @@ int lcu_ctx_alloc(lua_State *L) {
   PP_CHECK_OPEN(L, !c->closed, "context");
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n > 0, 2, "byte count must be positive");
-  lcu_buf *b = lua_newuserdatauv(L, sizeof *b, 1);
+  lcu_buf *b = pp_lua_newudata_tagged(L, sizeof *b, 1, LCU_BUF_MT);
   memset(b, 0, sizeof *b);
   b->c = c;
   b->closed = 1;
@@ -294,7 +294,7 @@ static int buf_memset(lua_State *L) {
       return lcu_raise(L, b->c, "cuMemsetD8", rc, NULL);
     return 0;
   }
-  lcu_stream *s = luaL_checkudata(L, 3, LCU_STREAM_MT);
+  lcu_stream *s = pp_lua_checkudata(L, 3, LCU_STREAM_MT);
   luaL_argcheck(L, !s->closed, 3, "closed stream");
   luaL_argcheck(L, s->c == b->c, 3, "stream of another context");
   rc = pp_cuda()->MemsetD8Async(b->ptr, (unsigned char)v, b->size, s->s);

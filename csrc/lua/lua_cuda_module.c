@@ -138,7 +138,7 @@ static int load_ptx(lua_State *L, int ptx_idx, int opt_idx, const char *what) {
   const char *ptx = luaL_checklstring(L, ptx_idx, &len);
   jit_opts j;
   jit_parse(L, opt_idx, &j);
-  lcu_mod *m = lua_newuserdatauv(L, sizeof *m, 3);
+  lcu_mod *m = pp_lua_newudata_tagged(L, sizeof *m, 3, LCU_MOD_MT);
   memset(m, 0, sizeof *m);
   m->c = c;
   m->closed = 1;
@@ -203,7 +203,7 @@ int lcu_ctx_load_file(lua_State *L) {
 
 /* ---- modules ------------------------------------------------------------- */
 static lcu_mod *check_mod(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_MOD_MT);
+  return pp_lua_checkudata(L, idx, LCU_MOD_MT);
 }
 
 static lcu_mod *check_open_mod(lua_State *L, int idx, const char *what) {
@@ -260,7 +260,7 @@ static int mod_get(lua_State *L) {
 
 /* ---- functions ----------------------------------------------------------- */
 lcu_fn *lcu_check_fn(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_FN_MT);
+  return pp_lua_checkudata(L, idx, LCU_FN_MT);
 }
 
 lcu_fn *lcu_check_open_fn(lua_State *L, int idx) {
@@ -389,9 +389,8 @@ static int mod_func(lua_State *L) {
   for (int i = 0; i < 5; i++)
     av[i] = fn_attr(L, m, f, attr[i]);
   size_t np = lay.n > 0 ? (size_t)lay.n : 0, nlen = strlen(name);
-  lcu_fn *fn =
-      lua_newuserdatauv(L, sizeof *fn + np * sizeof(pp_cuda_param) + nlen + 1,
-                        2);
+  lcu_fn *fn = pp_lua_newudata_tagged(
+      L, sizeof *fn + np * sizeof(pp_cuda_param) + nlen + 1, 2, LCU_FN_MT);
   memset(fn, 0, sizeof *fn);
   fn->m = m;
   fn->fn = f;
@@ -514,7 +513,7 @@ static int fn_tostring(lua_State *L) {
 
 /* ---- globals ------------------------------------------------------------- */
 static lcu_global *check_global(lua_State *L, int idx, const char *what) {
-  lcu_global *g = luaL_checkudata(L, idx, LCU_GLOBAL_MT);
+  lcu_global *g = pp_lua_checkudata(L, idx, LCU_GLOBAL_MT);
   luaL_argcheck(L, !g->closed, idx, "closed global");
   luaL_argcheck(L, !g->m->closed, idx, "closed module");
   if (what)
@@ -534,7 +533,7 @@ static int mod_global(lua_State *L) {
     return lcu_raise(L, m->c, "cuModuleGetGlobal", rc, lua_tostring(L, -1));
   }
   size_t nlen = strlen(name);
-  lcu_global *g = lua_newuserdatauv(L, sizeof *g + nlen + 1, 1);
+  lcu_global *g = pp_lua_newudata_tagged(L, sizeof *g + nlen + 1, 1, LCU_GLOBAL_MT);
   g->m = m;
   g->closed = 0;
   g->ptr = ptr;
@@ -617,7 +616,7 @@ static const lcu_field global_fields[] = {
     {NULL, LCU_INT, 0}};
 
 static int global_get(lua_State *L) {
-  lcu_global *g = luaL_checkudata(L, 1, LCU_GLOBAL_MT);
+  lcu_global *g = pp_lua_checkudata(L, 1, LCU_GLOBAL_MT);
   const char *k = pp_lua_fieldkey(L, 2);
   if (strcmp(k, "closed") == 0) {
     lua_pushboolean(L, g->closed || g->m->closed);
@@ -631,7 +630,7 @@ static int global_get(lua_State *L) {
 
 /* The module owns the memory: closing a global only retires the handle. */
 static int global_close(lua_State *L) {
-  ((lcu_global *)luaL_checkudata(L, 1, LCU_GLOBAL_MT))->closed = 1;
+  ((lcu_global *)pp_lua_checkudata(L, 1, LCU_GLOBAL_MT))->closed = 1;
   return 0;
 }
 
@@ -641,7 +640,7 @@ static int no_gc(lua_State *L) {
 }
 
 static int global_tostring(lua_State *L) {
-  lcu_global *g = luaL_checkudata(L, 1, LCU_GLOBAL_MT);
+  lcu_global *g = pp_lua_checkudata(L, 1, LCU_GLOBAL_MT);
   lua_pushfstring(L, "phaseprobe.cuda.global '%s' (%d bytes%s)", g->name,
                   (int)g->size,
                   g->closed     ? ", closed"

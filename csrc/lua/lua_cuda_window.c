@@ -23,7 +23,7 @@
 
 /* ---- streams ----------------------------------------------------------------- */
 static lcu_stream *check_stream(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_STREAM_MT);
+  return pp_lua_checkudata(L, idx, LCU_STREAM_MT);
 }
 
 /* A stream that is open, of a usable context; made current (use) or not
@@ -44,7 +44,7 @@ static lcu_stream *check_open_stream(lua_State *L, int idx, const char *what) {
 }
 
 static lcu_stream *new_stream(lua_State *L, int ctx_idx, lcu_ctx *c) {
-  lcu_stream *s = lua_newuserdatauv(L, sizeof *s, 1);
+  lcu_stream *s = pp_lua_newudata_tagged(L, sizeof *s, 1, LCU_STREAM_MT);
   memset(s, 0, sizeof *s);
   s->c = c;
   luaL_setmetatable(L, LCU_STREAM_MT);
@@ -89,7 +89,7 @@ int lcu_ctx_stream(lua_State *L) {
  * context: a default stream called with its context creates a new stream. */
 static int stream_call(lua_State *L) {
   lcu_stream *s = check_stream(L, 1);
-  lcu_ctx *c = luaL_testudata(L, 2, LCU_CTX_MT);
+  lcu_ctx *c = pp_lua_testudata(L, 2, LCU_CTX_MT);
   if (s->owned || c != s->c)
     return luaL_error(L, "a stream is not callable (use ctx:stream() to create "
                          "one)");
@@ -144,7 +144,7 @@ static int stream_synchronize(lua_State *L) {
 
 /* ---- windows ----------------------------------------------------------------- */
 static lcu_window *check_window(lua_State *L, int idx) {
-  return luaL_checkudata(L, idx, LCU_WINDOW_MT);
+  return pp_lua_checkudata(L, idx, LCU_WINDOW_MT);
 }
 
 static void window_release(lcu_window *w) {
@@ -201,7 +201,7 @@ static int stream_window(lua_State *L) {
     src = lcu_opt_ksrc(L, -1, "stream:window", PP_KSRC_NONE);
     lua_pop(L, 1);
   }
-  lcu_window *w = lua_newuserdatauv(L, sizeof *w, 1);
+  lcu_window *w = pp_lua_newudata_tagged(L, sizeof *w, 1, LCU_WINDOW_MT);
   memset(w, 0, sizeof *w);
   w->c = s->c;
   w->s = s;

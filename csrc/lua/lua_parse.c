@@ -277,7 +277,7 @@ static void push_report(lua_State *L, const pp_parser *p) {
 
 /* ---- parser userdata ----------------------------------------------------- */
 static parser_ud *check_parser(lua_State *L) {
-  parser_ud *u = luaL_checkudata(L, 1, PARSER_MT);
+  parser_ud *u = pp_lua_checkudata(L, 1, PARSER_MT);
   PP_CHECK_OPEN(L, !u->closed, "parser");
   return u;
 }
@@ -332,7 +332,7 @@ static int closed_in_callback(lua_State *L, const char *what) {
 }
 
 static int parser_tostring(lua_State *L) {
-  parser_ud *u = luaL_checkudata(L, 1, PARSER_MT);
+  parser_ud *u = pp_lua_checkudata(L, 1, PARSER_MT);
   if (u->closed) {
     lua_pushliteral(L, "phaseprobe.parser (closed)");
   } else {
@@ -348,7 +348,7 @@ static int parser_tostring(lua_State *L) {
  * holds the cap on one input, for messages. */
 static parser_ud *push_parser(lua_State *L, int opts) {
   opts = lua_absindex(L, opts);
-  parser_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  parser_ud *u = pp_lua_newudata_tagged(L, sizeof *u, 1, PARSER_MT);
   u->p = NULL;
   u->closed = 1;
   u->busy = 0;

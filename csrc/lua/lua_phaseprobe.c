@@ -278,12 +278,18 @@ static int l_nested(lua_State *L) { return push_scope(L, 1, "nested"); }
 /* __close(scope, err): ends this scope at the time it was called, error or
  * not, wherever it is on the thread's stack, and gives the object's pool
  * slot back. Upvalues: 1 the scope metatable, 2 the pool, 3 the state. */
+/* The scope object at idx: a full userdata of its size holding the tag. */
+static scope_tok *to_scope(lua_State *L, int idx) {
+  scope_tok *t = lua_touserdata(L, idx);
+  if (!t || lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof *t ||
+      t->tag != __atomic_load_n(&scope_tag, __ATOMIC_RELAXED))
+    luaL_typeerror(L, idx, SCOPE_MT);
+  return t;
+}
+
 static int scope_close(lua_State *L) {
   pp_ticks now = pp_now_inline();
-  scope_tok *t = lua_touserdata(L, 1);
-  if (!t || lua_rawlen(L, 1) != sizeof *t ||
-      t->tag != __atomic_load_n(&scope_tag, __ATOMIC_RELAXED))
-    return luaL_typeerror(L, 1, "phaseprobe.scope");
+  scope_tok *t = to_scope(L, 1);
   if (t->nested < 0)
     return 0;
   lstate *st = lua_touserdata(L, lua_upvalueindex(3));
@@ -312,7 +318,7 @@ static int scope_close(lua_State *L) {
 }
 
 static int scope_tostring(lua_State *L) {
-  scope_tok *t = luaL_checkudata(L, 1, SCOPE_MT);
+  scope_tok *t = to_scope(L, 1);
   lua_pushfstring(L, "phaseprobe.scope (%s %d%s)",
                   t->nested > 0 ? "nested" : "phase", t->index,
                   t->nested < 0 ? ", closed" : "");
@@ -765,7 +771,7 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
 /* With the module table on top: this state's data (the first upvalue of
  * state_fns), the scopes' metatable and pool, and the entry points. */
 void pp_lua_open_probe(lua_State *L) {
-  lstate *st = lua_newuserdatauv(L, sizeof *st, 3);
+  lstate *st = pp_lua_newudata_tagged(L, sizeof *st, 3, STATE_MT);
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
   for (int i = 0; i < SCOPE_POOL; i++) /* slot 1 first */

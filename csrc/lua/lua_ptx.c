@@ -480,7 +480,7 @@ static void job_wait(scan_job *j) {
 }
 
 static int job_gc(lua_State *L) {
-  scan_job *j = luaL_checkudata(L, 1, RESULT_MT);
+  scan_job *j = pp_lua_checkudata(L, 1, RESULT_MT);
   job_wait(j);
   if (j->feed_init) {
     pthread_mutex_destroy(&j->feed.mu);
@@ -639,7 +639,7 @@ static int scan_push(lua_State *L, int ti, const lopts *lo, const char *fn,
   size_t len;
   const char *text = lua_tolstring(L, ti, &len);
   size_t pmin = full ? parallel_min(L) : SIZE_MAX;
-  scan_job *j = lua_newuserdatauv(L, sizeof *j, 1);
+  scan_job *j = pp_lua_newudata_tagged(L, sizeof *j, 1, RESULT_MT);
   memset(j, 0, sizeof *j);
   luaL_setmetatable(L, RESULT_MT);
   lua_pushvalue(L, ti);

@@ -86,7 +86,7 @@ void pp_lua_push_value(lua_State *L, const pp_value *v) {
 
 /* ---- the two kinds -------------------------------------------------------- */
 static lrec *check_rec(lua_State *L, int i) {
-  return luaL_checkudata(L, i, RECORD_MT);
+  return pp_lua_checkudata(L, i, RECORD_MT);
 }
 
 static const char *own_tags(const lrec *r) {
@@ -541,8 +541,8 @@ static void set_record_mt(lua_State *L) {
 void pp_lua_push_record(lua_State *L, const pp_record *cr) {
   const pp_schema *s = cr->schema;
   size_t ntags = strnlen(cr->tags, sizeof cr->tags);
-  lrec *r = lua_newuserdatauv(
-      L, sizeof *r + s->nfields * sizeof(uint64_t) + ntags + 1, 0);
+  lrec *r = pp_lua_newudata_tagged(
+      L, sizeof *r + s->nfields * sizeof(uint64_t) + ntags + 1, 0, RECORD_MT);
   r->kind = REC_OWN;
   r->has_view = 0;
   r->ntags = (uint16_t)ntags;
@@ -566,7 +566,8 @@ void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx) {
                   "more names than a store has columns");
   }
   int has_view = !lua_isnoneornil(L, view_idx);
-  lrec *r = lua_newuserdatauv(L, sizeof *r + (size_t)m * sizeof(uint32_t), 1);
+  lrec *r = pp_lua_newudata_tagged(L, sizeof *r + (size_t)m * sizeof(uint32_t),
+                                   1, RECORD_MT);
   r->kind = REC_ROW;
   r->has_view = (uint8_t)has_view;
   r->ntags = 0;
@@ -656,7 +657,7 @@ static size_t row_fields(const pp_cols *c, const lrec *r, pp_cols_field *f) {
 
 int pp_lua_record_fields(lua_State *L, int idx, pp_cols_field *f, size_t *nf,
                          const char **prefix) {
-  lrec *r = luaL_testudata(L, idx, RECORD_MT);
+  lrec *r = pp_lua_testudata(L, idx, RECORD_MT);
   if (!r)
     return 0;
   if (r->kind == REC_OWN) {

@@ -26,18 +26,18 @@ typedef struct {
 
 /* How every binding file pushes and reads schema handles (pp_lua.h). */
 void pp_lua_push_schema(lua_State *L, const pp_schema *s) {
-  schema_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  schema_ud *u = pp_lua_newudata_tagged(L, sizeof *u, 0, SCHEMA_MT);
   u->s = s;
   luaL_setmetatable(L, SCHEMA_MT);
 }
 
 const pp_schema *pp_lua_test_schema(lua_State *L, int idx) {
-  schema_ud *u = luaL_testudata(L, idx, SCHEMA_MT);
+  schema_ud *u = pp_lua_testudata(L, idx, SCHEMA_MT);
   return u ? u->s : NULL;
 }
 
 static const pp_schema *check_schema(lua_State *L, int i) {
-  return ((schema_ud *)luaL_checkudata(L, i, SCHEMA_MT))->s;
+  return ((schema_ud *)pp_lua_checkudata(L, i, SCHEMA_MT))->s;
 }
 
 /* The name lists a schema handle answers: s.phases, s.phase_labels

@@ -34,7 +34,7 @@ typedef struct {
 } showbuf;
 
 static int showbuf_gc(lua_State *L) {
-  showbuf *b = luaL_testudata(L, 1, "phaseprobe.showbuf"); /* only ours, even called by hand */
+  showbuf *b = pp_lua_testudata(L, 1, "phaseprobe.showbuf"); /* only ours, even called by hand */
   if (b) {
     free(b->p);
     b->p = NULL;
@@ -283,7 +283,7 @@ static void add_table(showbuf *b, lua_State *L, int idx, int depth) {
 static int show_tostring(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  showbuf *b = lua_newuserdatauv(L, sizeof *b, 0); /* 2 */
+  showbuf *b = pp_lua_newudata_tagged(L, sizeof *b, 0, "phaseprobe.showbuf"); /* 2 */
   memset(b, 0, sizeof *b);
   pp_lua_class_push(L, &(pp_lua_class){.name = "phaseprobe.showbuf",
                                        .gc = showbuf_gc});

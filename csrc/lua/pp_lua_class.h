@@ -48,6 +48,43 @@ void pp_lua_class_new(lua_State *L, const pp_lua_class *c);
  * it is). For classes made on demand (lua_show.c). */
 int pp_lua_class_push(lua_State *L, const pp_lua_class *c);
 
+/* Objects of a class made here are allocated by pp_lua_newudata, which
+ * ends them with the class's tag, and checked by pp_lua_testudata and
+ * pp_lua_checkudata: luaL_newuserdatauv + luaL_setmetatable,
+ * luaL_testudata and luaL_checkudata at a fifth of the checks' cost (not
+ * for another library's classes, such as Lua's files). tname must be a
+ * constant (each call site keeps its tag); pp_lua_tag serves any name. */
+uint64_t pp_lua_tag(const char *tname);
+void *pp_lua_newudata_(lua_State *L, size_t size, int nuv, uint64_t tag);
+void *pp_lua_testudata_(lua_State *L, int idx, uint64_t tag);
+void *pp_lua_checkudata_(lua_State *L, int idx, const char *tname,
+                         uint64_t tag);
+#define PP_LUA_TAG_(tname)                                                     \
+  __extension__({                                                              \
+    static uint64_t tag_;                                                      \
+    uint64_t t_ = __atomic_load_n(&tag_, __ATOMIC_RELAXED);                    \
+    if (__builtin_expect(!t_, 0)) {                                            \
+      t_ = pp_lua_tag(tname);                                                  \
+      __atomic_store_n(&tag_, t_, __ATOMIC_RELAXED);                           \
+    }                                                                          \
+    t_;                                                                        \
+  })
+/* A new object of class tname (its metatable set), size bytes for the
+ * caller, nuv user values; pp_lua_newudata_tagged leaves the metatable to
+ * the caller. */
+#define pp_lua_newudata_tagged(L, size, nuv, tname)                            \
+  pp_lua_newudata_((L), (size), (nuv), PP_LUA_TAG_(tname))
+#define pp_lua_newudata(L, size, nuv, tname)                                   \
+  __extension__({                                                              \
+    void *o_ = pp_lua_newudata_tagged((L), (size), (nuv), (tname));            \
+    luaL_setmetatable((L), (tname));                                           \
+    o_;                                                                        \
+  })
+#define pp_lua_testudata(L, idx, tname)                                        \
+  pp_lua_testudata_((L), (idx), PP_LUA_TAG_(tname))
+#define pp_lua_checkudata(L, idx, tname)                                       \
+  pp_lua_checkudata_((L), (idx), (tname), PP_LUA_TAG_(tname))
+
 /* Pushes a read-only view of the table at idx and, on top, the view's
  * metatable as far as every view has it: the view is an empty table whose
  * reads go through to the table (__index) and whose metatable is hidden
@@ -65,14 +102,14 @@ void pp_lua_view_open(lua_State *L, int idx, int nevents);
  * whatever busy says, as no method of an unreachable handle runs. */
 #define PP_LUA_BUSY_CLOSE_GC(close_fn, gc_fn, T, mt, free_fn)                 \
   static int close_fn(lua_State *L) {                                         \
-    T *u_ = luaL_checkudata(L, 1, mt);                                        \
+    T *u_ = pp_lua_checkudata(L, 1, mt);                                        \
     u_->closed = 1;                                                           \
     if (u_->busy == 0)                                                        \
       free_fn(u_);                                                            \
     return 0;                                                                 \
   }                                                                           \
   static int gc_fn(lua_State *L) {                                            \
-    T *u_ = luaL_checkudata(L, 1, mt);                                        \
+    T *u_ = pp_lua_checkudata(L, 1, mt);                                        \
     u_->closed = 1;                                                           \
     u_->busy = 0;                                                             \
     free_fn(u_);                                                              \
