@@ -208,11 +208,13 @@ static int stream_window(lua_State *L) {
   luaL_setmetatable(L, LCU_WINDOW_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
-  check_open_stream(L, 1, "stream:window");
-  w->holds = 1;
-  lcu_hold(w->c);
   if (src == PP_KSRC_NONE)
     src = w->c->ksrc;
+  /* A CUPTI window records no event: its opening, close and collect make
+   * no driver call, and its loop makes the context current itself. */
+  open_stream(L, 1, "stream:window", src != PP_KSRC_CUPTI);
+  w->holds = 1;
+  lcu_hold(w->c);
   lcu_check_ksrc(L, src, "stream:window");
   CUresult rc = src == PP_KSRC_CUPTI
                     ? pp_cuda_window_open_timeline(&w->w, w->c->pool, s->s)
@@ -310,7 +312,8 @@ static int window_close(lua_State *L) {
     PP_CHECK_OPEN(L, !w->s->closed, "stream");
     lcu_use(L, w->c, "window:close");
   }
-  if (pp_cuda()->CtxSetCurrent(w->c->ctx) != CUDA_SUCCESS && unwinding)
+  if (!w->w.timeline && /* no event to record otherwise */
+      pp_cuda()->CtxSetCurrent(w->c->ctx) != CUDA_SUCCESS && unwinding)
     return 0;
   CUresult rc = pp_cuda_window_close(&w->w);
   if (rc != CUDA_SUCCESS && !unwinding)
@@ -320,7 +323,8 @@ static int window_close(lua_State *L) {
 
 /* w:collect() -> device_window_ns, kernel_ns (nil without a launch loop) */
 static int window_collect(lua_State *L) {
-  lcu_window *w = check_live_window(L, "window:collect");
+  lcu_window *w = check_window(L, 1);
+  w = live_window(L, "window:collect", !w->w.timeline); /* events to read */
   if (w->w.stage != PP_CUDA_WINDOW_CLOSED)
     return luaL_error(L, "window:collect: close the window first (w:close())");
   uint64_t win = 0, ker = 0;
