@@ -14,9 +14,9 @@
  * the unmodified call).
  *
  * Here: the probe's entry points (enable, scopes, charges, counts, tags,
- * the dispatch's lifetime and its emit) over csrc/probe/, added to the
- * module table by pp_lua_open_probe; luaopen_phaseprobe (lua_module.c)
- * builds the module from this and every other binding file.
+ * the dispatch's lifetime; its emit is lua_emit.c) over csrc/probe/, added
+ * to the module table by pp_lua_open_probe; luaopen_phaseprobe
+ * (lua_module.c) builds the module from this and every other binding file.
  */
 #include "pp_lua.h"
 
@@ -603,110 +603,6 @@ static int l_is_open(lua_State *L) {
   return 1;
 }
 
-/* emit{seq=, wall_ns=, enqueue_ns=, wait_ns=, device_window_ns=,
- * <cache>_cache_hits=, <cache>_cache_misses=, <cache>_cache_disk_hits=}
- * -> record. Every field is optional; one given overrides what the probe
- * has (cache values: the dispatch's cache events). Unknown fields raise. */
-static const char *const emit_fields[] = {"seq", "wall_ns", "enqueue_ns",
-                                          "wait_ns", "device_window_ns", NULL};
-
-/* Raises for the key on top of the stack: its text first (luaL_tolstring
- * pushes it), then the valid fields, so each argument names what it should. */
-static int emit_unknown(lua_State *L, const pp_schema *s) {
-  int nul = pp_lua_hasnul(L, -1);
-  const char *key = luaL_tolstring(L, -1, NULL);
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  luaL_addstring(&b, "seq, wall_ns, enqueue_ns, wait_ns, device_window_ns");
-  for (size_t i = 0; i < s->ncaches; i++) {
-    lua_pushfstring(L, ", %s_cache_hits, %s_cache_misses, %s_cache_disk_hits",
-                    s->cache[i], s->cache[i], s->cache[i]);
-    luaL_addvalue(&b);
-  }
-  luaL_pushresult(&b);
-  return luaL_error(L, "phaseprobe.emit: unknown field '%s'%s (valid: %s)",
-                    key, nul ? " (it contains a NUL byte)" : "",
-                    lua_tostring(L, -1));
-}
-
-/* The value at the top of the stack, for field `name`. */
-static uint64_t emit_value(lua_State *L, const char *name) {
-  lua_Integer i = lua_tointeger(L, -1);
-  if (!lua_isinteger(L, -1) || i < 0)
-    luaL_error(L, "phaseprobe.emit: field '%s' must be a non-negative "
-                  "integer, got %s",
-               name, luaL_tolstring(L, -1, NULL));
-  return (uint64_t)i;
-}
-
-static void emit_args(lua_State *L, int t, const pp_schema *s,
-                      pp_emit_args *a) {
-  uint64_t *plain[] = {&a->seq, &a->wall_ns, &a->enqueue_ns, &a->wait_ns,
-                       &a->device_window_ns};
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    const char *k = pp_lua_tokey(L, -2);
-    int done = 0;
-    for (int i = 0; k && !done && emit_fields[i]; i++)
-      if (strcmp(k, emit_fields[i]) == 0) {
-        *plain[i] = emit_value(L, k);
-        a->given |= 1u << i;
-        done = 1;
-      }
-    for (size_t c = 0; k && !done && c < s->ncaches; c++) {
-      size_t n = strlen(s->cache[c]);
-      if (strncmp(k, s->cache[c], n) != 0)
-        continue;
-      const char *rest = k + n;
-      if (strcmp(rest, "_cache_hits") == 0) {
-        a->cache_hits[c] = emit_value(L, k);
-        a->given |= PP_GIVEN_HITS(c);
-        done = 1;
-      } else if (strcmp(rest, "_cache_misses") == 0) {
-        a->cache_misses[c] = emit_value(L, k);
-        a->given |= PP_GIVEN_MISSES(c);
-        done = 1;
-      } else if (strcmp(rest, "_cache_disk_hits") == 0) {
-        a->cache_disk_hits[c] = emit_value(L, k);
-        a->given |= PP_GIVEN_DISK_HITS(c);
-        done = 1;
-      }
-    }
-    if (!done) {
-      lua_pop(L, 1);
-      emit_unknown(L, s);
-    }
-    lua_pop(L, 1);
-  }
-}
-
-static int l_emit(lua_State *L) {
-  if (!pp_enabled())
-    return 0;
-  pp_emit_args a;
-  memset(&a, 0, sizeof a);
-  if (!lua_isnoneornil(L, 1)) {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    emit_args(L, 1, open_schema(L, "emit"), &a);
-  }
-  pp_acc *acc = pp_acc_peek();
-  if (!(acc && acc->open && acc->begin_ticks) && !(a.given & PP_GIVEN_WALL))
-    /* No pp.begin: the probe measured no wall, so the caller gives it, as
-     * the reference's caller does. */
-    return luaL_error(L, "phaseprobe.emit: no wall time: no dispatch was "
-                         "begun on this thread (phaseprobe.begin) and no "
-                         "wall_ns was given");
-  /* A mask with no bit set would be read as the 0.1.0 form. */
-  if (!a.given) {
-    a = PP_EMIT_ARGS_AUTO;
-  }
-  pp_record r;
-  if (pp_emit(&a, &r) != 0)
-    return 0;
-  pp_lua_push_record(L, &r);
-  return 1;
-}
-
 /* functions that need the per-state upvalue */
 static const luaL_Reg state_fns[] = {
     {"phase", l_phase},
@@ -738,7 +634,7 @@ static const luaL_Reg plain_fns[] = {
     {"tag", l_tag},
     {"finish", l_finish},
     {"is_open", l_is_open},
-    {"emit", l_emit},
+    {"emit", pp_lua_emit},
     {NULL, NULL}};
 
 static int nothing(lua_State *L) {

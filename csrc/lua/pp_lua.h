@@ -54,6 +54,8 @@ int pp_lua_cupti_start(lua_State *L);
 void pp_lua_open_record(lua_State *L);
 /* A copy of a C record (pp.emit, pp.store). */
 void pp_lua_push_record(lua_State *L, const pp_record *r);
+/* pp.emit{...} -> record (lua_emit.c). */
+int pp_lua_emit(lua_State *L);
 /* Row `row` (0-based) of the columns userdata at cols_idx; view_idx, when
  * not none or nil, is a list of field names: the record shows only those. */
 void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx);
