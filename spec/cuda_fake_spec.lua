@@ -5,48 +5,13 @@
 -- the binding's own logic: error messages, argument packing, the object
 -- lifecycle, the window's plumbing into the probe record. The fake never
 -- stands for a GPU: spec/cuda_gpu_spec.lua checks the real behaviour.
-local sub = require "helpers.cuda_sub"
-
--- Every chunk here must exit cleanly (a sanitizer report fails it too).
-local run_chunk = sub.run
-sub = setmetatable({
-  run = function(env, chunk)
-    local r = run_chunk(env, chunk)
-    assert(r._status, "subprocess failed:\n" .. r._output)
-    return r
-  end,
-}, { __index = sub })
+-- Every chunk here must exit cleanly (helpers/fakecuda.lua).
+local fake = require "helpers.fakecuda"
+local sub, fake_env, KINDS_PTX = fake.sub, fake.env, fake.KINDS_PTX
+local with_ctx = fake.with_ctx
 
 local ready = sub.fake_ready()
 local files = require "helpers.files"
-
--- A small hand-written module (spec/fixtures/cuda/kinds.ptx): globals, an
--- entry with one parameter of each kind, and a "trap" entry.
-local KINDS_PTX = files.slurp("spec/fixtures/cuda/kinds.ptx")
-
-local function fake_env(extra)
-  local env = {
-    PHASEPROBE_LIBCUDA = sub.fake,
-    PHASEPROBE_FAKE_FAULTS = false,
-    PHASEPROBE_FAKE_LOG = false,
-    PHASEPROBE_FAKE_REPORT = false,
-  }
-  for k, v in pairs(extra or {}) do
-    env[k] = v
-  end
-  return env
-end
-
--- Runs `body` after setting up ctx (context 0), mod (KINDS_PTX), saxpy.
-local function with_ctx(extra_env, body)
-  local setup = ([[
-local ctx = assert(cu.context(0))
-local mod = ctx:load(%q)
-local saxpy_mod = ctx:load_file("examples/kernels/saxpy.ptx")
-local saxpy = saxpy_mod:func("saxpy")
-]]):format(KINDS_PTX)
-  return sub.run(fake_env(extra_env), setup .. body)
-end
 
 -- What the fake wrote to path (nil where it wrote nothing); path removed.
 local function taken(path)
