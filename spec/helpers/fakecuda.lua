@@ -2,7 +2,7 @@
 -- as build/libfakecuda.so): the environment that selects it, a chunk run
 -- in its own interpreter that must exit cleanly, the small module the
 -- chunks load, and a chunk run with a context and that module set up.
--- Used by spec/cuda_fake_spec.lua.
+-- Shared by spec/cuda_fake_spec.lua and spec/cuda_fake_errors_spec.lua.
 --
 --   local fake = require "helpers.fakecuda"
 --   local sub, fake_env = fake.sub, fake.env
