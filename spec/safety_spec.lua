@@ -4,7 +4,7 @@
 --
 -- Cases that crashed (or corrupted memory) run in their own interpreter, so
 -- a crash fails the case instead of the whole run; under `make asan` that
--- interpreter is sanitized too (LD_PRELOAD is inherited).
+-- interpreter is sanitized too (helpers/isolated.lua).
 local pp = require "phaseprobe"
 local shell = require "helpers.shell"
 local files = require "helpers.files"
@@ -12,61 +12,11 @@ local files = require "helpers.files"
 local ROOT = os.getenv("PWD") or "."
 
 local q = require("helpers.shell").q
--- the child interpreter: under `make valgrind`, valgrind running lua5.4
-local LUA = shell.lua
 
--- Runs a Lua chunk in a fresh interpreter (with a time limit); returns the
--- lines it reported as key<TAB>value, its whole output and whether it
--- exited cleanly.
-local PRELUDE = [[
-package.cpath = "./?.so;" .. package.cpath
-package.path = "./lua/?.lua;./spec/?.lua;" .. package.path
-pp = require "phaseprobe"
-function report(k, ...)
-  local t = {}
-  for i = 1, select("#", ...) do t[i] = tostring((select(i, ...))) end
-  io.write(k, "\t", (table.concat(t, " | "):gsub("\n", "\\n")), "\n")
-  io.flush()
-end
--- A FIFO fed with PTX-like text without end (by `yes`, which ends when the
--- reader closes it): an input whose size no one knows.
-function endless()
-  local path = os.tmpname()
-  os.remove(path)
-  assert(os.execute("mkfifo " .. path))
-  os.execute("(yes '.reg .b32 r;' > " .. path .. " 2>/dev/null &)")
-  return path
-end
-function try(k, f, ...)
-  local r = table.pack(pcall(f, ...))
-  if r[1] then report(k, "ok", table.unpack(r, 2, r.n))
-  else report(k, "error: " .. tostring(r[2])) end
-end
-]]
-
-local function sub(chunk, opts)
-  opts = opts or {}
-  local path = os.tmpname()
-  files.spit(path, PRELUDE .. chunk)
-  local env = ""
-  for k, v in pairs(opts.env or {}) do env = env .. k .. "=" .. q(v) .. " " end
-  local cmd = ("%s timeout %d %s %s %s 2>&1"):format(env, opts.timeout or 60, LUA, q(path),
-    opts.stdin and ("< " .. q(opts.stdin)) or "")
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local ok = p:close()
-  os.remove(path)
-  local r = { _out = out, _ok = ok }
-  for k, v in out:gmatch("([%w_]+)\t([^\n]*)") do r[k] = v end
-  return r
-end
-
-local function clean(r)
-  assert(r._ok, "the interpreter did not exit cleanly:\n" .. r._out)
-  assert(not r._out:find("AddressSanitizer", 1, true), r._out)
-  assert(not r._out:find("runtime error", 1, true), r._out)
-  return r
-end
+-- Runs a Lua chunk in a fresh interpreter (with a time limit) and checks
+-- that it exited cleanly; PRELUDE is what the chunk starts with.
+local isolated = require "helpers.isolated"
+local PRELUDE, sub, clean = isolated.PRELUDE, isolated.run, isolated.clean
 
 -- Runs chunk as sub does, checked clean, against the fake driver, with ctx
 -- (a context of it) defined; nil, and the case pending, where the module
