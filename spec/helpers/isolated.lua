@@ -1,7 +1,8 @@
 -- isolated.lua: a Lua chunk run in a fresh interpreter, with a time limit,
 -- so that a crash (or a sanitizer's report) fails the one case instead of
 -- the whole run; under `make asan` that interpreter is sanitized too
--- (LD_PRELOAD is inherited). Used by spec/safety_spec.lua.
+-- (LD_PRELOAD is inherited). Shared by spec/safety_spec.lua and
+-- spec/safety_records_spec.lua.
 --
 --   local isolated = require "helpers.isolated"
 --   local r = isolated.clean(isolated.run([[ try("n", pp.parse.string, "p a=1\n") ]]))
