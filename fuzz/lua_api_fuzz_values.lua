@@ -9,8 +9,8 @@
 -- Split out of fuzz/lua_api_fuzz.lua, the driver, which loads it (after
 -- finding the surface and setting up its pools of live objects) and hands
 -- it what the values come from: its random choices (math.random, seeded
--- with --seed), its pools, and the mischief hostile metamethods do; its
--- table of plausible arguments picks from these values for each entry point.
+-- with --seed), its pools, and the mischief hostile metamethods do.
+-- fuzz/lua_api_fuzz_args.lua picks from these values for each entry point.
 local D = ...
 local R, chance, pick = D.R, D.chance, D.pick
 local pp, records, REC, sample_cols = D.pp, D.records, D.REC, D.sample_cols
