@@ -387,8 +387,9 @@ endif
 
 # ---- CUDA layer: a fault-injecting fake driver for the non-GPU specs --------
 # build/libfakecuda.so stands in for libcuda.so.1 (PHASEPROBE_LIBCUDA) so that
-# spec/cuda_fake_spec.lua can drive the driver-error paths without a GPU. It
-# needs the CUDA headers; without them the spec reports itself pending.
+# spec/cuda_fake_spec.lua and spec/cuda_fake_errors_spec.lua can drive the
+# driver's paths and its errors without a GPU. It needs the CUDA headers;
+# without them those specs report themselves pending.
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 FAKECUDA := $(BUILD)/libfakecuda.so
 $(FAKECUDA): spec/helpers/fakecuda.c csrc/include/pp_cuda.h | $(BUILD)
