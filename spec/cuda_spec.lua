@@ -1,7 +1,6 @@
 -- pp.cuda on any machine: the module imports, and without a usable driver it
 -- says why instead of failing. (Driver error paths: cuda_fake_errors_spec.lua
--- and cuda_fake_spec.lua; the
--- GPU itself: cuda_gpu_spec.lua, tag #gpu.)
+-- and cuda_fake_spec.lua; the GPU itself: cuda_gpu_spec.lua, tag #gpu.)
 local pp = require "phaseprobe"
 local probe = require "helpers.probe"
 
