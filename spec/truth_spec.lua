@@ -164,7 +164,7 @@ describe("the CUPTI matching logic, against a scripted fake CUPTI", function()
       assert.truthy(line:find("^ok "), out)
       n = n + 1
     end
-    assert.are.equal(16, n, out)
+    assert.are.equal(17, n, out)
   end)
 
   it("starts spans on fresh slots without a page fault #novalgrind", function()
@@ -390,36 +390,32 @@ describe("source selection and calibration through the fake driver", function()
     end
   end)
 
-  -- Windows back to back (open nearly all the time, as a dispatcher's are)
-  -- outrun the flusher's 10 ms period and its wait for a moment with no
-  -- window open: 2,000 of them take the fake about 20 ms here, and 256
-  -- wait at most. The span slots running short wake the flusher, so the
-  -- windows keep their timelines (before: 1,488 of 2,000 got none).
-  it("keeps the timelines of 2,000 windows opened back to back #novalgrind", function()
+  -- A launch loop that fails (a bad launch configuration, as an autotuner
+  -- tries) left its span open with nobody to close it: 256 such loops took
+  -- every slot for good, and each later window got no timeline.
+  it("frees the span of a launch loop that failed", function()
     if not need_fake_cupti() then return end
     local out, ok = run_traced([[
       pp.enable(); pp.sink("none")
-      local n, complete = 2000, 0
-      for i = 1, n do
-        pp.begin()
-        local w = s:window()
-        w:launch_loop{ fn = spin, grid = 1, block = 32, args = { 1000, 0, 0 } }
-        w:close(); pp.finish(); w:collect()
-        pp.emit{ seq = i }
+      for _ = 1, 300 do
+        local ran, why = pcall(s.timed, s, { fn = spin, grid = 1, block = 2048, args = { 1000, 0, 0 } })
+        assert(not ran and tostring(why):find("INVALID"), tostring(why))
       end
+      local w = s:window()
+      for _ = 1, 3 do -- tried again in one window
+        assert(not pcall(w.launch_loop, w, { fn = spin, grid = 1, block = 2048, args = { 1000, 0, 0 } }))
+      end
+      w:launch_loop{ fn = spin, grid = 1, block = 32, args = { 1000, 0, 0 } }
+      w:close(); w:collect()
+      assert(w:wait(2000))
+      w = nil; collectgarbage(); collectgarbage() -- its kept span goes with it
       assert(pp.flush(5000))
+      local _, ker = s:timed{ fn = spin, grid = 1, block = 32, args = { 1000, 0, 0 } }
       local info = cu.cupti_info()
-      print(("refused %d spans %d deferred %d flushes %d"):format(info.spans_refused, info.spans,
-        info.deferred, info.flushes))
+      print(("pending %d refused %d kernel %s"):format(info.pending, info.spans_refused, tostring(ker)))
     ]])
     assert.is_true(ok, out)
-    local refused, spans = out:match("refused (%d+) spans (%d+)")
-    refused, spans = tonumber(refused), tonumber(spans)
-    assert.is_truthy(refused, out)
-    -- a 2-core machine under load may hold the flusher off for a while;
-    -- without its wake-up most windows lose their timeline
-    assert.is_true(refused <= 200, out)
-    assert.are.equal(2000, refused + spans, out)
+    assert.truthy(out:find("pending 0 refused 0 kernel 20000", 1, true), out)
   end)
 
   it("s:timed read by CUPTI returns the host's stamps beside the timeline, its host gap between them", function()

@@ -14,6 +14,8 @@
 #include <string.h>
 
 PP_EXPORT void pp_cuda_ksrc_loop_enter(pp_cuda_window *w) {
+  if (w->cupti_span) /* a loop tried before failed: its span goes */
+    pp_cupti_span_release(w->cupti_span);
   w->cupti_span = 0;
   if (w->source != PP_KSRC_CUPTI)
     return;
@@ -22,11 +24,17 @@ PP_EXPORT void pp_cuda_ksrc_loop_enter(pp_cuda_window *w) {
   pp_cuda_window_charge(w, t0);
 }
 
-PP_EXPORT void pp_cuda_ksrc_loop_leave(pp_cuda_window *w) {
+PP_EXPORT void pp_cuda_ksrc_loop_leave(pp_cuda_window *w, CUresult rc) {
   if (!w->cupti_span)
     return;
   pp_ticks t0 = pp_now_inline();
   pp_cupti_span_end(w->cupti_span);
+  if (rc != CUDA_SUCCESS) {
+    /* Nobody will close or read it: released now, it frees its slot when
+     * the kernels already launched have come. */
+    pp_cupti_span_release(w->cupti_span);
+    w->cupti_span = 0;
+  }
   pp_cuda_window_charge(w, t0);
 }
 

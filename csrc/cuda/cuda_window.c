@@ -282,7 +282,7 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
     CUresult rc = loop_body(cu, cfg, w->stream, iterations, reset, &failed);
     w->host_ns[2] = host_now_ns();
     w->loop_host_ns = pp_ticks_delta_ns(loop0, pp_now_inline());
-    pp_cuda_ksrc_loop_leave(w);
+    pp_cuda_ksrc_loop_leave(w, rc);
     if (rc != CUDA_SUCCESS)
       return fail(w, failed, rc);
     w->iterations = iterations;
@@ -304,19 +304,19 @@ PP_EXPORT CUresult pp_cuda_window_launch_loop(pp_cuda_window *w,
   pp_ticks loop0 = pp_now_inline();
   rc = record(w, cu, &w->inner[0], 1);
   if (rc != CUDA_SUCCESS) {
-    pp_cuda_ksrc_loop_leave(w);
+    pp_cuda_ksrc_loop_leave(w, rc);
     return rc;
   }
   const char *failed = NULL;
   rc = loop_body(cu, cfg, w->stream, iterations, reset, &failed);
   if (rc != CUDA_SUCCESS) {
     w->loop_host_ns = pp_ticks_delta_ns(loop0, pp_now_inline());
-    pp_cuda_ksrc_loop_leave(w);
+    pp_cuda_ksrc_loop_leave(w, rc);
     return fail(w, failed, rc);
   }
   rc = record(w, cu, &w->inner[1], 2);
   w->loop_host_ns = pp_ticks_delta_ns(loop0, pp_now_inline());
-  pp_cuda_ksrc_loop_leave(w);
+  pp_cuda_ksrc_loop_leave(w, rc);
   if (rc != CUDA_SUCCESS)
     return rc;
   w->iterations = iterations;

@@ -31,6 +31,7 @@ static pthread_t flusher;
 static CUpti_SubscriberHandle subscriber;
 static int active_flag;
 static unsigned flush_period_ms = 10;
+static int wake_req; /* atomic: a span's start found the slots running short */
 static int windows_open; /* timeline windows between open and collect */
 #define DEFER_MAX_NS 100000000ull /* a flush waits for no window longer */
 
@@ -53,10 +54,14 @@ static void *flusher_main(void *arg) {
   pthread_mutex_lock(&ctl_lock);
   while (!flusher_stop) {
     /* A round every flush_ms while collection is on; a round flushes only
-     * when a span waits. Nothing on the dispatch path wakes this thread (a
-     * wake-up is a system call on the dispatch thread): a span closed now
-     * is flushed within flush_ms. */
-    ctl_wait_ns((uint64_t)flush_period_ms * 1000000u);
+     * when a span waits, so a span closed now is flushed within flush_ms.
+     * The dispatch path wakes this thread only when the span slots run
+     * short (a system call, once per crossing: pp_cupti_wake_flusher); a
+     * wake-up asked for while it was not waiting is seen here, under
+     * ctl_lock, before it waits again. */
+    if (!__atomic_exchange_n(&wake_req, 0, __ATOMIC_ACQ_REL))
+      ctl_wait_ns((uint64_t)flush_period_ms * 1000000u);
+    __atomic_store_n(&wake_req, 0, __ATOMIC_RELEASE);
     if (flusher_stop)
       continue;
     if (!pp_cupti_waiting())
@@ -226,7 +231,16 @@ unsigned pp_cupti_starts(void) {
   return n;
 }
 
-void pp_cupti_wake_flusher(void) { pthread_cond_signal(&ctl_cond); }
+void pp_cupti_wake_flusher(void) {
+  __atomic_store_n(&wake_req, 1, __ATOMIC_RELEASE);
+  /* Signalled under ctl_lock, so the flusher is either waiting (and wakes)
+   * or will see the flag before it waits; when the lock is held, the
+   * flusher is awake and sees the flag, and the dispatch path goes on. */
+  if (pthread_mutex_trylock(&ctl_lock) == 0) {
+    pthread_cond_signal(&ctl_cond);
+    pthread_mutex_unlock(&ctl_lock);
+  }
+}
 
 PP_EXPORT void pp_cupti_window(int delta) {
   __atomic_add_fetch(&windows_open, delta, __ATOMIC_RELEASE);

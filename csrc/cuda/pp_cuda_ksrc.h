@@ -21,7 +21,7 @@ static inline void pp_cuda_window_charge(pp_cuda_window *w, pp_ticks t0) {
 
 /* Hooks called by cuda_window.c around the launch loop and at collect. */
 void pp_cuda_ksrc_loop_enter(pp_cuda_window *w);
-void pp_cuda_ksrc_loop_leave(pp_cuda_window *w);
+void pp_cuda_ksrc_loop_leave(pp_cuda_window *w, CUresult rc);
 /* *kernel_ns holds the pair's reading; replaced by CUPTI's when the window's
  * source is CUPTI and it delivered every kernel of the loop. */
 void pp_cuda_ksrc_collect(pp_cuda_window *w, uint64_t *kernel_ns,

@@ -473,6 +473,28 @@ static void case_full(const char *c) {
   CHECK(c, after.pending == 0, "pending %llu", U(after.pending));
 }
 
+/* Spans completed while a timed window stays open and the flusher's period
+ * is 1 s: its rounds wait, but the span that takes the 193rd slot wakes it
+ * and it flushes at once, inside the window. */
+static void case_crowded(const char *c) {
+  unsigned was = pp_cupti_flush_ms(1000);
+  sleep_ms(30); /* the flusher's round of the old period ends: it now waits 1 s */
+  pp_cupti_window(1);
+  for (int i = 0; i < 200; i++)
+    span_of(1, 1000, 0, 1, PP_CUPTI_RELEASE);
+  pp_cupti_stats st;
+  uint64_t t0 = pp_now_ns();
+  do {
+    sleep_ms(5);
+    pp_cupti_stats_get(&st);
+  } while (st.pending > 64 && pp_now_ns() - t0 < 300000000u);
+  uint64_t took = pp_now_ns() - t0;
+  pp_cupti_window(-1);
+  pp_cupti_flush_ms(was);
+  CHECK(c, st.pending <= 64, "pending %llu after %llu ms", U(st.pending),
+        U(took / 1000000u));
+}
+
 static void *thread_body(void *arg) {
   uint64_t dur = (uint64_t)(uintptr_t)arg;
   char why[256];
@@ -598,6 +620,8 @@ int main(int argc, char **argv) {
        "a flush delivers a record whose kernel never came, without kernel time"},
       {case_many, "keeps up with more spans than its span table"},
       {case_full, "refuses a span when every slot waits, and counts it"},
+      {case_crowded,
+       "wakes the flusher inside a window when the span slots run short"},
       {case_threads, "attributes spans of concurrent threads apart"},
       {case_refcount,
        "counts starts and stops, and pins the probe clock meanwhile"},
