@@ -70,8 +70,10 @@ static size_t nbuf_free;
 
 static __thread uint64_t tls_span; /* this thread's open span, or 0          */
 /* The launch call this thread is inside: its span and place there, so its
- * return is noted without the table lock (the span stays open, and is read
- * only once closed, while this thread closes it after the call returned). */
+ * return is noted without the table lock: the span stays open until this
+ * thread, its owner, closes or releases it after the call returned, and is
+ * read only then (pp_cupti.h: a span is ended, closed and released by the
+ * thread that began it). */
 static __thread pp_cupti_span *tls_call_span;
 static __thread uint64_t tls_call_id, tls_call_index;
 
@@ -318,6 +320,7 @@ void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
     return;
   }
   uint64_t now = pp_now_ns();
+  tls_call_span = NULL; /* a call whose exit never came notes nothing */
   lock_on_dispatch_path();
   pp_cupti_span *s = span_of(id);
   if (s && s->state == SPAN_OPEN) {

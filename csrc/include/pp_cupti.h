@@ -28,12 +28,14 @@
  * takes 170 to 290 us, make truth part 2c; a forced flush also ends the
  * records of kernels still running without their times). So nothing here
  * flushes on the dispatch path, and nothing forces a flush before plain ones
- * had their chance: a launch
- * callback notes each launch's correlation id and host time, and a thread of
- * this module flushes CUPTI's buffers every 10 ms while a span waits for
- * its kernels (nothing on the dispatch path wakes it). A dispatch whose kernel records have not arrived
- * when it is emitted is completed later: its record reaches the line sink
- * and the store when the records come (pp_flush waits for them).
+ * had their chance: a launch callback notes each launch call's correlation
+ * id and host times (entry and return), and a thread of this module flushes
+ * CUPTI's buffers every 10 ms while a span waits for its kernels, deferred
+ * while a timed window is open unless the span slots run short (the span
+ * start that takes the 193rd of 256 wakes it). A dispatch whose kernel
+ * records have not arrived when it is emitted is completed later: its record
+ * reaches the line sink and the store when the records come (pp_flush waits
+ * for them).
  *
  * Use, from C (the CUDA window does this for source "cupti"):
  *
@@ -106,7 +108,8 @@ unsigned pp_cupti_flush_ms(unsigned ms);
 
 /* Opens a span on this thread: the kernels of the launches this thread
  * makes until pp_cupti_span_end belong to the returned id. 0 when collection
- * is off or every span slot is taken (pp_cupti_stats counts it). */
+ * is off or every span slot is taken (pp_cupti_stats counts it). A span is
+ * ended, closed and released (or dropped) by the thread that began it. */
 uint64_t pp_cupti_span_begin(void);
 /* Ends the launches of span `id` (this thread's current one). */
 void pp_cupti_span_end(uint64_t id);
