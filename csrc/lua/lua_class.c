@@ -8,6 +8,7 @@
 #include "pp_lua.h"
 
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,20 +121,23 @@ static void fill(lua_State *L, const pp_lua_class *c) {
  * (the name interned again, a hash lookup, two metatables compared) for
  * each check: about 300 instructions, several per call of a handle's
  * method. A class's objects end in its tag instead: 8 bytes after the
- * object (pp_lua_newudata), FNV-1a of the class name mixed with a secret
- * drawn once per process, which no Lua code can read or write, so no
- * userdata of another kind, nor one whose bytes a script chose, passes. */
+ * object (room made by pp_lua_newobj), FNV-1a of the class name mixed with
+ * a secret drawn once per process from the kernel, written when the object
+ * gets its class (pp_lua_setclass), so an object still being built, before
+ * its metatable and fields are set, passes no check. No Lua code can read
+ * or write a userdata's bytes. */
 static uint64_t tag_secret;
 
 uint64_t pp_lua_tag(const char *tname) {
   uint64_t secret = __atomic_load_n(&tag_secret, __ATOMIC_ACQUIRE);
   if (!secret) {
-    static char here;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t mine = ((uint64_t)(uintptr_t)&here * 0x9e3779b97f4a7c15u) ^
-                    ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-                    ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)&ts;
+    uint64_t mine = 0;
+    if (getrandom(&mine, sizeof mine, GRND_NONBLOCK) != (ssize_t)sizeof mine) {
+      struct timespec ts; /* no entropy yet (early boot): the clock's */
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      mine = ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^
+             ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)&ts;
+    }
     mine |= 1;
     uint64_t none = 0;
     if (__atomic_compare_exchange_n(&tag_secret, &none, mine, 0,
@@ -148,11 +152,19 @@ uint64_t pp_lua_tag(const char *tname) {
   return (h ^ secret) | 1;
 }
 
-void *pp_lua_newudata_(lua_State *L, size_t size, int nuv, uint64_t tag) {
+void *pp_lua_newobj(lua_State *L, size_t size, int nuv) {
   size_t at = (size + 7) & ~(size_t)7;
-  unsigned char *p = lua_newuserdatauv(L, at + sizeof tag, nuv);
-  memcpy(p + at, &tag, sizeof tag);
+  unsigned char *p = lua_newuserdatauv(L, at + sizeof(uint64_t), nuv);
+  /* no class yet: every tag has bit 0 set */
+  memset(p + at, 0, sizeof(uint64_t));
   return p;
+}
+
+void pp_lua_settag_(lua_State *L, int idx, uint64_t tag) {
+  size_t len = lua_rawlen(L, idx);
+  unsigned char *p = lua_touserdata(L, idx);
+  if (p && lua_type(L, idx) == LUA_TUSERDATA && len >= sizeof tag)
+    memcpy(p + len - sizeof tag, &tag, sizeof tag);
 }
 
 void *pp_lua_testudata_(lua_State *L, int idx, uint64_t tag) {

@@ -43,11 +43,11 @@ typedef struct {
 
 /* ---- columns userdata ---------------------------------------------------- */
 void pp_lua_push_cols(lua_State *L, pp_cols *c) {
-  cols_ud *u = pp_lua_newudata_tagged(L, sizeof *u, 1, COLS_MT);
+  cols_ud *u = pp_lua_newobj(L, sizeof *u, 1);
   u->c = c;
   u->closed = 0;
   u->busy = 0;
-  luaL_setmetatable(L, COLS_MT);
+  pp_lua_setclass(L, COLS_MT);
   lua_newtable(L); /* layout -> field list of its records (lua_record.c) */
   lua_setiuservalue(L, -2, 1);
 }
@@ -70,11 +70,11 @@ pp_cols *pp_lua_test_cols(lua_State *L, int idx) {
 static sel_ud *push_sel(lua_State *L, int cols_idx, const uint32_t *rows,
                         size_t n) {
   cols_idx = lua_absindex(L, cols_idx);
-  sel_ud *s = pp_lua_newudata_tagged(L, sizeof *s + n * sizeof(uint32_t), 1, SEL_MT);
+  sel_ud *s = pp_lua_newobj(L, sizeof *s + n * sizeof(uint32_t), 1);
   s->n = n;
   if (n)
     memcpy(s->rows, rows, n * sizeof *rows);
-  luaL_setmetatable(L, SEL_MT);
+  pp_lua_setclass(L, SEL_MT);
   lua_pushvalue(L, cols_idx);
   lua_setiuservalue(L, -2, 1);
   return s;
@@ -390,11 +390,11 @@ static int cols_select(lua_State *L) {
   if (lua_isnoneornil(L, 2)) { /* every record */
     size_t n = pp_cols_count(c);
     sel_ud *s =
-        pp_lua_newudata_tagged(L, sizeof *s + n * sizeof(uint32_t), 1, SEL_MT);
+        pp_lua_newobj(L, sizeof *s + n * sizeof(uint32_t), 1);
     s->n = n;
     for (size_t i = 0; i < n; i++)
       s->rows[i] = (uint32_t)i;
-    luaL_setmetatable(L, SEL_MT);
+    pp_lua_setclass(L, SEL_MT);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1);
     return 1;
@@ -479,10 +479,10 @@ static int cols_group(lua_State *L) {
   }
   /* the groups are freed by their guard's __gc if building the tables
    * raises (out of memory), else right here */
-  groups_guard *gg = pp_lua_newudata_tagged(L, sizeof *gg, 0, GROUPS_MT);
+  groups_guard *gg = pp_lua_newobj(L, sizeof *gg, 0);
   gg->g = NULL;
   gg->n = 0;
-  luaL_setmetatable(L, GROUPS_MT);
+  pp_lua_setclass(L, GROUPS_MT);
   if (pp_cols_group(q.c, (size_t)q.col, q.sel, q.nsel, &gg->g, &gg->n) != 0)
     return luaL_error(L, "phaseprobe.columns: out of memory");
   pp_group *g = gg->g;

@@ -313,11 +313,11 @@ static int l_context(lua_State *L) {
         L, 1,
         lua_pushfstring(L, "no CUDA device %d (%d device%s)", (int)ord, n,
                         n == 1 ? "" : "s"));
-  lcu_ctx *c = pp_lua_newudata_tagged(L, sizeof *c, 1, LCU_CTX_MT);
+  lcu_ctx *c = pp_lua_newobj(L, sizeof *c, 1);
   memset(c, 0, sizeof *c);
   c->ordinal = (int)ord;
   c->closed = 1; /* until fully set up: a failure below releases it */
-  luaL_setmetatable(L, LCU_CTX_MT);
+  pp_lua_setclass(L, LCU_CTX_MT);
   CUresult rc = cu->DeviceGet(&c->dev, (int)ord);
   if (rc != CUDA_SUCCESS)
     return lcu_raise(L, NULL, "cuDeviceGet", rc, NULL);

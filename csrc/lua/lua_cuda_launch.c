@@ -194,7 +194,12 @@ static unsigned char *args_block(lua_State *L, const char *what, int fn_idx,
   if (head + fn->param_bytes <= sizeof d->args)
     return d->args;
   d->ran_lua = 1;
-  return lua_newuserdatauv(L, head + fn->param_bytes + 16, 0);
+  /* zeroed: fn:prepare looks at every value it keeps for a buffer's tag,
+   * this block's end too */
+  size_t n = head + fn->param_bytes + 16;
+  unsigned char *b = lua_newuserdatauv(L, n, 0);
+  memset(b, 0, n);
+  return b;
 }
 
 /* Packs the list at args_idx into mem (from args_block); a value that does
@@ -610,7 +615,7 @@ int lcu_fn_prepare(lua_State *L) {
    * answer differently) */
   int args = lua_gettop(L), left = args - 1;
   lcu_prepared *p =
-      prep_at(pp_lua_newudata_tagged(L, sizeof *p + 15, 1, LCU_LAUNCH_MT));
+      prep_at(pp_lua_newobj(L, sizeof *p + 15, 1));
   int pi = lua_gettop(L);
   memset(p, 0, offsetof(lcu_prepared, mem));
   p->d = d;
@@ -641,7 +646,7 @@ int lcu_fn_prepare(lua_State *L) {
     }
   }
   lua_setiuservalue(L, pi, 1);
-  luaL_setmetatable(L, LCU_LAUNCH_MT);
+  pp_lua_setclass(L, LCU_LAUNCH_MT);
   return 1;
 }
 

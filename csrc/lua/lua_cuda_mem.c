@@ -65,11 +65,11 @@ int lcu_ctx_alloc(lua_State *L) {
   PP_CHECK_OPEN(L, !c->closed, "context");
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n > 0, 2, "byte count must be positive");
-  lcu_buf *b = pp_lua_newudata_tagged(L, sizeof *b, 1, LCU_BUF_MT);
+  lcu_buf *b = pp_lua_newobj(L, sizeof *b, 1);
   memset(b, 0, sizeof *b);
   b->c = c;
   b->closed = 1;
-  luaL_setmetatable(L, LCU_BUF_MT);
+  pp_lua_setclass(L, LCU_BUF_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   lcu_use(L, c, "ctx:alloc"); /* after the allocation (pp_lua_cuda.h) */

@@ -138,11 +138,11 @@ static int load_ptx(lua_State *L, int ptx_idx, int opt_idx, const char *what) {
   const char *ptx = luaL_checklstring(L, ptx_idx, &len);
   jit_opts j;
   jit_parse(L, opt_idx, &j);
-  lcu_mod *m = pp_lua_newudata_tagged(L, sizeof *m, 3, LCU_MOD_MT);
+  lcu_mod *m = pp_lua_newobj(L, sizeof *m, 3);
   memset(m, 0, sizeof *m);
   m->c = c;
   m->closed = 1;
-  luaL_setmetatable(L, LCU_MOD_MT);
+  pp_lua_setclass(L, LCU_MOD_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   lua_pushvalue(L, ptx_idx);
@@ -389,8 +389,8 @@ static int mod_func(lua_State *L) {
   for (int i = 0; i < 5; i++)
     av[i] = fn_attr(L, m, f, attr[i]);
   size_t np = lay.n > 0 ? (size_t)lay.n : 0, nlen = strlen(name);
-  lcu_fn *fn = pp_lua_newudata_tagged(
-      L, sizeof *fn + np * sizeof(pp_cuda_param) + nlen + 1, 2, LCU_FN_MT);
+  lcu_fn *fn =
+      pp_lua_newobj(L, sizeof *fn + np * sizeof(pp_cuda_param) + nlen + 1, 2);
   memset(fn, 0, sizeof *fn);
   fn->m = m;
   fn->fn = f;
@@ -404,7 +404,7 @@ static int mod_func(lua_State *L) {
   for (size_t i = 0; i < np; i++) /* the end of the furthest parameter */
     if (fn->params[i].offset + fn->params[i].size > fn->param_bytes)
       fn->param_bytes = fn->params[i].offset + fn->params[i].size;
-  luaL_setmetatable(L, LCU_FN_MT);
+  pp_lua_setclass(L, LCU_FN_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   fn->registers = av[0];
@@ -533,13 +533,13 @@ static int mod_global(lua_State *L) {
     return lcu_raise(L, m->c, "cuModuleGetGlobal", rc, lua_tostring(L, -1));
   }
   size_t nlen = strlen(name);
-  lcu_global *g = pp_lua_newudata_tagged(L, sizeof *g + nlen + 1, 1, LCU_GLOBAL_MT);
+  lcu_global *g = pp_lua_newobj(L, sizeof *g + nlen + 1, 1);
   g->m = m;
   g->closed = 0;
   g->ptr = ptr;
   g->size = size;
   memcpy(g->name, name, nlen + 1);
-  luaL_setmetatable(L, LCU_GLOBAL_MT);
+  pp_lua_setclass(L, LCU_GLOBAL_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   return 1;

@@ -44,10 +44,10 @@ static lcu_stream *check_open_stream(lua_State *L, int idx, const char *what) {
 }
 
 static lcu_stream *new_stream(lua_State *L, int ctx_idx, lcu_ctx *c) {
-  lcu_stream *s = pp_lua_newudata_tagged(L, sizeof *s, 1, LCU_STREAM_MT);
+  lcu_stream *s = pp_lua_newobj(L, sizeof *s, 1);
   memset(s, 0, sizeof *s);
   s->c = c;
-  luaL_setmetatable(L, LCU_STREAM_MT);
+  pp_lua_setclass(L, LCU_STREAM_MT);
   lua_pushvalue(L, ctx_idx);
   lua_setiuservalue(L, -2, 1);
   return s;
@@ -201,11 +201,11 @@ static int stream_window(lua_State *L) {
     src = lcu_opt_ksrc(L, -1, "stream:window", PP_KSRC_NONE);
     lua_pop(L, 1);
   }
-  lcu_window *w = pp_lua_newudata_tagged(L, sizeof *w, 1, LCU_WINDOW_MT);
+  lcu_window *w = pp_lua_newobj(L, sizeof *w, 1);
   memset(w, 0, sizeof *w);
   w->c = s->c;
   w->s = s;
-  luaL_setmetatable(L, LCU_WINDOW_MT);
+  pp_lua_setclass(L, LCU_WINDOW_MT);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   if (src == PP_KSRC_NONE)

@@ -348,11 +348,11 @@ static int parser_tostring(lua_State *L) {
  * holds the cap on one input, for messages. */
 static parser_ud *push_parser(lua_State *L, int opts) {
   opts = lua_absindex(L, opts);
-  parser_ud *u = pp_lua_newudata_tagged(L, sizeof *u, 1, PARSER_MT);
+  parser_ud *u = pp_lua_newobj(L, sizeof *u, 1);
   u->p = NULL;
   u->closed = 1;
   u->busy = 0;
-  luaL_setmetatable(L, PARSER_MT);
+  pp_lua_setclass(L, PARSER_MT);
   uint64_t cap;
   u->p = new_parser(L, opts, &cap);
   u->closed = 0;

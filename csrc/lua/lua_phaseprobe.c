@@ -667,14 +667,14 @@ static uint64_t calibrate_scope_cost(lua_State *L) {
 /* With the module table on top: this state's data (the first upvalue of
  * state_fns), the scopes' metatable and pool, and the entry points. */
 void pp_lua_open_probe(lua_State *L) {
-  lstate *st = pp_lua_newudata_tagged(L, sizeof *st, 3, STATE_MT);
+  lstate *st = pp_lua_newobj(L, sizeof *st, 3);
   memset(st, 0, sizeof *st);
   st->schema_id = -1;
   for (int i = 0; i < SCOPE_POOL; i++) /* slot 1 first */
     st->free_slot[st->nfree++] = (unsigned char)(SCOPE_POOL - i);
   ensure_scope_cost(L, st);
   pp_lua_class_new(L, &(pp_lua_class){.name = STATE_MT});
-  luaL_setmetatable(L, STATE_MT);
+  pp_lua_setclass(L, STATE_MT);
 
   /* The scopes' metatable: in this state's registry under its __name, and
    * the second upvalue of the functions that make scopes; their pool of

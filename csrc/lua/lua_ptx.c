@@ -639,9 +639,9 @@ static int scan_push(lua_State *L, int ti, const lopts *lo, const char *fn,
   size_t len;
   const char *text = lua_tolstring(L, ti, &len);
   size_t pmin = full ? parallel_min(L) : SIZE_MAX;
-  scan_job *j = pp_lua_newudata_tagged(L, sizeof *j, 1, RESULT_MT);
+  scan_job *j = pp_lua_newobj(L, sizeof *j, 1);
   memset(j, 0, sizeof *j);
-  luaL_setmetatable(L, RESULT_MT);
+  pp_lua_setclass(L, RESULT_MT);
   lua_pushvalue(L, ti);
   lua_setiuservalue(L, -2, 1);
   job_init(j, text, len, &lo->o);

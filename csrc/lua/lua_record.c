@@ -536,13 +536,14 @@ static int rec_table(lua_State *L) {
 static void set_record_mt(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &mt_key);
   lua_setmetatable(L, -2);
+  pp_lua_settag(L, -1, RECORD_MT);
 }
 
 void pp_lua_push_record(lua_State *L, const pp_record *cr) {
   const pp_schema *s = cr->schema;
   size_t ntags = strnlen(cr->tags, sizeof cr->tags);
-  lrec *r = pp_lua_newudata_tagged(
-      L, sizeof *r + s->nfields * sizeof(uint64_t) + ntags + 1, 0, RECORD_MT);
+  lrec *r =
+      pp_lua_newobj(L, sizeof *r + s->nfields * sizeof(uint64_t) + ntags + 1, 0);
   r->kind = REC_OWN;
   r->has_view = 0;
   r->ntags = (uint16_t)ntags;
@@ -566,8 +567,7 @@ void pp_lua_push_row(lua_State *L, int cols_idx, size_t row, int view_idx) {
                   "more names than a store has columns");
   }
   int has_view = !lua_isnoneornil(L, view_idx);
-  lrec *r = pp_lua_newudata_tagged(L, sizeof *r + (size_t)m * sizeof(uint32_t),
-                                   1, RECORD_MT);
+  lrec *r = pp_lua_newobj(L, sizeof *r + (size_t)m * sizeof(uint32_t), 1);
   r->kind = REC_ROW;
   r->has_view = (uint8_t)has_view;
   r->ntags = 0;

@@ -26,9 +26,9 @@ typedef struct {
 
 /* How every binding file pushes and reads schema handles (pp_lua.h). */
 void pp_lua_push_schema(lua_State *L, const pp_schema *s) {
-  schema_ud *u = pp_lua_newudata_tagged(L, sizeof *u, 0, SCHEMA_MT);
+  schema_ud *u = pp_lua_newobj(L, sizeof *u, 0);
   u->s = s;
-  luaL_setmetatable(L, SCHEMA_MT);
+  pp_lua_setclass(L, SCHEMA_MT);
 }
 
 const pp_schema *pp_lua_test_schema(lua_State *L, int idx) {

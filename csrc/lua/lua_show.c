@@ -283,11 +283,12 @@ static void add_table(showbuf *b, lua_State *L, int idx, int depth) {
 static int show_tostring(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  showbuf *b = pp_lua_newudata_tagged(L, sizeof *b, 0, "phaseprobe.showbuf"); /* 2 */
+  showbuf *b = pp_lua_newobj(L, sizeof *b, 0); /* 2 */
   memset(b, 0, sizeof *b);
   pp_lua_class_push(L, &(pp_lua_class){.name = "phaseprobe.showbuf",
                                        .gc = showbuf_gc});
   lua_setmetatable(L, 2);
+  pp_lua_settag(L, 2, "phaseprobe.showbuf");
   /* the title, from the table's own metatable (raw: never a metamethod) */
   const char *title = "phaseprobe";
   if (lua_getmetatable(L, 1)) { /* 3 */

@@ -48,14 +48,18 @@ void pp_lua_class_new(lua_State *L, const pp_lua_class *c);
  * it is). For classes made on demand (lua_show.c). */
 int pp_lua_class_push(lua_State *L, const pp_lua_class *c);
 
-/* Objects of a class made here are allocated by pp_lua_newudata, which
- * ends them with the class's tag, and checked by pp_lua_testudata and
- * pp_lua_checkudata: luaL_newuserdatauv + luaL_setmetatable,
- * luaL_testudata and luaL_checkudata at a fifth of the checks' cost (not
- * for another library's classes, such as Lua's files). tname must be a
+/* Objects of a class made here are allocated by pp_lua_newobj (size bytes
+ * for the caller, nuv user values, and room for the class's tag), given
+ * their class once built by pp_lua_setclass (the metatable of class tname
+ * for the object on top, and its tag), and checked by pp_lua_testudata and
+ * pp_lua_checkudata: lua_newuserdatauv, luaL_setmetatable, luaL_testudata
+ * and luaL_checkudata, with checks at a fifth of the cost (not for another
+ * library's classes, such as Lua's files). pp_lua_settag writes the tag
+ * alone, for an object whose metatable is set otherwise. tname must be a
  * constant (each call site keeps its tag); pp_lua_tag serves any name. */
 uint64_t pp_lua_tag(const char *tname);
-void *pp_lua_newudata_(lua_State *L, size_t size, int nuv, uint64_t tag);
+void *pp_lua_newobj(lua_State *L, size_t size, int nuv);
+void pp_lua_settag_(lua_State *L, int idx, uint64_t tag);
 void *pp_lua_testudata_(lua_State *L, int idx, uint64_t tag);
 void *pp_lua_checkudata_(lua_State *L, int idx, const char *tname,
                          uint64_t tag);
@@ -69,17 +73,13 @@ void *pp_lua_checkudata_(lua_State *L, int idx, const char *tname,
     }                                                                          \
     t_;                                                                        \
   })
-/* A new object of class tname (its metatable set), size bytes for the
- * caller, nuv user values; pp_lua_newudata_tagged leaves the metatable to
- * the caller. */
-#define pp_lua_newudata_tagged(L, size, nuv, tname)                            \
-  pp_lua_newudata_((L), (size), (nuv), PP_LUA_TAG_(tname))
-#define pp_lua_newudata(L, size, nuv, tname)                                   \
-  __extension__({                                                              \
-    void *o_ = pp_lua_newudata_tagged((L), (size), (nuv), (tname));            \
+#define pp_lua_settag(L, idx, tname)                                           \
+  pp_lua_settag_((L), (idx), PP_LUA_TAG_(tname))
+#define pp_lua_setclass(L, tname)                                              \
+  do {                                                                         \
     luaL_setmetatable((L), (tname));                                           \
-    o_;                                                                        \
-  })
+    pp_lua_settag((L), -1, (tname));                                           \
+  } while (0)
 #define pp_lua_testudata(L, idx, tname)                                        \
   pp_lua_testudata_((L), (idx), PP_LUA_TAG_(tname))
 #define pp_lua_checkudata(L, idx, tname)                                       \
