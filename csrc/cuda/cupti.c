@@ -434,18 +434,12 @@ static void sweep(void) {
     force_flush();
 }
 
-uint64_t pp_cupti_waiting(void) {
+uint64_t pp_cupti_waiting(int *crowded) {
   pthread_mutex_lock(&tab_lock);
   uint64_t waiting = npending;
+  *crowded = nfree < SPAN_SLOTS / 4;
   pthread_mutex_unlock(&tab_lock);
   return waiting;
-}
-
-int pp_cupti_crowded(void) {
-  pthread_mutex_lock(&tab_lock);
-  int crowded = nfree < SPAN_SLOTS / 4;
-  pthread_mutex_unlock(&tab_lock);
-  return crowded;
 }
 
 void pp_cupti_flush_round(void) {

@@ -64,7 +64,8 @@ static void *flusher_main(void *arg) {
     __atomic_store_n(&wake_req, 0, __ATOMIC_RELEASE);
     if (flusher_stop)
       continue;
-    if (!pp_cupti_waiting())
+    int crowded;
+    if (!pp_cupti_waiting(&crowded))
       continue;
     /* A flush takes CUPTI's and the driver's locks for about 55 us (H200):
      * a thread inside a timed window would wait on them in its driver calls
@@ -75,8 +76,10 @@ static void *flusher_main(void *arg) {
      * and the next ones would get no timeline at all. */
     uint64_t t0 = pp_now_ns();
     while (!flusher_stop && __atomic_load_n(&windows_open, __ATOMIC_ACQUIRE) > 0 &&
-           pp_cupti_since(pp_now_ns(), t0) < DEFER_MAX_NS && !pp_cupti_crowded())
+           pp_cupti_since(pp_now_ns(), t0) < DEFER_MAX_NS && !crowded) {
       ctl_wait_ns(1000000u);
+      pp_cupti_waiting(&crowded);
+    }
     if (flusher_stop)
       continue;
     pthread_mutex_unlock(&ctl_lock);

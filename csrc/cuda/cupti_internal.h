@@ -120,11 +120,11 @@ void CUPTIAPI pp_cupti_on_launch(void *ud, CUpti_CallbackDomain domain,
 /* The probe's hooks (pp_set_device_hooks): a dispatch's record waits in its
  * span for the timeline. */
 const pp_device_hooks *pp_cupti_device_hooks(void);
-/* Spans not free (waiting for kernels, or for someone to read them). */
-uint64_t pp_cupti_waiting(void);
-/* 1 when three quarters of the span slots are taken: the flusher flushes
- * then even inside a timed window, or the next windows would get none. */
-int pp_cupti_crowded(void);
+/* Spans not free (waiting for kernels, or for someone to read them), and
+ * in *crowded whether three quarters of the slots are taken: the flusher
+ * flushes then even inside a timed window, or the next windows would get
+ * none. */
+uint64_t pp_cupti_waiting(int *crowded);
 /* The flusher's round: a flush of CUPTI's buffers, then the sweep that
  * gives up on spans waiting too long. */
 void pp_cupti_flush_round(void);
