@@ -54,11 +54,10 @@ typedef struct {
   uint64_t span;  /* the span id (0: slot empty)                            */
 } corr_slot;
 
-
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tab_cond = PTHREAD_COND_INITIALIZER; /* spans done    */
 static corr_slot *corr_tab;  /* CORR_SLOTS, allocated at the first start    */
-static pp_cupti_span *spans;          /* SPAN_SLOTS                                  */
+static pp_cupti_span *spans; /* SPAN_SLOTS                                 */
 static uint64_t span_seq = 1;
 /* The free slots, oldest freed first: a span's start takes one at once,
  * however many wait, and a slot is reused as late as possible. */
@@ -210,7 +209,7 @@ static void on_kernel(uint32_t corr, uint64_t start, uint64_t end,
     return;
   corr_slot *c = &corr_tab[corr & (CORR_SLOTS - 1)];
   if (c->corr != corr || !c->span)
-    return; /* a kernel launched outside any pp_cupti_span */
+    return; /* a kernel launched outside any span */
   pp_cupti_span *s = span_of(c->span);
   uint32_t i = c->index;
   c->span = 0;

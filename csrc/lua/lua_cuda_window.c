@@ -170,20 +170,18 @@ static int window_fail(lua_State *L, lcu_window *w, CUresult rc,
 
 /* A window that can take the next step (not collected or discarded). */
 /* The window at 1, holding its events, on an open stream of a usable
- * context; made current (use) or not, as open_stream. */
+ * context; made current (use: LIVE_USE, or LIVE_USE_EVENTS when it records
+ * events, which a CUPTI window does not) or not (LIVE_CHECK). */
+enum { LIVE_CHECK, LIVE_USE, LIVE_USE_EVENTS };
 static lcu_window *live_window(lua_State *L, const char *what, int use) {
   lcu_window *w = check_window(L, 1);
   PP_CHECK_OPEN(L, w->holds, "window");
   PP_CHECK_OPEN(L, !w->s->closed, "stream");
-  if (use)
+  if (use == LIVE_USE || (use == LIVE_USE_EVENTS && !w->w.timeline))
     lcu_use(L, w->c, what);
   else
     lcu_check_usable(L, w->c, what);
   return w;
-}
-
-static lcu_window *check_live_window(lua_State *L, const char *what) {
-  return live_window(L, what, 1);
 }
 
 /* s:window([{source = "event" | "cupti"}]) -> w: records the outer start
@@ -248,7 +246,7 @@ static int window_spin_us(lua_State *L) {
  * the context is made current once, when the description has been read
  * (or the prepared launch checked). */
 static int window_launch_loop(lua_State *L) {
-  lcu_window *w = live_window(L, "window:launch_loop", 0);
+  lcu_window *w = live_window(L, "window:launch_loop", LIVE_CHECK);
   if (w->w.stage != PP_CUDA_WINDOW_OPEN)
     return luaL_error(L, "window:launch_loop: %s",
                       w->w.looped ? "the loop already ran in this window"
@@ -265,7 +263,7 @@ static int window_launch_loop(lua_State *L) {
                          "another context");
   /* reading the description may have run code that closed the window */
   if (d->ran_lua) {
-    live_window(L, "window:launch_loop", 0);
+    live_window(L, "window:launch_loop", LIVE_CHECK);
     if (w->w.stage != PP_CUDA_WINDOW_OPEN)
       return luaL_error(L, "window:launch_loop: the window is closed");
   }
@@ -292,7 +290,7 @@ static int window_launch_loop(lua_State *L) {
 }
 
 static int window_fence(lua_State *L) {
-  lcu_window *w = check_live_window(L, "window:fence");
+  lcu_window *w = live_window(L, "window:fence", LIVE_USE);
   CUresult rc = pp_cuda_window_fence(&w->w);
   if (rc != CUDA_SUCCESS)
     return window_fail(L, w, rc, "window:fence");
@@ -323,8 +321,7 @@ static int window_close(lua_State *L) {
 
 /* w:collect() -> device_window_ns, kernel_ns (nil without a launch loop) */
 static int window_collect(lua_State *L) {
-  lcu_window *w = check_window(L, 1);
-  w = live_window(L, "window:collect", !w->w.timeline); /* events to read */
+  lcu_window *w = live_window(L, "window:collect", LIVE_USE_EVENTS);
   if (w->w.stage != PP_CUDA_WINDOW_CLOSED)
     return luaL_error(L, "window:collect: close the window first (w:close())");
   uint64_t win = 0, ker = 0;
