@@ -410,9 +410,15 @@ end
 local HOST = { prepare = 20000, ptx = 15000, modkey = 2000, resolve = 5000, lease = 1000 }
 local KERNEL4_NS = 30000
 
+-- mode "spins": the same nine scopes, begin, finish and emit with spins in
+-- place of the CUDA calls (each about as long as those calls take there),
+-- the control for the synthetic dispatch's figure: what the probe adds
+-- where nothing else runs between its calls.
+local SPINS = { stage = 6000, launch = 8000, release = 32000, readback = 6000 }
 local function synthetic(mode, buf, data, args)
   local phase, spin_ns = pp.phase, truth.spin_ns
   local events = mode == "event" or mode == "cupti" -- a window (cupti: no events)
+  local spins = mode == "spins"
   pp.begin()
   do local _ <close> = phase("prepare"); spin_ns(HOST.prepare) end
   do local _ <close> = phase("ptx"); spin_ns(HOST.ptx) end
@@ -420,50 +426,33 @@ local function synthetic(mode, buf, data, args)
   local w
   do
     local _ <close> = phase("stage")
-    buf:upload(data)
+    if spins then spin_ns(SPINS.stage) else buf:upload(data) end
     if events then w = s:window() end
   end
   do local _ <close> = phase("resolve"); spin_ns(HOST.resolve) end
   do local _ <close> = phase("lease"); spin_ns(HOST.lease) end
   do
     local _ <close> = phase("launch")
-    if events then
+    if spins then
+      spin_ns(SPINS.launch)
+    elseif events then
       w:launch_loop{ fn = spin, grid = 1, block = 32, args = args, source = mode }
     else
       spin:launch{ grid = 1, block = 32, args = args, stream = s }
     end
   end
-  do local _ <close> = phase("release"); s:synchronize() end
+  do
+    local _ <close> = phase("release")
+    if spins then spin_ns(SPINS.release) else s:synchronize() end
+  end
   do
     local _ <close> = phase("readback")
     if w then w:close() end
-    buf:download()
+    if spins then spin_ns(SPINS.readback) else buf:download() end
   end
   local t_phases = pp.now() -- the phases are over: the wall's end
   pp.finish()
   if w then w:collect() end
-  return pp.emit(), t_phases
-end
-
--- The same nine scopes, begin, finish and emit around spins only (no CUDA
--- call): what the probe adds where nothing else runs between its calls, the
--- control for the synthetic dispatch's figure (each CUDA-side phase spins
--- about as long as its calls take there).
-local HOST_ONLY = { stage = 6000, launch = 8000, release = 32000, readback = 6000 }
-local function host_only()
-  local phase, spin_ns = pp.phase, truth.spin_ns
-  pp.begin()
-  do local _ <close> = phase("prepare"); spin_ns(HOST.prepare) end
-  do local _ <close> = phase("ptx"); spin_ns(HOST.ptx) end
-  do local _ <close> = phase("modkey"); spin_ns(HOST.modkey) end
-  do local _ <close> = phase("stage"); spin_ns(HOST_ONLY.stage) end
-  do local _ <close> = phase("resolve"); spin_ns(HOST.resolve) end
-  do local _ <close> = phase("lease"); spin_ns(HOST.lease) end
-  do local _ <close> = phase("launch"); spin_ns(HOST_ONLY.launch) end
-  do local _ <close> = phase("release"); spin_ns(HOST_ONLY.release) end
-  do local _ <close> = phase("readback"); spin_ns(HOST_ONLY.readback) end
-  local t_phases = pp.now()
-  pp.finish()
   return pp.emit(), t_phases
 end
 
@@ -610,8 +599,8 @@ local function part4()
       "stated in us", "", "MISS")
   end
   local ctl = interleave({
-    { name = "E", setup = pp.disable, run = host_only },
-    { name = "F", setup = pp.enable, run = host_only },
+    { name = "E", setup = pp.disable, run = mode_run("spins") },
+    { name = "F", setup = pp.enable, run = mode_run("spins") },
   }, ROUNDS4, BLOCK4)
   pp.disable()
   row("4", "control: the same probe calls around spins only (no CUDA call)",
